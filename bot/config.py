@@ -1,0 +1,107 @@
+"""Settings for every process, read from the environment in exactly one place."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_DATABASE_URL = "sqlite:///var/issue-sorter.db"
+DEFAULT_MODEL_DIR = "var/models"
+
+
+class ConfigError(ValueError):
+    """Start-up configuration is missing or malformed; the message names every problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("Configuration problems:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    webhook_secret: str = dataclasses.field(repr=False)  # GITHUB_WEBHOOK_SECRET: HMAC key of deliveries
+    app_id: int | None = None  # GITHUB_APP_ID; with the key, enables writes to GitHub
+    private_key: str | None = dataclasses.field(default=None, repr=False)  # PEM text of the App key
+    api_url: str = DEFAULT_API_URL  # GITHUB_API_URL; set it for GitHub Enterprise Server
+    database_url: str = DEFAULT_DATABASE_URL  # DATABASE_URL; SQLite under ./var by default
+    redis_url: str | None = None  # REDIS_URL; None means "start a local Redis" (issue-sorter run)
+    port: int = 8000  # PORT of the web process
+    model_dir: Path = Path(DEFAULT_MODEL_DIR)  # MODEL_DIR: root of the versioned model registry
+    threshold: float = 0.5  # ISSUE_SORTER_THRESHOLD: below this top score the bot abstains
+    create_labels: bool = False  # ISSUE_SORTER_CREATE_LABELS: create a missing kind label instead of abstaining
+    app_slug: str | None = None  # GITHUB_APP_SLUG: our bot login is "<slug>[bot]"; recognises our own events
+    github_request_interval: float = 0.25  # GITHUB_REQUEST_INTERVAL: PyGithub's client-side throttle, seconds
+
+    @property
+    def dry_run(self) -> bool:
+        """Without App credentials we classify and store, but write nothing to GitHub."""
+        return self.app_id is None or self.private_key is None
+
+    @property
+    def bot_login(self) -> str | None:
+        return f"{self.app_slug}[bot]" if self.app_slug else None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        problems: list[str] = []
+        values: dict = {}
+        secret = environ.get("GITHUB_WEBHOOK_SECRET", "")
+        if not secret:
+            problems.append("GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks)")
+        values["webhook_secret"] = secret
+        values.update(_read_app_credentials(environ, problems))
+        values["api_url"] = environ.get("GITHUB_API_URL", DEFAULT_API_URL).rstrip("/")
+        if not values["api_url"].startswith(("http://", "https://")):
+            problems.append(f"GITHUB_API_URL must be an http(s) URL, got {values['api_url']!r}")
+        values["database_url"] = environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+        if "://" not in values["database_url"]:
+            problems.append("DATABASE_URL must be a SQLAlchemy URL such as postgresql+psycopg://host/db")
+        values["redis_url"] = environ.get("REDIS_URL") or None
+        if values["redis_url"] and not values["redis_url"].startswith(("redis://", "rediss://", "unix://")):
+            problems.append("REDIS_URL must start with redis://, rediss:// or unix://")
+        values["port"] = _parse(environ, "PORT", int, 8000, problems)
+        values["model_dir"] = Path(environ.get("MODEL_DIR") or DEFAULT_MODEL_DIR)
+        values["threshold"] = _parse(environ, "ISSUE_SORTER_THRESHOLD", float, 0.5, problems)
+        if not 0.0 <= values["threshold"] <= 1.0:
+            problems.append("ISSUE_SORTER_THRESHOLD must be between 0 and 1")
+        values["create_labels"] = environ.get("ISSUE_SORTER_CREATE_LABELS", "").lower() in {"1", "true", "yes"}
+        values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
+        values["github_request_interval"] = _parse(environ, "GITHUB_REQUEST_INTERVAL", float, 0.25, problems)
+        if problems:
+            raise ConfigError(problems)
+        return cls(**values)
+
+
+def _parse(environ: Mapping[str, str], name: str, kind: type, default, problems: list[str]):
+    raw = environ.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        problems.append(f"{name} must be {'an integer' if kind is int else 'a number'}, got {raw!r}")
+        return default
+
+
+def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> dict:
+    raw_id = environ.get("GITHUB_APP_ID", "")
+    key = environ.get("GITHUB_PRIVATE_KEY", "")
+    key_path = environ.get("GITHUB_PRIVATE_KEY_PATH", "")
+    app_id = None
+    if raw_id:
+        if raw_id.isdigit():
+            app_id = int(raw_id)
+        else:
+            problems.append(f"GITHUB_APP_ID must be the App's numeric id, got {raw_id!r}")
+    if key_path and not key:
+        try:
+            key = Path(key_path).read_text()
+        except OSError as error:
+            problems.append(f"GITHUB_PRIVATE_KEY_PATH cannot be read: {error.strerror} ({key_path})")
+    if key and "-----BEGIN" not in key:
+        problems.append("GITHUB_PRIVATE_KEY is not PEM text (expected '-----BEGIN ... PRIVATE KEY-----')")
+    if bool(raw_id) != bool(key or key_path):
+        problems.append("GITHUB_APP_ID and GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH) must be set together")
+    return {"app_id": app_id, "private_key": key or None}

@@ -1,0 +1,158 @@
+"""Tables: what the App stores about installations, issues, its predictions and the models it serves."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from bot.db import Base
+
+GLOBAL_SCOPE = "global"  # model scope shared by every repository without a model of its own
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Installation(Base):
+    __tablename__ = "installations"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)  # GitHub's id
+    account_login: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    removed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Repository(Base):
+    __tablename__ = "repositories"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    full_name: Mapped[str] = mapped_column(String(255), unique=True)  # owner/name
+    installation_id: Mapped[int | None] = mapped_column(ForeignKey("installations.id"), index=True)
+    backfill_next_page: Mapped[int | None] = mapped_column(Integer)  # resume point of an interrupted backfill
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class IssueRecord(Base):
+    """An issue's text (the training data) and the label a human confirmed for it, if any."""
+
+    __tablename__ = "issues"
+    __table_args__ = (UniqueConstraint("repository_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text, default="")
+    body: Mapped[str] = mapped_column(Text, default="")
+    author_login: Mapped[str | None] = mapped_column(String(255))
+    state: Mapped[str] = mapped_column(String(16), default="open")
+    opened_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    confirmed_label: Mapped[str | None] = mapped_column(String(255))  # set by a human, never by the bot alone
+    confirmed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    confirmed_by: Mapped[str | None] = mapped_column(String(255))
+
+    repository: Mapped[Repository] = relationship()
+
+
+class Prediction(Base):
+    """One classification of one issue: every score, the label chosen, and what happened to it."""
+
+    __tablename__ = "predictions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
+    model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_versions.id"))
+    delivery_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    scores: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)
+    predicted: Mapped[str | None] = mapped_column(String(255))  # the model's top class
+    label: Mapped[str | None] = mapped_column(String(255))  # the repository label it maps to
+    applied: Mapped[bool] = mapped_column(Boolean, default=False)
+    outcome: Mapped[str] = mapped_column(String(32))  # applied | abstained | dry_run | dropped
+    reason: Mapped[str] = mapped_column(Text, default="")
+    decision: Mapped[str | None] = mapped_column(String(16))  # accepted | rejected | corrected (by a human)
+    decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    issue: Mapped[IssueRecord] = relationship()
+
+
+class LabelEvent(Base):
+    """A label added to or removed from an issue, by whom, and whether that was a human."""
+
+    __tablename__ = "label_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
+    delivery_id: Mapped[str | None] = mapped_column(String(64), unique=True)
+    action: Mapped[str] = mapped_column(String(32))  # labeled | unlabeled | closed | transferred | ...
+    label: Mapped[str | None] = mapped_column(String(255))
+    actor_login: Mapped[str | None] = mapped_column(String(255))
+    actor_is_human: Mapped[bool] = mapped_column(Boolean, default=True)
+    by_this_app: Mapped[bool] = mapped_column(Boolean, default=False)
+    occurred_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """A delivery the worker has processed; a redelivery with the same id is not processed twice."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # X-GitHub-Delivery
+    event: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str | None] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(64), default="")
+    processed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ModelVersion(Base):
+    """A trained model directory under MODEL_DIR, with what it was trained on and how it scored."""
+
+    __tablename__ = "model_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[str] = mapped_column(String(64), unique=True)
+    scope: Mapped[str] = mapped_column(String(255), default=GLOBAL_SCOPE, index=True)
+    path: Mapped[str] = mapped_column(Text)
+    base_model: Mapped[str] = mapped_column(Text, default="")
+    labels: Mapped[list[str]] = mapped_column(JSON, default=list)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    data_fingerprint: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ModelPromotion(Base):
+    """Which version serves a scope from when on; the newest row of a scope is the one serving."""
+
+    __tablename__ = "model_promotions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope: Mapped[str] = mapped_column(String(255), default=GLOBAL_SCOPE, index=True)
+    model_version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id"))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    promoted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    model_version: Mapped[ModelVersion] = relationship()
+
+
+class TrainingRun(Base):
+    """One train-compare-promote attempt, with both scores and the decision taken."""
+
+    __tablename__ = "training_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope: Mapped[str] = mapped_column(String(255), default=GLOBAL_SCOPE)
+    trigger: Mapped[str] = mapped_column(String(32), default="manual")  # manual | cron | comment | bootstrap
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | failed
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    n_examples: Mapped[int] = mapped_column(Integer, default=0)
+    challenger_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_versions.id"))
+    champion_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_versions.id"))
+    challenger_score: Mapped[float | None] = mapped_column(Float)
+    champion_score: Mapped[float | None] = mapped_column(Float)
+    promoted: Mapped[bool] = mapped_column(Boolean, default=False)
+    message: Mapped[str] = mapped_column(Text, default="")
