@@ -44,11 +44,13 @@ class Settings:
         return f"{self.app_slug}[bot]" if self.app_slug else None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+    def from_env(cls, environ: Mapping[str, str], *, require_webhook_secret: bool = True) -> Settings:
+        """Read and validate every variable; operator commands that receive no webhooks pass
+        require_webhook_secret=False."""
         problems: list[str] = []
         values: dict = {}
         secret = environ.get("GITHUB_WEBHOOK_SECRET", "")
-        if not secret:
+        if not secret and require_webhook_secret:
             problems.append("GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks)")
         values["webhook_secret"] = secret
         values.update(_read_app_credentials(environ, problems))
