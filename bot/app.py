@@ -1,0 +1,38 @@
+"""Flask factory: settings and services in, an app with /webhook and /healthz out."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask
+from redis import Redis
+from sqlalchemy.engine import Engine
+
+from bot import health, webhooks
+from bot.config import Settings
+from bot.db import make_engine
+
+MAX_DELIVERY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+
+
+def create_app(settings: Settings, *, redis: Redis | None = None, engine: Engine | None = None) -> Flask:
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_DELIVERY_BYTES
+    if redis is None:
+        if not settings.redis_url:
+            raise ValueError("REDIS_URL is not set; `issue-sorter run` starts a local Redis and sets it")
+        # short timeouts: a dead Redis must turn into a quick 503, not a hung request
+        redis = Redis.from_url(settings.redis_url, socket_connect_timeout=2, socket_timeout=5)
+    app.extensions["bot"] = {"settings": settings, "redis": redis,
+                             "engine": engine or make_engine(settings.database_url)}
+    app.register_blueprint(webhooks.blueprint)
+    app.register_blueprint(health.blueprint)
+    return app
+
+
+def create_app_from_env() -> Flask:
+    """gunicorn entry point: `gunicorn 'bot.app:create_app_from_env()'`."""
+    import os
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return create_app(Settings.from_env(os.environ))

@@ -1,0 +1,43 @@
+"""WorkerContext: the services a worker process builds once and every job reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from redis import Redis
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.classifier import ServingModels
+from bot.config import Settings
+from bot.labeling import LabelingPolicy
+
+
+@dataclass
+class WorkerContext:
+    settings: Settings
+    sessionmaker: sessionmaker[Session]
+    models: ServingModels  # loaded once per process, refreshed when the registry switches
+    github_for: Callable[[int], object] | None  # installation id → IssueWriter; None in dry-run
+    redis: Redis
+    retry_base_seconds: float = 30.0  # first back-off after a transient GitHub error; doubles each time
+    max_attempts: int = 6  # transient errors after this many tries are given up (and logged)
+
+    def policy(self) -> LabelingPolicy:
+        return LabelingPolicy(threshold=self.settings.threshold, create_labels=self.settings.create_labels,
+                              dry_run=self.github_for is None)
+
+
+_current: WorkerContext | None = None
+
+
+def configure(context: WorkerContext | None) -> None:
+    """Install the context jobs read; called once by the worker at start (and by tests)."""
+    global _current
+    _current = context
+
+
+def current() -> WorkerContext:
+    if _current is None:
+        raise RuntimeError("no WorkerContext: start jobs through `issue-sorter worker`")
+    return _current

@@ -1,0 +1,153 @@
+"""Pure parsing: (event name, payload) → a typed event the bot handles, or None. No I/O here."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_JOB_BODY_CHARS = 20_000  # what travels in the queue; the worker re-reads the issue from GitHub anyway
+
+
+class MalformedPayload(ValueError):
+    """The delivery is JSON but lacks a field its event must have."""
+
+
+@dataclass(frozen=True)
+class IssueSnapshot:
+    """What the delivery said about the issue; used when GitHub cannot be asked (dry-run)."""
+
+    title: str
+    body: str
+    state: str
+    labels: tuple[str, ...]
+    author_login: str | None
+    created_at: str | None
+    is_pull_request: bool = False
+
+
+@dataclass(frozen=True)
+class IssueEvent:
+    """An `issues` delivery: opened, labeled, unlabeled, edited, closed, transferred, deleted..."""
+
+    delivery_id: str
+    action: str
+    installation_id: int | None
+    repo: str
+    number: int
+    sender_login: str | None
+    sender_is_bot: bool
+    snapshot: IssueSnapshot
+    label: str | None = None  # the label added or removed (labeled / unlabeled)
+    via_app_id: int | None = None  # performed_via_github_app.id, when an App did it
+    new_repo: str | None = None  # transferred: where the issue went
+    new_number: int | None = None
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class CommentEvent:
+    """An `issue_comment.created` delivery (slash commands)."""
+
+    delivery_id: str
+    installation_id: int | None
+    repo: str
+    number: int
+    commenter_login: str
+    commenter_is_bot: bool
+    body: str
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class InstallationEvent:
+    """`installation.created` / `installation_repositories.added`: repositories to backfill."""
+
+    delivery_id: str
+    action: str
+    installation_id: int
+    account_login: str | None
+    repos: tuple[str, ...] = field(default_factory=tuple)
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+Event = IssueEvent | CommentEvent | InstallationEvent
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    # RQ pickles job arguments; plain dicts and lists keep jobs readable by any version of this code.
+    return {k: (_plain(v) if isinstance(v, dict) else list(v) if isinstance(v, tuple) else v)
+            for k, v in data.items()}
+
+
+def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event | None:
+    """The typed event, or None when the bot does not handle this event/action."""
+    action = payload.get("action")
+    try:
+        if event_name == "issues":
+            return _parse_issue(delivery_id, action, payload)
+        if event_name == "issue_comment" and action == "created":
+            return _parse_comment(delivery_id, payload)
+        if event_name == "installation" and action == "created":
+            return _parse_installation(delivery_id, action, payload, "repositories")
+        if event_name == "installation_repositories" and action == "added":
+            return _parse_installation(delivery_id, action, payload, "repositories_added")
+    except (KeyError, TypeError, AttributeError) as error:
+        raise MalformedPayload(f"{event_name}.{action} payload lacks {error}") from error
+    return None
+
+
+ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted"}
+
+
+def _parse_issue(delivery_id: str, action: str | None, payload: dict) -> IssueEvent | None:
+    if action not in ISSUE_ACTIONS:
+        return None
+    issue, sender = payload["issue"], payload.get("sender") or {}
+    changes = payload.get("changes") or {}
+    new_issue = changes.get("new_issue") or {}
+    return IssueEvent(
+        delivery_id=delivery_id, action=action,
+        installation_id=(payload.get("installation") or {}).get("id"),
+        repo=payload["repository"]["full_name"], number=int(issue["number"]),
+        sender_login=sender.get("login"), sender_is_bot=sender.get("type") == "Bot",
+        snapshot=snapshot_of(issue), label=(payload.get("label") or {}).get("name"),
+        via_app_id=(issue.get("performed_via_github_app") or {}).get("id"),
+        new_repo=(changes.get("new_repository") or {}).get("full_name"),
+        new_number=new_issue.get("number"),
+    )
+
+
+def snapshot_of(issue: dict) -> IssueSnapshot:
+    return IssueSnapshot(
+        title=str(issue.get("title") or ""), body=str(issue.get("body") or "")[:MAX_JOB_BODY_CHARS],
+        state=str(issue.get("state") or "open"),
+        labels=tuple(str(label["name"]) for label in issue.get("labels") or [] if "name" in label),
+        author_login=(issue.get("user") or {}).get("login"), created_at=issue.get("created_at"),
+        is_pull_request="pull_request" in issue,
+    )
+
+
+def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:
+    comment = payload["comment"]
+    user = comment.get("user") or {}
+    return CommentEvent(
+        delivery_id=delivery_id, installation_id=(payload.get("installation") or {}).get("id"),
+        repo=payload["repository"]["full_name"], number=int(payload["issue"]["number"]),
+        commenter_login=user.get("login") or "", commenter_is_bot=user.get("type") == "Bot",
+        body=str(comment.get("body") or "")[:MAX_JOB_BODY_CHARS],
+    )
+
+
+def _parse_installation(delivery_id: str, action: str, payload: dict, key: str) -> InstallationEvent:
+    installation = payload["installation"]
+    return InstallationEvent(
+        delivery_id=delivery_id, action=action, installation_id=int(installation["id"]),
+        account_login=(installation.get("account") or {}).get("login"),
+        repos=tuple(repo["full_name"] for repo in payload.get(key) or []),
+    )

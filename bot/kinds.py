@@ -1,0 +1,54 @@
+"""The four kinds of issue and the seed lesson's rules that map a repository's labels onto them.
+
+`kind_of` is the lesson's function: one kind for a set of labels, or None when the labels say
+nothing, disagree, or mark the issue as not worth learning from (duplicate, spam, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+KINDS = ["bug", "feature", "question", "docs"]
+RULES = [
+    ("docs", r"\bdoc(s|umentation)?\b"),
+    ("question", r"\bquestion\b|\bsupport\b"),
+    ("feature", r"feature|enhancement|suggestion|proposal|improvement"),
+    ("bug", r"\bbug\b|crash|unexpected behaviour"),
+]
+SKIP = r"not a bug|working as intended|duplicate|spam|question-answered"
+
+
+def kind_of(labels: Iterable[str]) -> str | None:
+    found: set[str] = set()
+    for label in labels:
+        low = label.lower()
+        if re.search(SKIP, low):
+            return None
+        for name, pattern in RULES:
+            if re.search(pattern, low):
+                found.add(name)
+    return found.pop() if len(found) == 1 else None
+
+
+def kind_of_label(label: str) -> str | None:
+    """The kind one repository label stands for (`C-bug`, `kind/bug`, `Type: Bug` → bug)."""
+    return kind_of([label.replace("-", " ").replace("/", " ").replace("_", " ")]) or kind_of([label])
+
+
+def labels_for_kinds(repo_labels: Iterable[str]) -> dict[str, str]:
+    """For each kind, the repository's own label for it; the plainest name wins (`bug` over `bug: ui`)."""
+    choice: dict[str, str] = {}
+    for label in repo_labels:
+        kind = kind_of_label(label)
+        if kind is None:
+            continue
+        best = choice.get(kind)
+        if best is None or _plainness(label, kind) < _plainness(best, kind):
+            choice[kind] = label
+    return choice
+
+
+def _plainness(label: str, kind: str) -> tuple[int, int, str]:
+    exact = 0 if label.lower() == kind else 1
+    return exact, len(label), label

@@ -1,0 +1,62 @@
+"""POST /webhook: verify, parse, enqueue, answer. No GitHub calls, no database, no model here."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from flask import Blueprint, current_app, request
+from redis.exceptions import RedisError
+
+from bot import events, queueing
+from bot.signatures import verify_signature
+
+log = logging.getLogger(__name__)
+blueprint = Blueprint("webhooks", __name__)
+
+# (event type, action or None for any) → (queue, job function). The whole routing table of the bot.
+ROUTES: dict[tuple[type, str | None], tuple[str, str]] = {
+    (events.IssueEvent, "opened"): (queueing.LABELING_QUEUE, "bot.jobs.label_issue"),
+}
+
+
+def route_for(event: events.Event) -> tuple[str, str] | None:
+    action = getattr(event, "action", None)
+    return ROUTES.get((type(event), action)) or ROUTES.get((type(event), None))
+
+
+@blueprint.post("/webhook")
+def receive():
+    body = request.get_data(cache=True)  # raises 413 above MAX_CONTENT_LENGTH before we read it
+    delivery_id = request.headers.get("X-GitHub-Delivery", "")
+    settings = current_app.extensions["bot"]["settings"]
+    if not verify_signature(body, request.headers.get("X-Hub-Signature-256"), settings.webhook_secret):
+        log.warning("rejected delivery %r: missing or wrong signature", delivery_id)
+        return {"error": "invalid signature"}, 401
+    event_name = request.headers.get("X-GitHub-Event", "")
+    if not event_name or not delivery_id:
+        return {"error": "missing X-GitHub-Event or X-GitHub-Delivery header"}, 400
+    if event_name == "ping":
+        return {"ok": True, "zen": "pong"}, 200
+    try:
+        payload = json.loads(body)
+        event = events.parse(event_name, delivery_id, payload) if isinstance(payload, dict) else None
+        if not isinstance(payload, dict):
+            raise events.MalformedPayload("payload is not a JSON object")
+    except (ValueError, events.MalformedPayload) as error:
+        return {"error": f"malformed payload: {error}"}, 400
+    route = route_for(event) if event else None
+    if route is None:
+        return "", 204
+    return _enqueue(route, event)
+
+
+def _enqueue(route: tuple[str, str], event: events.Event):
+    queue_name, func = route
+    try:
+        created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], queue_name, func,
+                                        event.delivery_id, event.job_kwargs())
+    except RedisError as error:
+        log.error("cannot queue delivery %s: Redis unavailable (%s)", event.delivery_id, type(error).__name__)
+        return {"error": "queue unavailable, please redeliver"}, 503
+    return {"queued": created, "delivery": event.delivery_id}, 202

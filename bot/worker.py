@@ -1,0 +1,49 @@
+"""`issue-sorter worker`: build the WorkerContext once, load the model once, run an RQ worker."""
+
+from __future__ import annotations
+
+import logging
+
+from redis import Redis
+from rq import SimpleWorker
+
+from bot import context, store
+from bot.classifier import ServingModels
+from bot.config import Settings
+from bot.db import make_sessionmaker, session_scope
+from bot.jobs import NO_MODEL
+from bot.models import GLOBAL_SCOPE
+from bot.queueing import QUEUES
+
+log = logging.getLogger(__name__)
+
+
+def build_context(settings: Settings, *, redis: Redis | None = None, github_for=None) -> context.WorkerContext:
+    sessions = make_sessionmaker(settings.database_url)
+
+    def resolve(scope: str) -> tuple[str, str] | None:
+        with session_scope(sessions) as session:
+            version = store.serving_model_version(session, scope)
+            return (version.version, version.path) if version else None
+
+    if github_for is None and not settings.dry_run:
+        from bot.github_client import GitHubApp
+
+        app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
+                        request_interval=settings.github_request_interval)
+        github_for = app.writer_for
+    return context.WorkerContext(settings=settings, sessionmaker=sessions, models=ServingModels(resolve),
+                                 github_for=github_for, redis=redis or Redis.from_url(settings.redis_url))
+
+
+def run_worker(settings: Settings, *, queues: tuple[str, ...] = QUEUES, burst: bool = False) -> bool:
+    """Serve jobs until stopped. SimpleWorker: no fork, so the model loaded here is reused by every
+    job (a forked horse after torch ran in the parent hangs; STACK-NOTES section 4)."""
+    ctx = build_context(settings)
+    if ctx.models.get(GLOBAL_SCOPE) is None:
+        raise SystemExit(f"issue-sorter worker: {NO_MODEL}")
+    if ctx.github_for is None:
+        log.warning("dry-run: no GitHub App credentials; issues are classified and stored, nothing is written")
+    context.configure(ctx)
+    worker = SimpleWorker(list(queues), connection=ctx.redis)
+    return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")

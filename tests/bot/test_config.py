@@ -1,0 +1,51 @@
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, Settings
+
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"
+
+
+def test_defaults_are_the_embedded_ones():
+    settings = Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s"})
+    assert settings.database_url.startswith("sqlite:///") and settings.redis_url is None
+    assert settings.port == 8000 and settings.api_url == "https://api.github.com"
+    assert settings.dry_run
+
+
+def test_app_credentials_turn_dry_run_off_and_key_can_come_from_a_file(tmp_path):
+    key = tmp_path / "key.pem"
+    key.write_text(PEM)
+    settings = Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "GITHUB_APP_ID": "12",
+                                  "GITHUB_PRIVATE_KEY_PATH": str(key),
+                                  "GITHUB_API_URL": "https://ghe.example.com/api/v3/"})
+    assert not settings.dry_run and settings.app_id == 12 and settings.private_key == PEM
+    assert settings.api_url == "https://ghe.example.com/api/v3"
+
+
+def test_every_problem_is_named_in_one_error():
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({"GITHUB_APP_ID": "my-app", "GITHUB_PRIVATE_KEY": "not a key", "PORT": "http",
+                           "REDIS_URL": "localhost:6379", "DATABASE_URL": "nowhere"})
+    text = str(raised.value)
+    for name in ["GITHUB_WEBHOOK_SECRET", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "PORT", "REDIS_URL", "DATABASE_URL"]:
+        assert name in text
+    assert len(raised.value.problems) == 6
+
+
+def test_app_id_without_a_key_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="must be set together"):
+        Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "GITHUB_APP_ID": "3"})
+    with pytest.raises(ConfigError, match="cannot be read"):
+        Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "GITHUB_APP_ID": "3",
+                           "GITHUB_PRIVATE_KEY_PATH": str(tmp_path / "missing.pem")})
+
+
+def test_secrets_never_appear_in_repr():
+    settings = Settings.from_env({"GITHUB_WEBHOOK_SECRET": "hush", "GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY": PEM})
+    assert "hush" not in repr(settings) and "BEGIN" not in repr(settings)
+
+
+def test_operator_commands_need_no_webhook_secret():
+    assert Settings.from_env({}, require_webhook_secret=False).model_dir == Path("var/models")

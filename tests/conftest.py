@@ -1,0 +1,96 @@
+"""Shared fixtures. Integration tests use the real local Redis and PostgreSQL; under CI a missing
+service fails the test instead of skipping it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import uuid
+
+import pytest
+from redis import Redis
+from redis.exceptions import RedisError
+from sqlalchemy import create_engine, text
+
+from bot.config import Settings
+from bot.db import Base, make_sessionmaker
+from tests.paths import WEBHOOKS
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+POSTGRES_ADMIN_URL = os.environ.get("POSTGRES_TEST_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+WEBHOOK_SECRET = "It's a Secret to Everybody"
+
+
+def service_missing(what: str, error: Exception):
+    message = f"{what} is not reachable ({type(error).__name__}: {error})"
+    if IN_CI:
+        pytest.fail(message + "; CI must provide it")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    try:
+        Redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2).ping()
+    except RedisError as error:
+        service_missing(f"Redis at {REDIS_TEST_URL}", error)
+    return REDIS_TEST_URL
+
+
+@pytest.fixture
+def redis(redis_url):
+    """An empty Redis database, flushed before and after (rq's RQTestCase habit)."""
+    connection = Redis.from_url(redis_url)
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+    connection.close()
+
+
+@pytest.fixture
+def postgres_url():
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"issue_sorter_{uuid.uuid4().hex[:10]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as error:  # noqa: BLE001 - any driver error means "no server"
+        service_missing(f"PostgreSQL at {POSTGRES_ADMIN_URL}", error)
+    yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'issue-sorter.db'}"
+
+
+@pytest.fixture
+def sessions(sqlite_url):
+    factory = make_sessionmaker(sqlite_url)
+    Base.metadata.create_all(factory.kw["bind"])
+    return factory
+
+
+@pytest.fixture
+def settings(sqlite_url, tmp_path, redis_url) -> Settings:
+    return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=redis_url,
+                    model_dir=tmp_path / "models", github_request_interval=0.0)
+
+
+@pytest.fixture
+def payload():
+    """A real webhook example from ../shared/github/webhooks, as a fresh dict each call."""
+    cache: dict[str, dict] = {}
+
+    def load(name: str) -> dict:
+        if name not in cache:
+            cache[name] = json.loads((WEBHOOKS / f"{name}.payload.json").read_text())
+        return copy.deepcopy(cache[name])
+
+    return load

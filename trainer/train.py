@@ -1,0 +1,225 @@
+"""Fine-tune a pre-trained encoder with a classification head on labelled issues (the lesson's recipe).
+
+Read top to bottom: load the base model → tokenise once → length-bucketed batches → AdamW with warm-up
+and linear decay, gradient clipping, float16 autocast on CUDA → save weights, tokenizer and model card.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainer.card import write_card
+from trainer.config import TrainConfig
+from trainer.dataset import Example
+
+log = logging.getLogger(__name__)
+
+BUCKET_POOL = 50  # batches per pool that are sorted by length together: pad-free, yet still shuffled
+HEAD_SHARE = 0.75  # head+tail keeps this share from the start: title and first paragraph decide (lesson §5)
+
+
+@dataclass
+class TrainedModel:
+    """A fine-tuned model in memory, with everything needed to save or score it."""
+
+    model: Any  # transformers PreTrainedModel, in eval mode
+    tokenizer: Any
+    labels: list[str]
+    config: TrainConfig
+    base_model: str  # what was actually loaded (the resolved path or hub id)
+    seconds: float  # wall time of the training loop
+    steps: int = 0  # optimizer steps taken
+    losses: list[float] = field(default_factory=list)  # training loss of each step
+
+    def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
+             thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
+        """See `save`."""
+        return save(self, directory, version=version, metrics=metrics, thresholds=thresholds,
+                    data_fingerprint=data_fingerprint)
+
+    def classifier(self, version: str = "unregistered"):
+        """This model as a `bot.classifier.TransformerClassifier`, without saving it first."""
+        from bot.classifier import ModelCard, TransformerClassifier
+
+        card = ModelCard(version=version, labels=self.labels, max_length=self.config.max_length,
+                         base_model=self.base_model)
+        return TransformerClassifier(self.model, self.tokenizer, card, str(self.model.device))
+
+
+def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None,
+              *, progress: bool = True) -> TrainedModel:
+    """Fine-tune `config.base_model` on `examples`; `labels` fixes the class order (default: sorted)."""
+    import torch
+
+    labels = check_labels(examples, labels)
+    torch.manual_seed(config.seed)  # the new head's initialisation and dropout
+    model, tokenizer = load_base(config, labels)
+    input_ids = encode(tokenizer, [example.text for example in examples], config)
+    targets = [labels.index(example.label) for example in examples]
+    started = time.perf_counter()
+    steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress)
+    seconds = time.perf_counter() - started
+    log.info("fine-tuned %s on %d examples: %d steps in %.1f s", config.resolved_base_model(),
+             len(examples), steps, seconds)
+    return TrainedModel(model.eval(), tokenizer, labels, config, config.resolved_base_model(), seconds,
+                        steps, losses)
+
+
+def check_labels(examples: Sequence[Example], labels: Sequence[str] | None) -> list[str]:
+    """The class list, checked against the examples before any expensive loading."""
+    if not examples:
+        raise ValueError("no training examples: check the data file or the database scope")
+    present = sorted({example.label for example in examples})
+    labels = list(labels) if labels is not None else present
+    unknown = sorted(set(present) - set(labels))
+    if unknown:
+        raise ValueError(f"examples have labels {unknown} outside labels={labels}: add them or drop those rows")
+    if len(labels) < 2:
+        raise ValueError(f"need at least two labels to train a classifier, got {labels}")
+    return labels
+
+
+def load_base(config: TrainConfig, labels: list[str]):
+    """Tokenizer and encoder with a fresh classification head, from a hub id or a local directory."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    source = config.resolved_base_model()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            source, num_labels=len(labels), id2label=dict(enumerate(labels)),
+            label2id={label: i for i, label in enumerate(labels)})
+    except OSError as error:  # the hub is unreachable or the directory is not a model
+        raise ValueError(f"cannot load base model {source!r} ({error}); pass a local model directory, "
+                         "or a hub id on a machine that can reach huggingface.co") from error
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions and config.max_length > positions:
+        raise ValueError(f"max_length {config.max_length} exceeds {source}'s {positions} positions")
+    # some checkpoints are stored in float16; train in float32 (autocast handles CUDA speed)
+    return model.float().to(config.resolved_device()), tokenizer
+
+
+def encode(tokenizer, texts: Sequence[str], config: TrainConfig) -> list[list[int]]:
+    """Token ids of each text, cut to max_length the way `config.truncation` says."""
+    if config.truncation == "head+tail":
+        texts = [shorten_text(text, tokenizer, config.max_length) for text in texts]
+    return tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
+
+
+def shorten_text(text: str, tokenizer, max_length: int) -> str:
+    """Keep the first 3/4 and the last 1/4 of the token budget, cut on token boundaries of the text."""
+    budget = max_length - len(tokenizer("")["input_ids"])  # room left by [CLS]/[SEP] or <s>/</s>
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) <= budget:
+        return text
+    head = int(budget * HEAD_SHARE)
+    tail = max(1, budget - head - 1)  # one token of slack for the join, re-tokenised below
+    return f"{text[:offsets[head - 1][1]]}\n{text[offsets[-tail][0]:]}"
+
+
+def length_buckets(lengths: Sequence[int], batch_size: int, generator) -> list[list[int]]:
+    """Batches of indices of similar length, in random order (1.2–1.7× faster on CPU: STACK-NOTES)."""
+    import torch
+
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    pool = batch_size * BUCKET_POOL
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
+        batches += [chunk[k:k + batch_size] for k in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def linear_schedule(optimizer, total_steps: int, warmup_ratio: float):
+    """Linear warm-up over warmup_ratio of the steps, then linear decay to zero (the lesson's rate)."""
+    import torch
+
+    warmup = max(1, int(total_steps * warmup_ratio))
+
+    def rate(step: int) -> float:
+        return min((step + 1) / warmup, max(0.0, (total_steps - step) / max(1, total_steps - warmup)))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+
+
+def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int], config: TrainConfig,
+               progress: bool) -> tuple[int, list[float]]:
+    """Run the optimizer over the epochs (or max_steps); returns steps taken and each step's loss."""
+    import torch
+    from tqdm.auto import tqdm
+
+    batches_per_epoch = math.ceil(len(input_ids) / config.batch_size)
+    total = config.epochs * batches_per_epoch
+    total = min(total, config.max_steps) if config.max_steps else total
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = linear_schedule(optimizer, total, config.warmup_ratio)
+    step = Stepper(model, optimizer, schedule, config)
+    generator = torch.Generator().manual_seed(config.seed)  # batch order, independent of other RNG use
+    lengths = [len(ids) for ids in input_ids]
+    losses: list[float] = []
+    model.train()
+    with tqdm(total=total, disable=not progress, desc="fine-tuning", unit="step") as bar:
+        for _ in range(config.epochs):
+            for batch in length_buckets(lengths, config.batch_size, generator):
+                if len(losses) == total:
+                    return len(losses), losses
+                encoded = tokenizer.pad({"input_ids": [input_ids[i] for i in batch]}, return_tensors="pt")
+                losses.append(step(encoded, torch.tensor([targets[i] for i in batch])))
+                bar.update(1)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    return len(losses), losses
+
+
+class Stepper:
+    """One optimizer step: autocast forward, scaled backward, clip, step, schedule."""
+
+    def __init__(self, model, optimizer, schedule, config: TrainConfig):
+        import torch
+
+        self.model, self.optimizer, self.schedule, self.config = model, optimizer, schedule, config
+        self.device = config.resolved_device()
+        self.amp = config.fp16 and self.device.startswith("cuda")  # float16 autocast only on CUDA
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+
+    def __call__(self, encoded, labels) -> float:
+        import torch
+        import torch.nn.functional as F
+
+        encoded, labels = encoded.to(self.device), labels.to(self.device)
+        device_type = "cuda" if self.amp else "cpu"
+        with torch.autocast(device_type, dtype=torch.float16, enabled=self.amp):
+            loss = F.cross_entropy(self.model(**encoded).logits.float(), labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        with warnings.catch_warnings():
+            # the scaler skips a step when a float16 gradient overflows; PyTorch then warns about the order
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+            self.schedule.step()
+        return float(loss.detach())
+
+
+def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics: dict | None = None,
+         thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
+    """Write weights (safetensors), tokenizer and model card so `bot.classifier.load_classifier` loads it."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    trained.model.save_pretrained(directory)
+    trained.tokenizer.save_pretrained(directory)
+    training = {"seconds": round(trained.seconds, 2), "steps": trained.steps,
+                "final_loss": trained.losses[-1] if trained.losses else None}
+    write_card(directory, version=version, labels=trained.labels, kind="transformer",
+               base_model=trained.base_model, max_length=trained.config.max_length, thresholds=thresholds,
+               metrics=metrics, data_fingerprint=data_fingerprint, train_config=trained.config.to_dict(),
+               training=training)
+    return directory
