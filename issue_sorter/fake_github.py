@@ -1,9 +1,9 @@
 """A fake GitHub REST API on loopback: the endpoints the App calls, answering with GitHub's response shapes.
 
 Used by the tests and by `issue-sorter replay`, so it needs nothing outside the package. It checks the App's
-JWT with the App's public key: pass `public_key_pem`, or let it generate a key pair and hand the bot
-`fake.private_key_pem`. Installation tokens expire after `token_ttl` seconds, and an expired, unknown or
-missing token gets 401, so token refresh is exercised for real.
+JWT with the App's public key: pass `public_key_pem`, or leave it out and give the bot `fake.private_key_pem`
+(a key pair the fake made). Installation tokens expire after `token_ttl` seconds; an expired, unknown or
+missing token gets 401, as on GitHub, so PyGithub's token refresh is exercised for real.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -33,12 +33,19 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 WEB_URL = "https://github.com"
 DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
-NEW_LABEL_COLOR = "ededed"  # GitHub's colour for a label created by adding it to an issue
+NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
 APP_ENDPOINTS = {"access_token", "repo_installation"}  # authenticated by the App's JWT, not a token
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
-FAILURE_MESSAGES = {401: "Bad credentials", 403: "Resource not accessible by integration", 404: "Not Found",
-                    410: "Issues are disabled for this repo", 422: "Validation Failed",
-                    429: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
+ROLE_RANK = {"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
+FAILURE_MESSAGES = {
+    401: "Bad credentials",
+    403: "Resource not accessible by integration",
+    404: "Not Found",
+    410: "Issues are disabled for this repo",
+    422: "Validation Failed",
+    429: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+}
+RATE_LIMIT_MESSAGE = "API rate limit exceeded for installation. Check out the documentation for more."
 REPO_URLS = {  # key -> suffix of the repository's API URL, as GitHub writes them
     "forks_url": "/forks", "keys_url": "/keys{/key_id}", "collaborators_url": "/collaborators{/collaborator}",
     "teams_url": "/teams", "hooks_url": "/hooks", "issue_events_url": "/issues/events{/number}",
@@ -49,10 +56,25 @@ REPO_URLS = {  # key -> suffix of the repository's API URL, as GitHub writes the
     "subscribers_url": "/subscribers", "subscription_url": "/subscription", "commits_url": "/commits{/sha}",
     "git_commits_url": "/git/commits{/sha}", "comments_url": "/comments{/number}",
     "issue_comment_url": "/issues/comments{/number}", "contents_url": "/contents/{+path}",
-    "compare_url": "/compare/{base}...{head}", "merges_url": "/merges", "archive_url": "/{archive_format}{/ref}",
-    "downloads_url": "/downloads", "issues_url": "/issues{/number}", "pulls_url": "/pulls{/number}",
-    "milestones_url": "/milestones{/number}", "notifications_url": "/notifications{?since,all,participating}",
-    "labels_url": "/labels{/name}", "releases_url": "/releases{/id}", "deployments_url": "/deployments"}
+    "compare_url": "/compare/{base}...{head}", "merges_url": "/merges",
+    "archive_url": "/{archive_format}{/ref}", "downloads_url": "/downloads", "issues_url": "/issues{/number}",
+    "pulls_url": "/pulls{/number}", "milestones_url": "/milestones{/number}",
+    "notifications_url": "/notifications{?since,all,participating}", "labels_url": "/labels{/name}",
+    "releases_url": "/releases{/id}", "deployments_url": "/deployments",
+}
+REPO_SETTINGS = {  # the repository fields whose values the App never reads
+    "homepage": None, "size": 0, "stargazers_count": 0, "watchers_count": 0, "language": None,
+    "has_issues": True, "has_projects": True, "has_downloads": True, "has_wiki": True, "has_pages": False,
+    "forks_count": 0, "mirror_url": None, "archived": False, "disabled": False, "open_issues_count": 0,
+    "license": None, "allow_forking": True, "is_template": False, "web_commit_signoff_required": False,
+    "topics": [], "visibility": "public", "forks": 0, "open_issues": 0, "watchers": 0,
+    "default_branch": "main",
+    "permissions": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": True},
+    "temp_clone_token": "", "allow_squash_merge": True, "allow_merge_commit": True,
+    "allow_rebase_merge": True,
+    "allow_auto_merge": False, "delete_branch_on_merge": False, "allow_update_branch": False,
+    "use_squash_pr_title_as_default": False,
+}
 
 
 def generate_app_keypair() -> tuple[str, str]:
@@ -68,18 +90,18 @@ def generate_app_keypair() -> tuple[str, str]:
 @dataclasses.dataclass(frozen=True)
 class RecordedRequest:
     method: str
-    path: str  # decoded, e.g. "/repos/o/r/issues/1/labels/needs triage"
+    path: str  # decoded: ".../labels/needs triage"
     query: dict[str, str]
     json: Any  # the parsed body, or None
     status: int  # what the fake answered
-    raw_path: str  # as sent on the wire, e.g. ".../labels/needs%20triage"
+    raw_path: str  # as sent on the wire: ".../labels/needs%20triage"
 
 
 @dataclasses.dataclass(frozen=True)
 class IssuedToken:
     token: str
     installation_id: int
-    expires_at: float  # epoch seconds
+    expires_at: int  # epoch seconds; GitHub's expires_at has whole seconds
 
 
 @dataclasses.dataclass
@@ -93,12 +115,79 @@ class _Failure:
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args, **kwargs) -> None:  # the tests read `requests` instead
+    def log_request(self, *args, **kwargs) -> None:  # `requests` is the log
         pass
 
 
+# --- JSON shapes, with the same keys as GitHub's (tests/test_github_client.py compares them) ----------
+
 def _timestamp(moment: float) -> str:
     return datetime.datetime.fromtimestamp(int(moment), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reactions(url: str) -> dict[str, Any]:
+    counts = ("total_count", "+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
+    return {"url": url, **dict.fromkeys(counts, 0)}
+
+
+def _user_json(api: str, login: str, kind: str = "User") -> dict[str, Any]:
+    url, uid = f"{api}/users/{login}", int(hashlib.sha1(login.encode()).hexdigest()[:7], 16)
+    return {
+        "login": login, "id": uid, "node_id": f"U_{uid}", "gravatar_id": "", "type": kind,
+        "site_admin": False,
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4", "url": url,
+        "html_url": f"{WEB_URL}/{login}", "followers_url": f"{url}/followers",
+        "following_url": f"{url}/following{{/other_user}}", "gists_url": f"{url}/gists{{/gist_id}}",
+        "starred_url": f"{url}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{url}/subscriptions",
+        "organizations_url": f"{url}/orgs", "repos_url": f"{url}/repos",
+        "events_url": f"{url}/events{{/privacy}}", "received_events_url": f"{url}/received_events",
+    }
+
+
+def _repo_json(api: str, full_name: str, repo_id: int) -> dict[str, Any]:
+    url, html, stamp = f"{api}/repos/{full_name}", f"{WEB_URL}/{full_name}", _timestamp(0)
+    owner = _user_json(api, full_name.split("/")[0], "Organization")
+    return {
+        "id": repo_id, "node_id": f"R_{repo_id}", "name": full_name.split("/")[1], "full_name": full_name,
+        "private": False, "owner": owner, "html_url": html, "description": None, "fork": False, "url": url,
+        **{key: url + suffix for key, suffix in REPO_URLS.items()},
+        "created_at": stamp, "updated_at": stamp, "pushed_at": stamp,
+        "git_url": f"git://github.com/{full_name}.git",
+        "ssh_url": f"git@github.com:{full_name}.git", "clone_url": f"{html}.git", "svn_url": html,
+        **REPO_SETTINGS, "organization": owner, "network_count": 0, "subscribers_count": 0,
+    }
+
+
+def _label_json(api: str, full_name: str, label: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": label["id"], "node_id": f"LA_{label['id']}",
+            "url": f"{api}/repos/{full_name}/labels/{quote(label['name'], safe='')}", "name": label["name"],
+            "color": label["color"], "default": False, "description": label["description"]}
+
+
+def _issue_json(api: str, full_name: str, issue: Mapping[str, Any], labels: list[dict], *,
+                single: bool) -> dict[str, Any]:
+    url = f"{api}/repos/{full_name}/issues/{issue['number']}"
+    html = f"{WEB_URL}/{full_name}/issues/{issue['number']}"
+    created = _timestamp(issue["created_at"])
+    data = {
+        "url": url, "repository_url": f"{api}/repos/{full_name}", "labels_url": f"{url}/labels{{/name}}",
+        "comments_url": f"{url}/comments", "events_url": f"{url}/events", "html_url": html, "id": issue["id"],
+        "node_id": f"I_{issue['id']}", "number": issue["number"], "title": issue["title"],
+        "user": _user_json(api, issue["author"]), "labels": labels, "state": issue["state"], "locked": False,
+        "assignee": None, "assignees": [], "milestone": None, "comments": len(issue["comments"]),
+        "created_at": created, "updated_at": created, "closed_at": None, "author_association": "NONE",
+        "active_lock_reason": None, "body": issue["body"], "reactions": _reactions(f"{url}/reactions"),
+        "timeline_url": f"{url}/timeline", "performed_via_github_app": None,
+        "state_reason": "completed" if issue["state"] == "closed" else None,
+    }
+    if single:
+        data["closed_by"] = None  # only the single-issue endpoint sends it
+    if issue["is_pull_request"]:
+        data["draft"] = False
+        data["pull_request"] = {"url": f"{api}/repos/{full_name}/pulls/{issue['number']}",
+                                "html_url": html.replace("/issues/", "/pull/"), "diff_url": f"{html}.diff",
+                                "patch_url": f"{html}.patch", "merged_at": None}
+    return data
 
 
 def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -116,12 +205,12 @@ class FakeGitHub:
     def __init__(self, app_id: int = 1, public_key_pem: str | None = None, *, token_ttl: float = 3600.0,
                  host: str = "127.0.0.1", port: int = 0):
         self.app_id = app_id
-        self.private_key_pem: str | None = None  # set when the fake made the key pair itself
+        self.private_key_pem: str | None = None  # set only when the fake made the key pair itself
         if public_key_pem is None:
             self.private_key_pem, public_key_pem = generate_app_keypair()
         self._public_key = serialization.load_pem_public_key(public_key_pem.encode())
-        self.token_ttl = token_ttl  # seconds an installation token lives; may be changed between calls
-        self._host, self._port = host, port
+        self.token_ttl = token_ttl  # seconds an installation token lives; may change between calls
+        self._host, self._port = host, port  # port 0: any free port
         self._lock = threading.RLock()
         self._ids = itertools.count(1000)
         self._repos: dict[str, dict[str, Any]] = {}
@@ -132,10 +221,13 @@ class FakeGitHub:
         self._server = self._thread = None
         self._flask = self._create_flask()
 
-    # --- lifecycle -----------------------------------------------------------------------------
+    # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeGitHub:
-        self._server = make_server(self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-github", daemon=True)
+        self._server = make_server(self._host, self._port, self._wsgi, threaded=True,
+                                   request_handler=_QuietHandler)
+        # A short poll keeps stop() quick: shutdown() waits for the loop's next poll.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-github", daemon=True)
         self._thread.start()
         return self
 
@@ -159,7 +251,7 @@ class FakeGitHub:
             raise RuntimeError("FakeGitHub is not running; call start() first")
         return f"http://{self._host}:{self._server.server_port}"
 
-    # --- setting up state ----------------------------------------------------------------------
+    # --- setting up state ------------------------------------------------------------------------
     def add_repo(self, full_name: str, labels: Iterable[str | Mapping[str, str]] = (), *,
                  installation_id: int = DEFAULT_INSTALLATION_ID, files: Mapping[str, str] | None = None,
                  collaborators: Mapping[str, str] | None = None) -> None:
@@ -171,11 +263,13 @@ class FakeGitHub:
             self._installations.setdefault(installation_id, set()).add(full_name)
             for label in labels:
                 spec = {"name": label} if isinstance(label, str) else label
-                self._label(full_name, spec["name"], spec.get("color", NEW_LABEL_COLOR), spec.get("description"))
+                self._label(full_name, spec["name"], spec.get("color", NEW_LABEL_COLOR),
+                            spec.get("description"))
 
-    def add_issue(self, full_name: str, number: int, title: str, body: str | None = "", labels: Iterable[str] = (),
-                  state: str = "open", author: str = "octocat", is_pull_request: bool = False,
-                  created_at: datetime.datetime | None = None) -> None:
+    def add_issue(self, full_name: str, number: int, title: str, body: str | None = "",
+                  labels: Iterable[str] = (), state: str = "open", author: str = "octocat",
+                  is_pull_request: bool = False, created_at: datetime.datetime | None = None) -> None:
+        """`created_at` should be timezone-aware; it defaults to now. Unknown labels join the repository."""
         with self._lock:
             created = (created_at or datetime.datetime.now(datetime.UTC)).timestamp()
             self._repos[full_name]["issues"][number] = {
@@ -185,12 +279,16 @@ class FakeGitHub:
 
     def fail_next(self, method: str, path_regex: str, status: int, *, times: int = 1,
                   headers: Mapping[str, str] | None = None, body: Any = None) -> None:
-        """Answer the next `times` requests whose decoded path fully matches `path_regex` with `status`."""
+        """Answer the next `times` requests whose decoded path fully matches `path_regex` with `status`.
+
+        Without `body`, the message is GitHub's for that status (a rate-limit message when `headers` has
+        X-RateLimit-Remaining: 0).
+        """
         with self._lock:
             self._failures.append(_Failure(method.upper(), re.compile(path_regex), status, times,
                                            dict(headers or {}), body))
 
-    # --- reading state -------------------------------------------------------------------------
+    # --- reading state ---------------------------------------------------------------------------
     def issue_labels(self, full_name: str, number: int) -> list[str]:
         with self._lock:
             return list(self._repos[full_name]["issues"][number]["labels"])
@@ -200,11 +298,13 @@ class FakeGitHub:
             return [label["name"] for label in self._repos[full_name]["labels"].values()]
 
     def comments(self, full_name: str, number: int) -> list[str]:
+        """Bodies of the comments posted on the issue, oldest first."""
         with self._lock:
             return [comment["body"] for comment in self._repos[full_name]["issues"][number]["comments"]]
 
     @property
     def requests(self) -> list[RecordedRequest]:
+        """Every request answered so far, token requests and refusals included."""
         with self._lock:
             return list(self._requests)
 
@@ -217,32 +317,38 @@ class FakeGitHub:
         """Recorded requests with this method whose decoded path fully matches `path_regex`."""
         return [r for r in self.requests if r.method == method.upper() and re.fullmatch(path_regex, r.path)]
 
-    # --- HTTP plumbing -------------------------------------------------------------------------
+    # --- HTTP plumbing ---------------------------------------------------------------------------
     def _wsgi(self, environ, start_response):
-        with self._lock:  # one request at a time: state stays consistent without finer locking
+        with self._lock:  # one request at a time keeps the state consistent without finer locks
             return self._flask.wsgi_app(environ, start_response)
 
     def _create_flask(self) -> Flask:
         app = Flask(__name__)
-        repo = "/repos/<owner>/<name>"
-        routes = [("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token),
-                  ("GET", f"{repo}/installation", self._repo_installation), ("GET", repo, self._repository),
-                  ("GET", f"{repo}/issues", self._list_issues), ("GET", f"{repo}/issues/<int:number>", self._issue),
-                  ("GET", f"{repo}/labels", self._list_labels), ("POST", f"{repo}/labels", self._create_label),
-                  ("POST", f"{repo}/issues/<int:number>/labels", self._add_labels),
-                  ("DELETE", f"{repo}/issues/<int:number>/labels/<path:label>", self._remove_label),
-                  ("POST", f"{repo}/issues/<int:number>/comments", self._create_comment),
-                  ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
-                  ("GET", f"{repo}/contents/<path:path>", self._contents)]
+        repo, issue = "/repos/<owner>/<name>", "/repos/<owner>/<name>/issues/<int:number>"
+        routes = [
+            ("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token),
+            ("GET", f"{repo}/installation", self._repo_installation),
+            ("GET", repo, self._repository),
+            ("GET", f"{repo}/issues", self._list_issues),
+            ("GET", issue, self._issue),
+            ("GET", f"{repo}/labels", self._list_labels),
+            ("POST", f"{repo}/labels", self._create_label),
+            ("POST", f"{issue}/labels", self._add_labels),
+            ("DELETE", f"{issue}/labels/<path:label>", self._remove_label),
+            ("POST", f"{issue}/comments", self._create_comment),
+            ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
+            ("GET", f"{repo}/contents/<path:path>", self._contents),
+        ]
         for method, rule, view in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
         app.before_request(self._before_request)
         app.after_request(self._record)
-        app.register_error_handler(HTTPException, lambda e: _error(e.code, "Not Found" if e.code == 404 else e.name))
+        app.register_error_handler(HTTPException,
+                                   lambda e: _error(e.code, FAILURE_MESSAGES.get(e.code, e.name)))
         return app
 
     def _before_request(self) -> Response | None:
-        """Injected failures first, then authentication, like GitHub's edge before the handler runs."""
+        """Injected failures first, then authentication, like GitHub's edge before any handler runs."""
         for failure in self._failures:
             if failure.method == request.method and failure.pattern.fullmatch(request.path):
                 failure.times -= 1
@@ -251,22 +357,25 @@ class FakeGitHub:
                 return self._failure_response(failure)
         credentials = request.headers.get("Authorization", "").partition(" ")[2]
         if request.endpoint in APP_ENDPOINTS:
-            return None if self._is_app_jwt(credentials) else _error(401, "A JSON web token could not be decoded")
+            if self._is_app_jwt(credentials):
+                return None
+            return _error(401, "A JSON web token could not be decoded")
         issued = self._tokens.get(credentials)
         if issued is None or issued.expires_at <= time.time():
             return _error(401, "Bad credentials")
         args = request.view_args or {}
-        if "owner" in args and f"{args['owner']}/{args['name']}" not in self._installations[issued.installation_id]:
-            return _error(404, "Not Found")  # GitHub hides repositories the installation cannot see
+        visible = self._installations[issued.installation_id]
+        if "owner" in args and f"{args['owner']}/{args['name']}" not in visible:
+            return _error(404, "Not Found")  # GitHub hides what the installation cannot see
         return None
 
     def _failure_response(self, failure: _Failure) -> Response:
         body = failure.body
         if body is None:
-            remaining = {k.lower(): v for k, v in failure.headers.items()}.get("x-ratelimit-remaining")
+            headers = {key.lower(): value for key, value in failure.headers.items()}
+            rate_limited = headers.get("x-ratelimit-remaining") == "0"
             message = FAILURE_MESSAGES.get(failure.status, "Server Error")
-            if remaining == "0":
-                message = "API rate limit exceeded for installation. Check out the documentation for more."
+            message = RATE_LIMIT_MESSAGE if rate_limited else message
             body = {"message": message, "documentation_url": DOCS_URL}
         return _json(body, failure.status, failure.headers)
 
@@ -286,90 +395,40 @@ class FakeGitHub:
                                               raw_path.split("?")[0]))
         return response
 
-    # --- JSON shapes, with the same keys as GitHub's (tests/test_github_client.py checks them) ---
-    def _user(self, login: str, kind: str = "User") -> dict[str, Any]:
-        api = f"{self.url}/users/{login}"
-        uid = int(hashlib.sha1(login.encode()).hexdigest()[:7], 16)
-        return {"login": login, "id": uid, "node_id": f"U_{uid}", "gravatar_id": "",
-                "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4", "url": api,
-                "html_url": f"{WEB_URL}/{login}", "followers_url": f"{api}/followers",
-                "following_url": f"{api}/following{{/other_user}}", "gists_url": f"{api}/gists{{/gist_id}}",
-                "starred_url": f"{api}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{api}/subscriptions",
-                "organizations_url": f"{api}/orgs", "repos_url": f"{api}/repos", "events_url": f"{api}/events{{/privacy}}",
-                "received_events_url": f"{api}/received_events", "type": kind, "site_admin": False}
-
-    def _repo_json(self, full_name: str) -> dict[str, Any]:
-        repo, api, html = self._repos[full_name], f"{self.url}/repos/{full_name}", f"{WEB_URL}/{full_name}"
-        owner, stamp = self._user(full_name.split("/")[0], "Organization"), _timestamp(0)
-        return {"id": repo["id"], "node_id": f"R_{repo['id']}", "name": full_name.split("/")[1],
-                "full_name": full_name, "private": False, "owner": owner, "html_url": html, "description": None,
-                "fork": False, "url": api, **{key: api + suffix for key, suffix in REPO_URLS.items()},
-                "created_at": stamp, "updated_at": stamp, "pushed_at": stamp, "git_url": f"git://github.com/{full_name}.git",
-                "ssh_url": f"git@github.com:{full_name}.git", "clone_url": f"{html}.git", "svn_url": html,
-                "homepage": None, "size": 0, "stargazers_count": 0, "watchers_count": 0, "language": None,
-                "has_issues": True, "has_projects": True, "has_downloads": True, "has_wiki": True,
-                "has_pages": False, "forks_count": 0, "mirror_url": None, "archived": False, "disabled": False,
-                "open_issues_count": 0, "license": None, "allow_forking": True, "is_template": False,
-                "web_commit_signoff_required": False, "topics": [], "visibility": "public", "forks": 0,
-                "open_issues": 0, "watchers": 0, "default_branch": "main",
-                "permissions": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": True},
-                "temp_clone_token": "", "allow_squash_merge": True, "allow_merge_commit": True,
-                "allow_rebase_merge": True, "allow_auto_merge": False, "delete_branch_on_merge": False,
-                "allow_update_branch": False, "use_squash_pr_title_as_default": False, "organization": owner,
-                "network_count": 0, "subscribers_count": 0}
-
-    def _label(self, full_name: str, name: str, color: str = NEW_LABEL_COLOR, description: str | None = None):
+    def _label(self, full_name: str, name: str, color: str = NEW_LABEL_COLOR,
+               description: str | None = None) -> dict[str, Any]:
         """The repository's label with this name (case-insensitive), created when missing."""
         labels = self._repos[full_name]["labels"]
         if name.lower() not in labels:
-            labels[name.lower()] = {"id": next(self._ids), "name": name, "color": color, "description": description}
+            labels[name.lower()] = {"id": next(self._ids), "name": name, "color": color,
+                                    "description": description}
         return labels[name.lower()]
 
-    def _label_json(self, full_name: str, label: dict[str, Any]) -> dict[str, Any]:
-        return {"id": label["id"], "node_id": f"LA_{label['id']}", "url": f"{self.url}/repos/{full_name}/labels/"
-                f"{label['name']}", "name": label["name"], "color": label["color"], "default": False,
-                "description": label["description"]}
+    def _labels_json(self, full_name: str, names: Iterable[str]) -> list[dict[str, Any]]:
+        return [_label_json(self.url, full_name, self._label(full_name, name)) for name in names]
 
-    def _issue_json(self, full_name: str, issue: dict[str, Any], *, single: bool = True) -> dict[str, Any]:
-        api, html = f"{self.url}/repos/{full_name}/issues/{issue['number']}", f"{WEB_URL}/{full_name}/issues/{issue['number']}"
-        data = {"url": api, "repository_url": f"{self.url}/repos/{full_name}", "labels_url": f"{api}/labels{{/name}}",
-                "comments_url": f"{api}/comments", "events_url": f"{api}/events", "html_url": html,
-                "id": issue["id"], "node_id": f"I_{issue['id']}", "number": issue["number"], "title": issue["title"],
-                "user": self._user(issue["author"]),
-                "labels": [self._label_json(full_name, self._label(full_name, n)) for n in issue["labels"]],
-                "state": issue["state"], "locked": False, "assignee": None, "assignees": [], "milestone": None,
-                "comments": len(issue["comments"]), "created_at": _timestamp(issue["created_at"]),
-                "updated_at": _timestamp(issue["created_at"]), "closed_at": None, "author_association": "NONE",
-                "active_lock_reason": None, "body": issue["body"],
-                "reactions": {"url": f"{api}/reactions", "total_count": 0, **dict.fromkeys(
-                    ("+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes"), 0)},
-                "timeline_url": f"{api}/timeline", "performed_via_github_app": None,
-                "state_reason": "completed" if issue["state"] == "closed" else None}
-        if single:
-            data["closed_by"] = None  # only the single-issue endpoint sends it
-        if issue["is_pull_request"]:
-            pull = f"{self.url}/repos/{full_name}/pulls/{issue['number']}"
-            data["draft"] = False
-            data["pull_request"] = {"url": pull, "html_url": html.replace("/issues/", "/pull/"),
-                                    "diff_url": f"{html}.diff", "patch_url": f"{html}.patch", "merged_at": None}
-        return data
+    def _issue_json(self, full_name: str, issue: Mapping[str, Any], *, single: bool = True) -> dict[str, Any]:
+        return _issue_json(self.url, full_name, issue, self._labels_json(full_name, issue["labels"]),
+                           single=single)
 
     def _page(self, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
-        """One page of `items` and GitHub's Link header for the others."""
+        """One page of `items` and GitHub's Link header (rels prev, next, last, first) for the others."""
         per_page = min(max(int(request.args.get("per_page", 30)), 1), 100)
         page, last = max(int(request.args.get("page", 1)), 1), max(math.ceil(len(items) / per_page), 1)
+        rels = [("prev", page - 1)] if page > 1 else []
+        rels += [("next", page + 1), ("last", last)] if page < last else []
+        rels += [("first", 1)] if page > 1 else []
         params = {**request.args.to_dict(), "per_page": str(per_page)}
-        rels = ([("prev", page - 1)] if page > 1 else []) + ([("next", page + 1), ("last", last)] if page < last
-                                                             else []) + ([("first", 1)] if page > 1 else [])
-        links = ", ".join(f'<{self.url}{request.path}?{urlencode({**params, "page": n})}>; rel="{rel}"'
-                          for rel, n in rels)
-        return items[(page - 1) * per_page: page * per_page], ({"Link": links} if links else {})
+        link = ", ".join(f'<{self.url}{request.path}?{urlencode({**params, "page": n})}>; rel="{rel}"'
+                         for rel, n in rels)
+        return items[(page - 1) * per_page:page * per_page], ({"Link": link} if link else {})
 
-    # --- endpoints -----------------------------------------------------------------------------
+    # --- endpoints -------------------------------------------------------------------------------
     def _access_token(self, installation_id: int) -> Response:
         if installation_id not in self._installations:
             return _error(404, "Not Found")
-        issued = IssuedToken("ghs_" + secrets.token_hex(18), installation_id, int(time.time() + self.token_ttl))
+        expires_at = int(time.time() + self.token_ttl)
+        issued = IssuedToken(f"ghs_{secrets.token_hex(18)}", installation_id, expires_at)
         self._tokens[issued.token] = issued
         permissions = (request.get_json(silent=True) or {}).get("permissions") or {
             "contents": "read", "issues": "write", "metadata": "read"}
@@ -379,24 +438,27 @@ class FakeGitHub:
     def _repo_installation(self, owner: str, name: str) -> Response:
         if f"{owner}/{name}" not in self._repos:
             return _error(404, "Not Found")
-        iid, account, stamp = self._repos[f"{owner}/{name}"]["installation_id"], self._user(owner), _timestamp(0)
-        return _json({"id": iid, "account": account, "repository_selection": "selected",
-                      "access_tokens_url": f"{self.url}/app/installations/{iid}/access_tokens",
-                      "repositories_url": f"{self.url}/installation/repositories",
-                      "html_url": f"{WEB_URL}/settings/installations/{iid}", "app_id": self.app_id,
-                      "app_slug": "issue-sorter", "target_id": account["id"], "target_type": "User",
-                      "permissions": {"issues": "write", "metadata": "read", "contents": "read"},
-                      "events": ["issues"], "created_at": stamp, "updated_at": stamp, "single_file_name": None,
-                      "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None,
-                      "suspended_at": None})
+        iid, account = self._repos[f"{owner}/{name}"]["installation_id"], _user_json(self.url, owner)
+        return _json({
+            "id": iid, "account": account, "repository_selection": "selected",
+            "access_tokens_url": f"{self.url}/app/installations/{iid}/access_tokens",
+            "repositories_url": f"{self.url}/installation/repositories",
+            "html_url": f"{WEB_URL}/settings/installations/{iid}", "app_id": self.app_id,
+            "app_slug": "issue-sorter", "target_id": account["id"], "target_type": "User",
+            "permissions": {"issues": "write", "metadata": "read", "contents": "read"}, "events": ["issues"],
+            "created_at": _timestamp(0), "updated_at": _timestamp(0), "single_file_name": None,
+            "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None,
+            "suspended_at": None})
 
     def _repository(self, owner: str, name: str) -> Response:
-        return _json(self._repo_json(f"{owner}/{name}"))
+        full_name = f"{owner}/{name}"
+        return _json(_repo_json(self.url, full_name, self._repos[full_name]["id"]))
 
     def _list_issues(self, owner: str, name: str) -> Response:
         full_name, state = f"{owner}/{name}", request.args.get("state", "open")
         issues = [i for i in self._repos[full_name]["issues"].values() if state in ("all", i["state"])]
-        issues.sort(key=lambda i: (i["created_at"], i["number"]), reverse=request.args.get("direction") != "asc")
+        newest_first = request.args.get("direction", "desc") != "asc"
+        issues.sort(key=lambda i: (i["created_at"], i["number"]), reverse=newest_first)
         page, headers = self._page(issues)
         return _json([self._issue_json(full_name, i, single=False) for i in page], headers=headers)
 
@@ -406,18 +468,25 @@ class FakeGitHub:
 
     def _list_labels(self, owner: str, name: str) -> Response:
         full_name = f"{owner}/{name}"
-        page, headers = self._page(list(self._repos[full_name]["labels"].values()))
-        return _json([self._label_json(full_name, label) for label in page], headers=headers)
+        page, headers = self._page([label["name"] for label in self._repos[full_name]["labels"].values()])
+        return _json(self._labels_json(full_name, page), headers=headers)
 
     def _create_label(self, owner: str, name: str) -> Response:
         full_name, spec = f"{owner}/{name}", request.get_json(silent=True) or {}
-        if not spec.get("name") or spec["name"].lower() in self._repos[full_name]["labels"]:
-            code = "already_exists" if spec.get("name") else "missing_field"
-            return _error(422, "Validation Failed", errors=[{"resource": "Label", "code": code, "field": "name"}])
-        label = self._label(full_name, spec["name"], spec.get("color", NEW_LABEL_COLOR), spec.get("description"))
-        return _json(self._label_json(full_name, label), 201)
+        label_name, color = spec.get("name"), spec.get("color", NEW_LABEL_COLOR)
+        if not label_name:
+            code, field = "missing_field", "name"
+        elif label_name.lower() in self._repos[full_name]["labels"]:
+            code, field = "already_exists", "name"
+        elif not re.fullmatch(r"[0-9a-fA-F]{6}", color):
+            code, field = "invalid", "color"
+        else:
+            label = self._label(full_name, label_name, color, spec.get("description"))
+            return _json(_label_json(self.url, full_name, label), 201)
+        return _error(422, "Validation Failed", errors=[{"resource": "Label", "code": code, "field": field}])
 
     def _add_labels(self, owner: str, name: str, number: int) -> Response:
+        """Body is a bare list (what PyGithub sends) or {"labels": [...]}; unknown labels are created."""
         full_name, body = f"{owner}/{name}", request.get_json(silent=True)
         issue = self._repos[full_name]["issues"].get(number)
         names = body.get("labels") if isinstance(body, dict) else body
@@ -428,7 +497,7 @@ class FakeGitHub:
         for label in (self._label(full_name, n)["name"] for n in names):
             if label not in issue["labels"]:
                 issue["labels"].append(label)
-        return _json([self._label_json(full_name, self._label(full_name, n)) for n in issue["labels"]])
+        return _json(self._labels_json(full_name, issue["labels"]))
 
     def _remove_label(self, owner: str, name: str, number: int, label: str) -> Response:
         full_name = f"{owner}/{name}"
@@ -437,7 +506,7 @@ class FakeGitHub:
         if not present:
             return _error(404, "Label does not exist")
         issue["labels"].remove(present[0])
-        return _json([self._label_json(full_name, self._label(full_name, n)) for n in issue["labels"]])
+        return _json(self._labels_json(full_name, issue["labels"]))
 
     def _create_comment(self, owner: str, name: str, number: int) -> Response:
         full_name, body = f"{owner}/{name}", (request.get_json(silent=True) or {}).get("body")
@@ -446,35 +515,34 @@ class FakeGitHub:
             return _error(404, "Not Found")
         if not isinstance(body, str):
             return _error(422, "Invalid request.")
-        cid, now, issue_api = next(self._ids), _timestamp(time.time()), f"{self.url}/repos/{full_name}/issues/{number}"
-        comment = {"url": f"{self.url}/repos/{full_name}/issues/comments/{cid}",
-                   "html_url": f"{WEB_URL}/{full_name}/issues/{number}#issuecomment-{cid}", "issue_url": issue_api,
-                   "id": cid, "node_id": f"IC_{cid}", "user": self._user("issue-sorter[bot]", "Bot"),
+        cid, now = next(self._ids), _timestamp(time.time())
+        url = f"{self.url}/repos/{full_name}/issues/comments/{cid}"
+        comment = {"url": url, "html_url": f"{WEB_URL}/{full_name}/issues/{number}#issuecomment-{cid}",
+                   "issue_url": f"{self.url}/repos/{full_name}/issues/{number}", "id": cid,
+                   "node_id": f"IC_{cid}", "user": _user_json(self.url, "issue-sorter[bot]", "Bot"),
                    "created_at": now, "updated_at": now, "author_association": "NONE", "body": body,
-                   "reactions": {"url": f"{self.url}/repos/{full_name}/issues/comments/{cid}/reactions",
-                                 "total_count": 0},
-                   "performed_via_github_app": None}
+                   "reactions": _reactions(f"{url}/reactions"), "performed_via_github_app": None}
         issue["comments"].append(comment)
         return _json(comment, 201)
 
     def _permission(self, owner: str, name: str, login: str) -> Response:
-        # A user who is not a collaborator reads as "none", as on a private repository.
+        # Someone who is not a collaborator reads as "none", as on a private repository.
         role = self._repos[f"{owner}/{name}"]["collaborators"].get(login, "none")
-        permission = ROLE_PERMISSION.get(role, "none")
-        levels = ("pull", "triage", "push", "maintain", "admin")
-        rank = {"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}.get(role, 0)
-        user = {**self._user(login), "permissions": {lvl: i < rank for i, lvl in enumerate(levels)}, "role_name": role}
-        return _json({"permission": permission, "role_name": role, "user": user})
+        rank = ROLE_RANK.get(role, 0)
+        levels = {level: rank > i for i, level in enumerate(("pull", "triage", "push", "maintain", "admin"))}
+        user = {**_user_json(self.url, login), "permissions": levels, "role_name": role}
+        return _json({"permission": ROLE_PERMISSION.get(role, "none"), "role_name": role, "user": user})
 
     def _contents(self, owner: str, name: str, path: str) -> Response:
         full_name = f"{owner}/{name}"
         text = self._repos[full_name]["files"].get(path)
         if text is None:
             return _error(404, "Not Found")
-        raw, api = text.encode(), f"{self.url}/repos/{full_name}/contents/{path}"
+        raw, url = text.encode(), f"{self.url}/repos/{full_name}/contents/{path}"
         sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
         git, html = f"{self.url}/repos/{full_name}/git/blobs/{sha}", f"{WEB_URL}/{full_name}/blob/main/{path}"
         return _json({"type": "file", "encoding": "base64", "size": len(raw), "name": path.rsplit("/", 1)[-1],
-                      "path": path, "content": base64.encodebytes(raw).decode(), "sha": sha, "url": api,
-                      "git_url": git, "html_url": html, "download_url": None,
-                      "_links": {"self": api, "git": git, "html": html}})
+                      "path": path, "content": base64.encodebytes(raw).decode(), "sha": sha, "url": url,
+                      "git_url": git, "html_url": html,
+                      "download_url": f"https://raw.githubusercontent.com/{full_name}/main/{path}",
+                      "_links": {"self": url, "git": git, "html": html}})

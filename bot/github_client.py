@@ -1,0 +1,232 @@
+"""The GitHub adapter: our `IssueWriter` calls over PyGithub, with every failure sorted into retry or drop."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import jwt
+import requests
+from github import Auth, Github, GithubException
+from github.Repository import Repository
+
+SECONDARY_RATE_LIMIT_WAIT = 60.0  # seconds; GitHub's advice when a rate limit names no reset time
+# No answer, or half of one: the network or GitHub's front end, worth another try later.
+TRANSIENT_REQUEST_ERRORS = (requests.ConnectionError, requests.Timeout,
+                            requests.exceptions.ChunkedEncodingError)
+
+
+class GitHubError(Exception):
+    """A GitHub call failed; `status` is the HTTP status, None when no response came back."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class TransientGitHubError(GitHubError):
+    """Worth retrying: 5xx, network trouble or a rate limit. `retry_after` is seconds to wait, when known."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+class PermanentGitHubError(GitHubError):
+    """Retrying cannot help (401, a missing permission, 404, 410, 422): record and drop."""
+
+
+@dataclasses.dataclass(frozen=True)
+class IssueSnapshot:
+    number: int
+    title: str
+    body: str  # "" when the issue has no body
+    state: str  # "open" | "closed"
+    labels: tuple[str, ...]
+    is_pull_request: bool  # the issues API lists pull requests too
+    author_login: str | None
+    created_at: datetime.datetime | None  # timezone-aware UTC
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> IssueSnapshot:
+        """Build from the issue object of GitHub's REST API."""
+        created = data.get("created_at")
+        return cls(number=data["number"], title=data.get("title") or "", body=data.get("body") or "",
+                   state=data.get("state") or "open",
+                   labels=tuple(label["name"] for label in data.get("labels", ())),
+                   is_pull_request=data.get("pull_request") is not None,
+                   author_login=(data.get("user") or {}).get("login"),
+                   created_at=datetime.datetime.fromisoformat(created) if created else None)
+
+
+class IssueWriter(Protocol):
+    """What the labeling code needs from GitHub, one installation at a time; repos are "owner/name"."""
+
+    def get_issue(self, repo: str, number: int) -> IssueSnapshot: ...
+
+    def list_labels(self, repo: str) -> list[str]: ...
+
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None: ...
+
+    def remove_label(self, repo: str, number: int, label: str) -> None: ...
+
+    def create_label(self, repo: str, name: str, color: str, description: str) -> None: ...
+
+    def create_comment(self, repo: str, number: int, body: str) -> None: ...
+
+    def get_permission(self, repo: str, login: str) -> str: ...
+
+    def get_file_text(self, repo: str, path: str) -> str | None: ...
+
+    def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]: ...
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds GitHub asks us to wait: Retry-After, else until X-RateLimit-Reset when none are left."""
+    try:
+        if "retry-after" in headers:
+            return max(0.0, float(headers["retry-after"]))
+        if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
+            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
+    except ValueError:  # an HTTP-date Retry-After, which GitHub does not send today
+        pass
+    return None
+
+
+def _is_rate_limited(status: int, headers: Mapping[str, str], message: str) -> bool:
+    # GitHub answers a rate limit with 403 or 429; the headers are the documented signal, the
+    # message the fallback for secondary limits that send neither header.
+    if status == 429:
+        return True
+    hinted = headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
+    return status == 403 and (hinted or "rate limit" in message.lower())
+
+
+def _translate(error: GithubException) -> GitHubError:
+    """Map one PyGithub exception onto our two kinds."""
+    headers = {key.lower(): value for key, value in (error.headers or {}).items()}
+    message = error.message or (error.data.get("message") if isinstance(error.data, dict) else None) or ""
+    text = f"GitHub answered {error.status}: {message}".rstrip(": ")
+    if error.status is not None and error.status >= 500:
+        return TransientGitHubError(text, status=error.status, retry_after=_retry_after(headers))
+    if _is_rate_limited(error.status, headers, message):
+        wait = _retry_after(headers)
+        return TransientGitHubError(text, status=error.status,
+                                    retry_after=SECONDARY_RATE_LIMIT_WAIT if wait is None else wait)
+    return PermanentGitHubError(text, status=error.status)
+
+
+@contextlib.contextmanager
+def _github_errors() -> Iterator[None]:
+    """Turn PyGithub and requests exceptions into GitHubError subclasses; nothing else is caught."""
+    try:
+        yield
+    except GithubException as error:
+        raise _translate(error) from error
+    except TRANSIENT_REQUEST_ERRORS as error:
+        raise TransientGitHubError(f"no answer from GitHub: {type(error).__name__}") from error
+
+
+class PyGithubWriter:
+    """`IssueWriter` over one `github.Github` client, usually authenticated as one installation."""
+
+    def __init__(self, github: Github):
+        self._github = github
+
+    def _repo(self, repo: str) -> Repository:
+        return self._github.get_repo(repo)  # lazy: no request until a method needs one
+
+    def get_issue(self, repo: str, number: int) -> IssueSnapshot:
+        with _github_errors():
+            return IssueSnapshot.from_json(self._repo(repo).get_issue(number).raw_data)
+
+    def list_labels(self, repo: str) -> list[str]:
+        """Every label of the repository, following the Link header through all pages."""
+        with _github_errors():
+            return [label.name for label in self._repo(repo).get_labels()]
+
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
+        if not labels:
+            return
+        with _github_errors():
+            self._repo(repo).get_issue(number).add_to_labels(*labels)
+
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        # PyGithub's remove_from_labels leaves "/" unescaped, which breaks names like "area/api".
+        url = f"{self._repo(repo).url}/issues/{number}/labels/{quote(label, safe='')}"
+        with _github_errors():
+            self._github.requester.requestJsonAndCheck("DELETE", url)
+
+    def create_label(self, repo: str, name: str, color: str, description: str) -> None:
+        with _github_errors():
+            self._repo(repo).create_label(name, color, description)
+
+    def create_comment(self, repo: str, number: int, body: str) -> None:
+        with _github_errors():
+            self._repo(repo).get_issue(number).create_comment(body)
+
+    def get_permission(self, repo: str, login: str) -> str:
+        """The login's role on the repository: admin|maintain|write|triage|read|none (also for 404)."""
+        try:
+            with _github_errors():
+                return self._repo(repo).get_collaborator_role_name(login)
+        except PermanentGitHubError as error:
+            if error.status == 404:
+                return "none"
+            raise
+
+    def get_file_text(self, repo: str, path: str) -> str | None:
+        """The decoded text of a file on the default branch; None when missing, a directory or over 1 MB."""
+        try:
+            with _github_errors():
+                content = self._repo(repo).get_contents(path)
+        except PermanentGitHubError as error:
+            if error.status == 404:
+                return None
+            raise
+        if isinstance(content, list) or content.encoding != "base64":
+            return None
+        return content.decoded_content.decode("utf-8")
+
+    def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
+        """One page (1-based) of all issues and pull requests, oldest first."""
+        params = {"state": "all", "sort": "created", "direction": "asc", "per_page": per_page, "page": page}
+        with _github_errors():
+            _, data = self._github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/issues",
+                                                                 parameters=params)
+        return [IssueSnapshot.from_json(item) for item in data]
+
+
+class GitHubApp:
+    """The App's identity: JWT from app id + PEM key; one PyGithubWriter per installation, cached;
+    PyGithub's AppInstallationAuth caches the installation token until it expires."""
+
+    def __init__(self, app_id: int, private_key: str, api_url: str = "https://api.github.com", *,
+                 request_interval: float = 0.25, timeout: int = 15):
+        self._auth = Auth.AppAuth(app_id, private_key)
+        try:
+            self._auth.create_jwt()  # fail at start-up, not on the first job
+        except (jwt.PyJWTError, ValueError, TypeError):
+            raise ValueError("the GitHub App private key is not a PEM RSA private key; "
+                             "use the .pem file downloaded from the App's settings page") from None
+        self._api_url = api_url.rstrip("/")
+        self._request_interval = request_interval  # seconds between calls: PyGithub's client-side throttle
+        self._timeout = timeout  # seconds per HTTP request
+        self._writers: dict[int, PyGithubWriter] = {}
+
+    def writer_for(self, installation_id: int) -> PyGithubWriter:
+        """The writer acting as this installation (created on first use, then reused)."""
+        if installation_id not in self._writers:
+            github = Github(auth=self._auth.get_installation_auth(installation_id), base_url=self._api_url,
+                            timeout=self._timeout, per_page=100, lazy=True,
+                            # None: no urllib3 retries. PyGithub's default GithubRetry would sleep through
+                            # rate limits inside the job; the worker reschedules instead.
+                            retry=None, seconds_between_requests=self._request_interval,
+                            seconds_between_writes=self._request_interval)
+            self._writers[installation_id] = PyGithubWriter(github)
+        return self._writers[installation_id]
