@@ -22,6 +22,7 @@ class WorkerContext:
     redis: Redis
     retry_base_seconds: float = 30.0  # first back-off after a transient GitHub error; doubles each time
     max_attempts: int = 6  # transient errors after this many tries are given up (and logged)
+    backfill_max_issues: int = 1000  # labelled issues read per repository on installation
 
     def policy(self) -> LabelingPolicy:
         return LabelingPolicy(threshold=self.settings.threshold, create_labels=self.settings.create_labels,

@@ -7,15 +7,17 @@ bot.jobs wires them up.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from sqlalchemy.orm import Session
 
 from bot import store
 from bot.classifier import Classifier, format_issue_text
+from bot.feedback import removed_by_human
 from bot.kinds import kind_of_label, labels_for_kinds
 from bot.models import ModelVersion, Prediction
+from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +37,21 @@ class IssueView(Protocol):
 
 @dataclass(frozen=True)
 class LabelingPolicy:
+    """Everything that decides what the bot does with scores, from Settings and the repo's config."""
+
     threshold: float = 0.5  # below this top probability the bot abstains
     create_labels: bool = False  # create the kind's label when the repository has none
     dry_run: bool = False  # classify and store, write nothing to GitHub
+    mode: str = "label"  # label | comment | suggest | off (see bot.repo_config)
+    label_names: dict[str, str] = field(default_factory=dict)  # kind → label, from the repo's config
+    allow: tuple[str, ...] = ()  # when set, only these labels are applied
+    per_label_thresholds: dict[str, float] = field(default_factory=dict)  # from a target precision
+    comment_template: str | None = None
+    skip_authors: tuple[str, ...] = ()
+    never_again: frozenset[str] = frozenset()  # labels a human removed from this issue
+
+    def threshold_for(self, predicted: str) -> float:
+        return self.per_label_thresholds.get(predicted, self.threshold)
 
 
 @dataclass(frozen=True)
@@ -49,8 +63,12 @@ class Choice:
     create: bool = False  # the label must be created first
 
 
-def skip_reason(issue: IssueView, classes: list[str]) -> str | None:
+def skip_reason(issue: IssueView, classes: list[str], policy: LabelingPolicy | None = None) -> str | None:
     """Why this issue must not be labelled, or None."""
+    if policy is not None and policy.mode == "off":
+        return "the repository's config sets mode: off"
+    if policy is not None and issue.author_login in policy.skip_authors:
+        return f"its author {issue.author_login} is in skip_authors"
     if issue.is_pull_request:
         return "it is a pull request"
     if issue.state != "open":
@@ -63,8 +81,22 @@ def skip_reason(issue: IssueView, classes: list[str]) -> str | None:
 
 def choose_label(scores: dict[str, float], repo_labels: list[str], policy: LabelingPolicy) -> Choice:
     predicted, score = max(scores.items(), key=lambda item: item[1])
-    if score < policy.threshold:
-        return Choice(predicted, score, None, f"top score {score:.2f} ({predicted}) is below {policy.threshold:.2f}")
+    choice = _map_to_repository(predicted, score, repo_labels, policy)
+    threshold = policy.threshold_for(predicted)
+    if score < threshold:
+        return Choice(predicted, score, None, f"top score {score:.2f} ({predicted}) is below {threshold:.2f}")
+    if choice.label and policy.allow and choice.label not in policy.allow:
+        return Choice(predicted, score, None, f"{choice.label!r} is not in the repository's allowlist")
+    if choice.label and choice.label in policy.never_again:
+        return Choice(predicted, score, None, f"a maintainer removed {choice.label!r} from this issue")
+    return choice
+
+
+def _map_to_repository(predicted: str, score: float, repo_labels: list[str], policy: LabelingPolicy) -> Choice:
+    configured = policy.label_names.get(predicted)
+    if configured and (configured in repo_labels or policy.create_labels):
+        return Choice(predicted, score, configured, f"{predicted!r} is {configured!r} by the repository's config",
+                      configured not in repo_labels)
     if predicted in repo_labels:  # a repository-specific model predicts the repo's own labels
         return Choice(predicted, score, predicted, "the repository has this label")
     mapped = labels_for_kinds(repo_labels).get(predicted)
@@ -82,17 +114,18 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
     repository = store.ensure_repository(session, repo, installation_id)
     record = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
                                 author_login=issue.author_login, state=issue.state)
-    reason = skip_reason(issue, classifier.labels)
+    reason = skip_reason(issue, classifier.labels, policy)
     if reason is None and store.latest_prediction(session, record) is not None:
         reason = "it was already handled"
     if reason:
         log.info("skipping %s#%s: %s", repo, number, reason)
         return reason
+    policy = replace(policy, never_again=frozenset(removed_by_human(session, record)))
     scores = classifier.predict([format_issue_text(issue.title, issue.body)])[0]
     # dry-run cannot read the repository's labels: report the kind names it would map to
     repo_labels = github.list_labels(repo) if github else list(classifier.labels)
     choice = choose_label(scores, repo_labels, policy)
-    outcome = _apply(choice, github, repo, number, policy)
+    outcome = _apply(choice, scores, github, repo, number, policy)
     version = session.query(ModelVersion).filter_by(version=classifier.version).one_or_none()
     prediction = Prediction(issue_id=record.id, model_version_id=version.id if version else None,
                             delivery_id=delivery_id, scores=scores, predicted=choice.predicted,
@@ -104,7 +137,12 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
     return prediction
 
 
-def _apply(choice: Choice, github, repo: str, number: int, policy: LabelingPolicy) -> str:
+def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: int,
+           policy: LabelingPolicy) -> str:
+    if policy.mode == "suggest":
+        if not (policy.dry_run or github is None):
+            github.create_comment(repo, number, suggestion_comment(scores, policy))
+        return "suggested"
     if choice.label is None:
         return "abstained"
     if policy.dry_run or github is None:
@@ -113,4 +151,19 @@ def _apply(choice: Choice, github, repo: str, number: int, policy: LabelingPolic
         github.create_label(repo, choice.label, KIND_COLORS.get(choice.predicted, "ededed"),
                             f"Issues of kind {choice.predicted}, as sorted by Issue Sorter")
     github.add_labels(repo, number, [choice.label])
+    if policy.mode == "comment":
+        template = policy.comment_template or DEFAULT_COMMENT
+        github.create_comment(repo, number, template.format(label=choice.label, score=choice.score,
+                                                            suggestions=_suggestion_lines(scores)))
     return "applied"
+
+
+def suggestion_comment(scores: dict[str, float], policy: LabelingPolicy) -> str:
+    template = policy.comment_template or SUGGEST_COMMENT
+    top, score = max(scores.items(), key=lambda item: item[1])
+    return template.format(label=top, score=score, suggestions=_suggestion_lines(scores))
+
+
+def _suggestion_lines(scores: dict[str, float], n: int = 3) -> str:
+    ranked = sorted(scores.items(), key=lambda item: -item[1])[:n]
+    return "\n".join(f"- **{label}**: {score:.0%}" for label, score in ranked)

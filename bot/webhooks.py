@@ -17,6 +17,10 @@ blueprint = Blueprint("webhooks", __name__)
 # (event type, action or None for any) → (queue, job function). The whole routing table of the bot.
 ROUTES: dict[tuple[type, str | None], tuple[str, str]] = {
     (events.IssueEvent, "opened"): (queueing.LABELING_QUEUE, "bot.jobs.label_issue"),
+    **{(events.IssueEvent, action): (queueing.FEEDBACK_QUEUE, "bot.jobs.record_issue_event")
+       for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted")},
+    (events.CommentEvent, None): (queueing.FEEDBACK_QUEUE, "bot.jobs.handle_comment"),
+    (events.InstallationEvent, None): (queueing.FEEDBACK_QUEUE, "bot.jobs.backfill_installation"),
 }
 
 

@@ -1,0 +1,63 @@
+"""Backfill: a repository's existing labelled issues become training data.
+
+Bounded (max_issues), polite (PyGithub's request spacing; rate limits reschedule the job at the reset
+time) and resumable: the next page to read is saved after every page.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot import store
+from bot.db import session_scope
+from bot.kinds import kind_of, kind_of_label
+
+log = logging.getLogger(__name__)
+BACKFILL_DONE = 0  # Repository.backfill_next_page once every page was read
+PER_PAGE = 100
+
+
+def training_label(labels: tuple[str, ...]) -> str | None:
+    """The one label an issue teaches: its kind's label (the lesson's rules), else a lone label."""
+    kind = kind_of(labels)
+    if kind is not None:
+        return next(label for label in labels if kind_of_label(label) == kind)
+    return labels[0] if len(labels) == 1 else None
+
+
+def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation_id: int | None,
+             max_issues: int = 1000) -> str:
+    with session_scope(sessions) as session:
+        page = store.ensure_repository(session, repo, installation_id).backfill_next_page
+    if page == BACKFILL_DONE:
+        return f"{repo}: already backfilled"
+    page, stored = page or 1, 0
+    while stored < max_issues:
+        issues = github.list_issues_page(repo, page, PER_PAGE)
+        with session_scope(sessions) as session:
+            stored += _store_page(session, repo, issues, max_issues - stored)
+            repository = store.ensure_repository(session, repo, installation_id)
+            repository.backfill_next_page = page + 1 if len(issues) == PER_PAGE else BACKFILL_DONE
+        if len(issues) < PER_PAGE:
+            break
+        page += 1
+    log.info("backfilled %d labelled issues of %s", stored, repo)
+    return f"{repo}: {stored} labelled issues stored"
+
+
+def _store_page(session: Session, repo: str, issues, room: int) -> int:
+    repository = store.ensure_repository(session, repo)
+    stored = 0
+    for issue in issues:
+        label = training_label(tuple(issue.labels))
+        if issue.is_pull_request or label is None or stored >= room:
+            continue
+        record = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
+                                    author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
+        if record.confirmed_label is None:  # a maintainer's later decision wins over the backfill
+            record.confirmed_label, record.confirmed_by = label, "backfill"
+            record.confirmed_at = issue.created_at
+        stored += 1
+    return stored
