@@ -45,7 +45,8 @@ def make_pipeline(seed: int = 42, min_df: int = 2):
     from sklearn.pipeline import FeatureUnion, Pipeline
 
     features = FeatureUnion([
-        ("words", TfidfVectorizer(ngram_range=(1, 2), min_df=min_df, max_features=100_000, sublinear_tf=True)),
+        ("words", TfidfVectorizer(ngram_range=(1, 2), min_df=min_df, max_features=100_000,
+                                  sublinear_tf=True)),
         ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), min_df=min_df, max_features=100_000,
                                   sublinear_tf=True)),
     ])
@@ -63,7 +64,8 @@ def train_tfidf(examples: Sequence[Example], *, seed: int = 42) -> TrainedBaseli
     min_df = 2 if len(examples) >= 50 else 1  # a tiny set would have no n-gram seen twice
     pipeline = make_pipeline(seed, min_df).fit([example.text for example in examples],
                                        [example.label for example in examples])
-    return TrainedBaseline(pipeline, [str(label) for label in pipeline.classes_], time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return TrainedBaseline(pipeline, [str(label) for label in pipeline.classes_], seconds)
 
 
 def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metrics: dict | None = None,

@@ -12,7 +12,7 @@ TRUNCATIONS = ("head", "head+tail")
 class TrainConfig:
     """How to fine-tune an encoder; saved with every model so the run can be repeated."""
 
-    base_model: str | None = None  # hub id (answerdotai/ModernBERT-base, ...) or local dir; None: offline MiniLM
+    base_model: str | None = None  # hub id (answerdotai/ModernBERT-base) or local dir; None: offline MiniLM
     lr: float = 3e-5  # AdamW peak learning rate
     weight_decay: float = 0.01  # AdamW decoupled weight decay
     warmup_ratio: float = 0.1  # share of steps with linear warm-up; then linear decay to 0
@@ -24,7 +24,7 @@ class TrainConfig:
     fp16: bool = True  # float16 autocast + GradScaler; only ever used on CUDA
     max_steps: int | None = None  # stop after this many optimizer steps (smoke runs); None: all epochs
     device: str = "auto"  # auto (CUDA when available) | cpu | cuda | cuda:N
-    truncation: str = "head"  # head: first max_length tokens | head+tail: 3/4 from the start, 1/4 from the end
+    truncation: str = "head"  # head: the first max_length tokens | head+tail: 3/4 from the start, 1/4 the end
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:

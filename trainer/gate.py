@@ -1,0 +1,71 @@
+"""The promotion gate: a new model serves only if it beats the serving one on the same held-out issues."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+
+from bot.models import GLOBAL_SCOPE, ModelVersion, TrainingRun
+from trainer.dataset import Example, data_fingerprint
+from trainer.evaluate import evaluate_classifier
+from trainer.registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+def compare_and_promote(registry: Registry, challenger_version: str, eval_examples: Sequence[Example], *,
+                        scope: str = GLOBAL_SCOPE, force: bool = False,
+                        trigger: str = "manual") -> TrainingRun:
+    """Score challenger and champion by macro-F1 on `eval_examples`; promote the challenger only if it is
+    strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.
+    """
+    challenger = registry.get(challenger_version)
+    champion = registry.serving(scope)
+    run = TrainingRun(scope=scope, trigger=trigger, n_examples=len(eval_examples),
+                      challenger_version_id=challenger.id,
+                      champion_version_id=champion.id if champion else None)
+    if champion is not None and champion.id == challenger.id:
+        return _finish(registry, run, False, f"{challenger.version} already serves {scope}")
+    labels = sorted(set(challenger.labels) | set(champion.labels if champion else []))
+    scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
+    run.challenger_score = _score(registry, challenger, scored, labels)
+    run.champion_score = _score(registry, champion, scored, labels) if champion else None
+    promote, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
+                          force=force)
+    if promote:
+        registry.promote(challenger.version, why, scope=scope)
+    return _finish(registry, run, promote, f"{challenger.version}: {why} ({len(scored)} held-out issues)")
+
+
+def decide(challenger: float | None, champion: float | None, *, has_champion: bool,
+           force: bool) -> tuple[bool, str]:
+    """(promote?, why): the decision alone, on plain numbers."""
+    if force:
+        return True, "forced"
+    if not has_champion:
+        return True, "no model served this scope"
+    if challenger is None or champion is None:
+        return False, ("kept out: no held-out human-confirmed issues to compare on "
+                       "(use --force to promote anyway)")
+    if challenger > champion:
+        return True, f"macro-F1 {challenger:.4f} > {champion:.4f} of the serving model"
+    return False, f"kept out: macro-F1 {challenger:.4f} <= {champion:.4f} of the serving model"
+
+
+def _score(registry: Registry, version: ModelVersion, examples: Sequence[Example],
+           labels: list[str]) -> float | None:
+    if not examples:
+        return None
+    if version.metrics.get("eval_fingerprint") == data_fingerprint(examples):
+        return version.metrics["macro_f1"]  # scored on exactly these issues when it was trained: reuse
+    return evaluate_classifier(registry.load(version.version), examples, labels=labels)["macro_f1"]
+
+
+def _finish(registry: Registry, run: TrainingRun, promoted: bool, message: str) -> TrainingRun:
+    run.promoted, run.message, run.status = promoted, message, "finished"
+    run.finished_at = dt.datetime.now(dt.timezone.utc)
+    registry.session.add(run)
+    registry.session.flush()
+    log.info("training run %s: %s", run.id, message)
+    return run

@@ -1,0 +1,152 @@
+"""The model registry: versioned directories under MODEL_DIR, ModelVersion rows, promotions and rollbacks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.classifier import Classifier, load_classifier
+from bot.models import GLOBAL_SCOPE, ModelPromotion, ModelVersion
+from bot.store import serving_model_version
+from trainer.card import read_card, update_card
+
+ROLLBACK = "rollback"  # reason prefix of promotions made by `rollback`; the history replay recognises it
+
+
+class RegistryError(LookupError):
+    """A version or promotion is missing; the message says which command fixes it."""
+
+
+def nothing_promoted(scope: str) -> RegistryError:
+    """The error for a scope nothing serves yet."""
+    return RegistryError(f"no model is promoted for scope {scope!r}: run `issue-sorter bootstrap-model`")
+
+
+class Saveable(Protocol):
+    """A trained model in memory (trainer.train.TrainedModel, trainer.baseline.TrainedBaseline)."""
+
+    def save(self, directory: Path, *, version: str, metrics: dict | None, thresholds: dict | None,
+             data_fingerprint: str) -> Path: ...
+
+
+class Registry:
+    """Model directories under `model_dir` and their rows; the caller's session commits."""
+
+    def __init__(self, model_dir: Path | str, session: Session):
+        self.model_dir, self.session = Path(model_dir), session
+
+    def new_version(self, scope: str = GLOBAL_SCOPE) -> str:
+        """A unique, readable id: scope slug + UTC time, with -2, -3 ... when taken."""
+        slug = re.sub(r"[^a-z0-9]+", "-", scope.lower()).strip("-")[:40] or "model"
+        base = f"{slug}-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}"
+        version, n = base, 1
+        while self._find(version) is not None or (self.model_dir / version).exists():
+            n += 1
+            version = f"{base}-{n}"
+        return version
+
+    def register(self, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
+                 metrics: dict | None = None, thresholds: dict[str, float] | None = None,
+                 data_fingerprint: str | None = None) -> ModelVersion:
+        """Save (or copy) a model into a new version directory and record its ModelVersion row."""
+        if isinstance(source, (str, Path)):
+            directory = self._adopt(Path(source), scope)
+            card = update_card(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
+                               data_fingerprint=data_fingerprint)
+        else:
+            directory = self.model_dir / self.new_version(scope)
+            source.save(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
+                        data_fingerprint=data_fingerprint or "")
+            card = read_card(directory)
+        return self._add_row(directory.name, scope, directory, card)
+
+    def _adopt(self, source: Path, scope: str) -> Path:
+        """A saved model's directory under model_dir: in place if it is an unregistered child, else a copy."""
+        read_card(source)  # fail early, naming the fix, when it is not a saved model
+        if source.resolve().parent == self.model_dir.resolve() and self._find(source.name) is None:
+            return source
+        directory = self.model_dir / self.new_version(scope)
+        shutil.copytree(source, directory)  # the registry owns its copy; the source may go away
+        return directory
+
+    def _add_row(self, version: str, scope: str, directory: Path, card: dict[str, Any]) -> ModelVersion:
+        row = ModelVersion(version=version, scope=scope, path=str(directory.resolve()),
+                           base_model=card.get("base_model", ""), labels=list(card["labels"]),
+                           metrics=card.get("metrics") or {},
+                           data_fingerprint=card.get("data_fingerprint", ""))
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def get(self, version: str) -> ModelVersion:
+        """The row of `version`, or an error that says how to list the versions."""
+        row = self._find(version)
+        if row is None:
+            raise RegistryError(f"unknown model version {version!r}: "
+                                "`issue-sorter models` lists the registered ones")
+        return row
+
+    def _find(self, version: str) -> ModelVersion | None:
+        return self.session.scalars(select(ModelVersion).where(ModelVersion.version == version)).first()
+
+    def promote(self, version: str, reason: str = "", *, scope: str | None = None) -> ModelPromotion:
+        """Make `version` serve its scope (or `scope`) from now on."""
+        row = self.get(version)
+        if not Path(row.path).is_dir():
+            raise RegistryError(f"model directory {row.path} of {version} is missing: "
+                                "restore it or register the model again")
+        promotion = ModelPromotion(scope=scope or row.scope, model_version_id=row.id, reason=reason)
+        self.session.add(promotion)
+        self.session.flush()
+        return promotion
+
+    def serving(self, scope: str = GLOBAL_SCOPE) -> ModelVersion | None:
+        """The version serving `scope` now, if any."""
+        return serving_model_version(self.session, scope)
+
+    def rollback(self, scope: str = GLOBAL_SCOPE) -> ModelPromotion:
+        """Serve again the version that served before the current one; repeated calls go further back."""
+        stack = self._history(scope)
+        if not stack:
+            raise nothing_promoted(scope)
+        if len(stack) < 2:
+            current = self.session.get(ModelVersion, stack[-1]).version
+            raise RegistryError(f"{current} is the only model {scope!r} has served: nothing to roll back to; "
+                                "promote another version with `issue-sorter promote VERSION`")
+        current, previous = (self.session.get(ModelVersion, i) for i in stack[-2:][::-1])
+        return self.promote(previous.version, f"{ROLLBACK} from {current.version}", scope=scope)
+
+    def _history(self, scope: str) -> list[int]:
+        """Version ids in serving order, replaying promotions; a rollback pops the version it replaced."""
+        promotions = self.session.scalars(select(ModelPromotion).where(ModelPromotion.scope == scope)
+                                          .order_by(ModelPromotion.promoted_at, ModelPromotion.id))
+        stack: list[int] = []
+        for promotion in promotions:
+            if promotion.reason.startswith(ROLLBACK) and len(stack) >= 2:
+                stack.pop()
+            elif not stack or stack[-1] != promotion.model_version_id:
+                stack.append(promotion.model_version_id)
+        return stack
+
+    def list(self, scope: str | None = None) -> list[ModelVersion]:
+        """Registered versions, oldest first; all scopes unless `scope` is given."""
+        query = select(ModelVersion).order_by(ModelVersion.created_at, ModelVersion.id)
+        if scope is not None:
+            query = query.where(ModelVersion.scope == scope)
+        return list(self.session.scalars(query))
+
+    def load(self, version: str | None = None, *, scope: str = GLOBAL_SCOPE) -> Classifier:
+        """The classifier of `version`, or of the version serving `scope` when none is named."""
+        row = self.get(version) if version else self.serving(scope)
+        if row is None:
+            raise nothing_promoted(scope)
+        if not Path(row.path).is_dir():
+            raise RegistryError(f"model directory {row.path} of {row.version} is missing: "
+                                "restore it, or promote another version with `issue-sorter promote VERSION`")
+        return load_classifier(row.path)
