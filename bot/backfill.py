@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot import store
 from bot.db import session_scope
 from bot.kinds import kind_of, kind_of_label
+from bot.models import utcnow
 
 log = logging.getLogger(__name__)
 BACKFILL_DONE = 0  # Repository.backfill_next_page once every page was read
@@ -57,7 +58,6 @@ def _store_page(session: Session, repo: str, issues, room: int) -> int:
         record = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
                                     author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
         if record.confirmed_label is None:  # a maintainer's later decision wins over the backfill
-            record.confirmed_label, record.confirmed_by = label, "backfill"
-            record.confirmed_at = issue.created_at
+            record.confirmed_label, record.confirmed_by, record.confirmed_at = label, "backfill", utcnow()
         stored += 1
     return stored

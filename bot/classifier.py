@@ -26,6 +26,20 @@ def format_issue_text(title: str | None, body: str | None) -> str:
     return f"{(title or '').strip()}\n\n{body.strip()}".strip()
 
 
+HEAD_SHARE = 0.75  # head+tail truncation keeps this share of the token budget from the start
+
+
+def shorten_text(text: str, tokenizer, max_length: int) -> str:
+    """Head+tail truncation: the first 3/4 and the last 1/4 of the token budget, cut on token boundaries."""
+    budget = max_length - len(tokenizer("")["input_ids"])  # room left by [CLS]/[SEP] or <s>/</s>
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) <= budget:
+        return text
+    head = int(budget * HEAD_SHARE)
+    tail = max(1, budget - head - 1)  # one token of slack for the join, re-tokenised below
+    return f"{text[:offsets[head - 1][1]]}\n{text[offsets[-tail][0]:]}"
+
+
 class Classifier(Protocol):
     version: str
     labels: list[str]
@@ -60,6 +74,8 @@ class TransformerClassifier:
     def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu"):
         self.model, self.tokenizer, self.card, self.device = model, tokenizer, card, device
         self.version, self.labels = card.version, list(card.labels)
+        # serve the text cut the way the model was trained on it
+        self.head_and_tail = (card.extra or {}).get("train_config", {}).get("truncation") == "head+tail"
 
     @classmethod
     def from_directory(cls, directory: Path | str, device: str | None = None) -> TransformerClassifier:
@@ -77,6 +93,8 @@ class TransformerClassifier:
         import torch
 
         # Sorting by length makes batches nearly pad-free: 1.2-1.7x faster on CPU (STACK-NOTES).
+        if self.head_and_tail:
+            texts = [shorten_text(text, self.tokenizer, self.card.max_length) for text in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list[dict[str, float]] = [{} for _ in texts]
         with torch.inference_mode():

@@ -33,6 +33,9 @@ class Settings:
     create_labels: bool = False  # ISSUE_SORTER_CREATE_LABELS: create a missing kind label instead of abstaining
     app_slug: str | None = None  # GITHUB_APP_SLUG: our bot login is "<slug>[bot]"; recognises our own events
     github_request_interval: float = 0.25  # GITHUB_REQUEST_INTERVAL: PyGithub's client-side throttle, seconds
+    retrain_interval: int = 86400  # ISSUE_SORTER_RETRAIN_INTERVAL: seconds between checks for scopes due
+    retrain_min_new: int = 20  # ISSUE_SORTER_RETRAIN_MIN_NEW: new confirmed issues that make a scope due
+    repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
 
     @property
     def dry_run(self) -> bool:
@@ -71,6 +74,9 @@ class Settings:
         values["create_labels"] = environ.get("ISSUE_SORTER_CREATE_LABELS", "").lower() in {"1", "true", "yes"}
         values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
         values["github_request_interval"] = _parse(environ, "GITHUB_REQUEST_INTERVAL", float, 0.25, problems)
+        values["retrain_interval"] = _parse(environ, "ISSUE_SORTER_RETRAIN_INTERVAL", int, 86400, problems)
+        values["retrain_min_new"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MIN_NEW", int, 20, problems)
+        values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
         if problems:
             raise ConfigError(problems)
         return cls(**values)

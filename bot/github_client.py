@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import jwt
 import requests
-from github import Auth, Github, GithubException
+from github import Auth, Github, GithubException, GithubIntegration
 from github.Repository import Repository
 
 SECONDARY_RATE_LIMIT_WAIT = 60.0  # seconds; GitHub's advice when a rate limit names no reset time
@@ -218,6 +218,13 @@ class GitHubApp:
         self._request_interval = request_interval  # seconds between calls: PyGithub's client-side throttle
         self._timeout = timeout  # seconds per HTTP request
         self._writers: dict[int, PyGithubWriter] = {}
+
+    def installation_id_for(self, repo: str) -> int:
+        """The installation that covers `repo` (GET /repos/{owner}/{repo}/installation, as the App)."""
+        owner, name = repo.split("/", 1)
+        with _github_errors():
+            integration = GithubIntegration(auth=self._auth, base_url=self._api_url, timeout=self._timeout)
+            return integration.get_repo_installation(owner, name).id
 
     def writer_for(self, installation_id: int) -> PyGithubWriter:
         """The writer acting as this installation (created on first use, then reused)."""

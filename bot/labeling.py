@@ -113,7 +113,8 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
     """Label one issue; returns the stored Prediction, or the reason it was skipped."""
     repository = store.ensure_repository(session, repo, installation_id)
     record = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
-                                author_login=issue.author_login, state=issue.state)
+                                author_login=issue.author_login, state=issue.state,
+                                opened_at=getattr(issue, "created_at", None))
     reason = skip_reason(issue, classifier.labels, policy)
     if reason is None and store.latest_prediction(session, record) is not None:
         reason = "it was already handled"

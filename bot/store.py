@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -29,6 +31,8 @@ def ensure_installation(session: Session, installation_id: int, account_login: s
 
 
 def ensure_repository(session: Session, full_name: str, installation_id: int | None = None) -> Repository:
+    if installation_id:
+        ensure_installation(session, installation_id)
     repository = session.scalars(select(Repository).where(Repository.full_name == full_name)).first()
     if repository is None:
         repository = Repository(full_name=full_name, installation_id=installation_id)
@@ -47,6 +51,8 @@ def upsert_issue(session: Session, repository: Repository, number: int, *, title
         issue = IssueRecord(repository_id=repository.id, number=number)
         session.add(issue)
     issue.title, issue.body, issue.author_login, issue.state = title, body, author_login, state
+    if isinstance(opened_at, str):  # GitHub's ISO 8601, "2019-05-15T15:20:18Z"
+        opened_at = dt.datetime.fromisoformat(opened_at.replace("Z", "+00:00"))
     if opened_at is not None:
         issue.opened_at = opened_at
     session.flush()

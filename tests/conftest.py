@@ -94,3 +94,37 @@ def payload():
         return copy.deepcopy(cache[name])
 
     return load
+
+
+# ---- a real fine-tuned encoder, trained in seconds -------------------------------------------------
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """all-MiniLM-L6-v2 fine-tuned for a few steps on 48 real NLBSE issues (bug/feature/question).
+
+    Real weights, real tokenizer, real model card: what `bootstrap-model` makes, only smaller."""
+    from tests.paths import NLBSE
+    from trainer.config import TrainConfig
+    from trainer.dataset import load_file
+    from trainer.train import fine_tune
+
+    examples = load_file(NLBSE / "issues_train.csv")
+    picked = []
+    for label in ("bug", "feature", "question"):
+        picked += [e for e in examples if e.label == label][:16]
+    trained = fine_tune(TrainConfig(max_length=64, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
+    directory = tmp_path_factory.mktemp("tiny-model") / "model"
+    trained.save(directory, version="tiny", metrics={}, thresholds={}, data_fingerprint="")
+    return directory
+
+
+def promote_model(database_url: str, model_dir, source_dir, scope: str = "global") -> str:
+    """Register a copy of `source_dir` in the registry at `model_dir` and make it serve `scope`."""
+    from bot.db import make_sessionmaker, session_scope
+    from trainer.registry import Registry
+
+    with session_scope(make_sessionmaker(database_url)) as session:
+        registry = Registry(model_dir, session)
+        row = registry.register(source_dir, scope=scope)
+        registry.promote(row.version, "test", scope=scope)
+        return row.version

@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 
+from bot.kinds import labels_for_kinds
 from bot.models import GLOBAL_SCOPE, ModelVersion, TrainingRun
 from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import evaluate_classifier
@@ -21,16 +22,19 @@ def compare_and_promote(registry: Registry, challenger_version: str, eval_exampl
     strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.
     """
     challenger = registry.get(challenger_version)
-    champion = registry.serving(scope)
+    # a repository without a model of its own is served by the global model through the kind mapping
+    champion = registry.serving(scope) or (registry.serving(GLOBAL_SCOPE) if scope != GLOBAL_SCOPE else None)
     run = TrainingRun(scope=scope, trigger=trigger, n_examples=len(eval_examples),
                       challenger_version_id=challenger.id,
                       champion_version_id=champion.id if champion else None)
     if champion is not None and champion.id == challenger.id:
         return _finish(registry, run, False, f"{challenger.version} already serves {scope}")
-    labels = sorted(set(challenger.labels) | set(champion.labels if champion else []))
+    renames = kind_renames(champion.labels, challenger.labels) if champion else {}
+    labels = sorted(set(challenger.labels) | {renames.get(label, label) for label in
+                                              (champion.labels if champion else [])})
     scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
     run.challenger_score = _score(registry, challenger, scored, labels)
-    run.champion_score = _score(registry, champion, scored, labels) if champion else None
+    run.champion_score = _score(registry, champion, scored, labels, renames) if champion else None
     promote, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
                           force=force)
     if promote:
@@ -53,13 +57,35 @@ def decide(challenger: float | None, champion: float | None, *, has_champion: bo
     return False, f"kept out: macro-F1 {challenger:.4f} <= {champion:.4f} of the serving model"
 
 
+def kind_renames(champion_labels: Sequence[str], challenger_labels: Sequence[str]) -> dict[str, str]:
+    """kind → repository label, when the champion predicts kinds and the challenger the repo's labels."""
+    if set(champion_labels) & set(challenger_labels):
+        return {}
+    mapping = labels_for_kinds(challenger_labels)
+    return {kind: label for kind, label in mapping.items() if kind in champion_labels}
+
+
+class RenamedClassifier:
+    """A classifier whose classes are renamed (the global kind model as it serves one repository)."""
+
+    def __init__(self, inner, renames: dict[str, str]):
+        self.inner, self.renames, self.version = inner, renames, inner.version
+        self.labels = [renames.get(label, label) for label in inner.labels]
+
+    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        return [{self.renames.get(k, k): v for k, v in row.items()} for row in self.inner.predict(texts)]
+
+
 def _score(registry: Registry, version: ModelVersion, examples: Sequence[Example],
-           labels: list[str]) -> float | None:
+           labels: list[str], renames: dict[str, str] | None = None) -> float | None:
     if not examples:
         return None
-    if version.metrics.get("eval_fingerprint") == data_fingerprint(examples):
+    if not renames and version.metrics.get("eval_fingerprint") == data_fingerprint(examples):
         return version.metrics["macro_f1"]  # scored on exactly these issues when it was trained: reuse
-    return evaluate_classifier(registry.load(version.version), examples, labels=labels)["macro_f1"]
+    classifier = registry.load(version.version)
+    if renames:
+        classifier = RenamedClassifier(classifier, renames)
+    return evaluate_classifier(classifier, examples, labels=labels)["macro_f1"]
 
 
 def _finish(registry: Registry, run: TrainingRun, promoted: bool, message: str) -> TrainingRun:

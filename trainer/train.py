@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.classifier import shorten_text
 from trainer.card import write_card
 from trainer.config import TrainConfig
 from trainer.dataset import Example
@@ -22,7 +23,6 @@ from trainer.dataset import Example
 log = logging.getLogger(__name__)
 
 BUCKET_POOL = 50  # batches per pool that are sorted by length together: pad-free, yet still shuffled
-HEAD_SHARE = 0.75  # head+tail keeps this share from the start: title and first paragraph decide (lesson §5)
 
 
 @dataclass
@@ -96,7 +96,8 @@ def load_base(config: TrainConfig, labels: list[str]):
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForSequenceClassification.from_pretrained(
             source, num_labels=len(labels), id2label=dict(enumerate(labels)),
-            label2id={label: i for i, label in enumerate(labels)})
+            label2id={label: i for i, label in enumerate(labels)},
+            ignore_mismatched_sizes=True)  # a fine-tuned base with another label set gets a fresh head
     except OSError as error:  # the hub is unreachable or the directory is not a model
         raise ValueError(f"cannot load base model {source!r} ({error}); pass a local model directory, "
                          "or a hub id on a machine that can reach huggingface.co") from error
@@ -112,17 +113,6 @@ def encode(tokenizer, texts: Sequence[str], config: TrainConfig) -> list[list[in
     if config.truncation == "head+tail":
         texts = [shorten_text(text, tokenizer, config.max_length) for text in texts]
     return tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
-
-
-def shorten_text(text: str, tokenizer, max_length: int) -> str:
-    """Keep the first 3/4 and the last 1/4 of the token budget, cut on token boundaries of the text."""
-    budget = max_length - len(tokenizer("")["input_ids"])  # room left by [CLS]/[SEP] or <s>/</s>
-    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    if len(offsets) <= budget:
-        return text
-    head = int(budget * HEAD_SHARE)
-    tail = max(1, budget - head - 1)  # one token of slack for the join, re-tokenised below
-    return f"{text[:offsets[head - 1][1]]}\n{text[offsets[-tail][0]:]}"
 
 
 def length_buckets(lengths: Sequence[int], batch_size: int, generator) -> list[list[int]]:

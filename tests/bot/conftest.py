@@ -1,0 +1,80 @@
+"""The bot's integration harness: webhook test client, real Redis, a real RQ worker in this process,
+the fake GitHub over real HTTP, and a real fine-tuned encoder."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from rq import SimpleWorker
+
+from bot import context
+from bot.app import create_app
+from bot.queueing import QUEUES
+from bot.signatures import sign_body
+from bot.worker import build_context
+from issue_sorter.fake_github import FakeGitHub
+from tests.conftest import WEBHOOK_SECRET, promote_model
+
+REPO = "Codertocat/Hello-World"
+INSTALLATION = 1
+
+
+@pytest.fixture
+def fake_github():
+    with FakeGitHub(app_id=1) as fake:
+        fake.add_repo(REPO, labels=["bug", "enhancement", "question", "documentation", "wontfix"],
+                      installation_id=INSTALLATION, collaborators={"maintainer": "maintain", "boss": "admin",
+                                                                   "helper": "triage", "reader": "read"})
+        yield fake
+
+
+@pytest.fixture
+def app_settings(settings, fake_github):
+    return dataclasses.replace(settings, app_id=1, private_key=fake_github.private_key_pem,
+                               api_url=fake_github.url, threshold=0.0, app_slug="issue-sorter")
+
+
+@pytest.fixture
+def worker_context(app_settings, sessions, redis, tiny_model_dir):
+    """What `issue-sorter worker` builds, with the tiny model promoted; installed for the jobs."""
+    promote_model(app_settings.database_url, app_settings.model_dir, tiny_model_dir)
+    ctx = build_context(app_settings, redis=redis)
+    ctx.retry_base_seconds = 1.0
+    context.configure(ctx)
+    yield ctx
+    context.configure(None)
+
+
+@pytest.fixture
+def client(app_settings, redis):
+    return create_app(app_settings, redis=redis).test_client()
+
+
+def run_worker(redis) -> None:
+    """A real RQ worker, in this process, until the queues are empty."""
+    SimpleWorker(list(QUEUES), connection=redis).work(burst=True)
+
+
+def deliver(client, event: str, body: dict, delivery: str, secret: str = WEBHOOK_SECRET):
+    raw = json.dumps(body).encode()
+    return client.post("/webhook", data=raw, headers={
+        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign_body(raw, secret),
+        "Content-Type": "application/json"})
+
+
+def issue_payload(payload, action: str, number: int, *, title: str = "", body: str = "", labels=(),
+                  label: str | None = None, sender: str = "Codertocat", sender_type: str = "User") -> dict:
+    """A real `issues` example from ../shared, pointed at our repository, issue and sender."""
+    name = {"opened": "issues/opened", "labeled": "issues/labeled", "unlabeled": "issues/unlabeled",
+            "closed": "issues/opened", "edited": "issues/edited"}[action]
+    data = payload(name)
+    data["action"] = action
+    data["installation"] = {"id": INSTALLATION, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
+    data["issue"].update(number=number, title=title or data["issue"]["title"], body=body,
+                         labels=[{"name": name} for name in labels], state="closed" if action == "closed" else "open")
+    data["sender"].update(login=sender, type=sender_type)
+    if label is not None:
+        data["label"] = {"name": label, "color": "ededed"}
+    return data

@@ -1,0 +1,154 @@
+"""The labelling job through the real pipeline: signed delivery → Redis → RQ worker → fake GitHub."""
+
+import dataclasses
+import time
+
+import pytest
+from rq.registry import ScheduledJobRegistry
+from rq.scheduler import RQScheduler
+from sqlalchemy import select
+
+from bot import context, store
+from bot.classifier import format_issue_text, load_classifier
+from bot.db import session_scope
+from bot.kinds import labels_for_kinds
+from bot.models import Prediction, WebhookDelivery
+from bot.queueing import LABELING_QUEUE
+from bot.worker import build_context
+from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+ISSUES = {
+    1: ("App crashes with TypeError when saving", "Steps to reproduce: click save. Traceback: TypeError ..."),
+    2: ("Add dark mode to the settings page", "It would be great to have a dark theme option."),
+    3: ("How do I configure the proxy?", "I could not find in the docs how to set a proxy. Any hints?"),
+}
+
+
+def open_issue(fake_github, client, payload, number: int, delivery: str, **fields):
+    title, body = ISSUES[number]
+    fake_github.add_issue(REPO, number, title, body, **fields)
+    return deliver(client, "issues", issue_payload(payload, "opened", number, title=title, body=body), delivery)
+
+
+def add_label_calls(fake_github, number: int):
+    return fake_github.calls("POST", rf"/repos/{REPO}/issues/{number}/labels")
+
+
+def predictions(ctx):
+    with session_scope(ctx.sessionmaker) as session:
+        return session.scalars(select(Prediction).order_by(Prediction.id)).all()
+
+
+def test_each_issue_gets_the_label_the_promoted_model_predicts_and_the_model_loads_once(
+        worker_context, fake_github, client, payload, redis, tiny_model_dir):
+    for number in ISSUES:
+        assert open_issue(fake_github, client, payload, number, f"d-{number}").status_code == 202
+    run_worker(redis)
+    assert worker_context.models.loads == 1  # once per worker process, not per job
+    reference = load_classifier(tiny_model_dir)  # the same weights, loaded here independently
+    mapping = labels_for_kinds(fake_github.repo_labels(REPO))
+    for number, (title, body) in ISSUES.items():
+        scores = reference.predict([format_issue_text(title, body)])[0]
+        expected = mapping[max(scores, key=scores.get)]
+        calls = add_label_calls(fake_github, number)
+        assert len(calls) == 1 and calls[0].json in ([expected], {"labels": [expected]})
+        assert fake_github.issue_labels(REPO, number) == [expected]
+    rows = predictions(worker_context)
+    assert [row.outcome for row in rows] == ["applied"] * 3
+    assert all(set(row.scores) == {"bug", "feature", "question"} for row in rows)
+    assert all(abs(sum(row.scores.values()) - 1) < 1e-4 and row.model_version_id for row in rows)
+
+
+@pytest.mark.parametrize("fields,reason", [({"state": "closed"}, "closed"),
+                                           ({"is_pull_request": True}, "pull request"),
+                                           ({"labels": ["enhancement"]}, "already carries")])
+def test_issues_that_must_be_left_alone_get_no_label(worker_context, fake_github, client, payload, redis,
+                                                     fields, reason):
+    open_issue(fake_github, client, payload, 1, "d-skip", **fields)
+    run_worker(redis)
+    assert add_label_calls(fake_github, 1) == [] and predictions(worker_context) == []
+    with session_scope(worker_context.sessionmaker) as session:
+        assert reason in session.get(WebhookDelivery, "d-skip").outcome
+
+
+def test_an_issue_already_handled_is_not_labelled_twice(worker_context, fake_github, client, payload, redis):
+    open_issue(fake_github, client, payload, 1, "d-a")
+    run_worker(redis)
+    fake_github.add_issue(REPO, 1, *ISSUES[1])  # the label was removed on GitHub; a new delivery arrives
+    deliver(client, "issues", issue_payload(payload, "opened", 1, title=ISSUES[1][0]), "d-b")
+    run_worker(redis)
+    assert len(add_label_calls(fake_github, 1)) == 1 and len(predictions(worker_context)) == 1
+
+
+def test_a_github_5xx_is_retried_later_and_then_labels(worker_context, fake_github, client, payload, redis):
+    fake_github.fail_next("POST", rf"/repos/{REPO}/issues/1/labels", 502)
+    open_issue(fake_github, client, payload, 1, "d-5xx")
+    run_worker(redis)
+    assert fake_github.issue_labels(REPO, 1) == []
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    assert scheduled.get_job_ids() == ["label_issue--d-5xx--retry1"]
+    time.sleep(1.2)  # retry_base_seconds = 1 in the harness
+    scheduler = RQScheduler([LABELING_QUEUE], connection=redis)
+    scheduler.acquire_locks()
+    scheduler.enqueue_scheduled_jobs()
+    scheduler.release_locks()
+    run_worker(redis)
+    assert len(fake_github.issue_labels(REPO, 1)) == 1 and len(predictions(worker_context)) == 1
+
+
+def test_a_rate_limit_is_retried_at_githubs_reset_time(worker_context, fake_github, client, payload, redis):
+    reset = int(time.time()) + 120
+    fake_github.fail_next("GET", rf"/repos/{REPO}/issues/1", 403,
+                          headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})
+    open_issue(fake_github, client, payload, 1, "d-rate")
+    run_worker(redis)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    when = scheduled.get_scheduled_time("label_issue--d-rate--retry1").timestamp()
+    assert abs(when - reset) < 5
+
+
+@pytest.mark.parametrize("method,path,status", [("POST", "/labels", 403), ("GET", "", 404), ("GET", "", 410)])
+def test_permission_and_missing_issue_errors_are_recorded_and_dropped(worker_context, fake_github, client,
+                                                                      payload, redis, method, path, status):
+    fake_github.fail_next(method, rf"/repos/{REPO}/issues/1{path}", status)
+    open_issue(fake_github, client, payload, 1, "d-drop")
+    run_worker(redis)
+    assert fake_github.issue_labels(REPO, 1) == []
+    assert ScheduledJobRegistry(LABELING_QUEUE, connection=redis).get_job_ids() == []
+    with session_scope(worker_context.sessionmaker) as session:
+        assert session.get(WebhookDelivery, "d-drop").outcome.startswith(f"dropped: GitHub answered {status}")
+
+
+def test_dry_run_classifies_and_stores_but_never_calls_github(app_settings, sessions, redis, tiny_model_dir,
+                                                              fake_github, client, payload):
+    from tests.conftest import promote_model
+
+    promote_model(app_settings.database_url, app_settings.model_dir, tiny_model_dir)
+    dry = dataclasses.replace(app_settings, app_id=None, private_key=None)
+    ctx = build_context(dry, redis=redis)
+    context.configure(ctx)
+    try:
+        deliver(client, "issues", issue_payload(payload, "opened", 7, title="Crash on start", body="segfault"), "d-dry")
+        run_worker(redis)
+    finally:
+        context.configure(None)
+    assert fake_github.requests == []
+    (row,) = predictions(ctx)
+    assert row.outcome == "dry_run" and row.label in ("bug", "feature", "question")
+
+
+def test_a_promotion_reaches_the_running_worker_without_restart(worker_context, fake_github, client, payload,
+                                                                redis, tiny_model_dir, app_settings):
+    from tests.conftest import promote_model
+
+    open_issue(fake_github, client, payload, 1, "d-v1")
+    run_worker(redis)
+    new_version = promote_model(app_settings.database_url, app_settings.model_dir, tiny_model_dir)
+    open_issue(fake_github, client, payload, 2, "d-v2")
+    run_worker(redis)
+    first, second = predictions(worker_context)
+    with session_scope(worker_context.sessionmaker) as session:
+        assert store.serving_model_version(session).version == new_version
+        assert second.model_version_id != first.model_version_id
+    assert worker_context.models.loads == 2

@@ -1,0 +1,118 @@
+"""Retraining: human-confirmed issues → challenger → compared with the champion → promoted if better.
+
+The only module that wires dataset, train, registry and gate together. Used by the periodic cron job,
+`issue-sorter retrain`, the `/issue-sorter retrain` comment and `issue-sorter replay`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.kinds import kind_of_label
+from bot.models import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
+from trainer.config import TrainConfig
+from trainer.dataset import Example, data_fingerprint, load_database
+from trainer.gate import compare_and_promote
+from trainer.registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrainPolicy:
+    """When and on what a scope is retrained."""
+
+    min_new_decisions: int = 20  # confirmed issues since the scope's last run before the cron retrains it
+    min_per_label: int = 20  # a repository gets its own label set once each label has this many issues
+    holdout_share: float = 0.2  # the most recent share of confirmed issues, kept to judge both models
+    min_holdout: int = 10  # never judge on fewer recent issues than this
+    epochs: int = 2  # the lesson's recipe; the base is the serving model, so little is needed
+    max_length: int = 256
+
+
+@dataclasses.dataclass
+class RetrainResult:
+    scope: str
+    run: TrainingRun | None
+    message: str
+
+    @property
+    def promoted(self) -> bool:
+        return bool(self.run and self.run.promoted)
+
+
+def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy) -> list[Example]:
+    """Confirmed issues as examples of the scope's classes, oldest first.
+
+    Global: every repository, labels mapped to kinds. A repository: its own labels that have at least
+    `min_per_label` issues each (two or more such labels), else its labels mapped to kinds.
+    """
+    examples = load_database(session, scope)
+    if scope != GLOBAL_SCOPE:
+        counts = Counter(example.label for example in examples)
+        own = {label for label, n in counts.items() if n >= policy.min_per_label}
+        if len(own) >= 2:
+            return _oldest_first([e for e in examples if e.label in own])
+    kinds = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in examples]
+    return _oldest_first([e for e in kinds if e.label])
+
+
+def _oldest_first(examples: list[Example]) -> list[Example]:
+    return sorted(examples, key=lambda e: (e.created_at is None, e.created_at or 0))
+
+
+def split_recent(examples: Sequence[Example], policy: RetrainPolicy) -> tuple[list[Example], list[Example]]:
+    """(train, held out): the most recent issues judge; the older ones teach."""
+    n_holdout = max(policy.min_holdout, int(len(examples) * policy.holdout_share))
+    return list(examples[:-n_holdout]), list(examples[-n_holdout:])
+
+
+def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: RetrainPolicy = RetrainPolicy(),
+                  force: bool = False, trigger: str = "manual", progress: bool = False) -> RetrainResult:
+    """Train a challenger for `scope` from the serving model and promote it only if it is better."""
+    from trainer.train import fine_tune
+
+    examples = examples_for_scope(session, scope, policy)
+    train, held_out = split_recent(examples, policy)
+    labels = sorted({e.label for e in train})
+    if len(train) < policy.min_holdout or len(labels) < 2:
+        return RetrainResult(scope, None, f"{scope}: not enough confirmed issues to retrain "
+                                          f"({len(examples)} usable, labels {labels})")
+    champion = registry.serving(scope) or registry.serving(GLOBAL_SCOPE)
+    config = TrainConfig(base_model=champion.path if champion else None, epochs=policy.epochs,
+                         max_length=policy.max_length)
+    labels = _warm_start_order(labels, champion.labels if champion else [])
+    trained = fine_tune(config, [e for e in train if e.label in labels], labels, progress=progress)
+    row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train))
+    run = compare_and_promote(registry, row.version, held_out, scope=scope, force=force, trigger=trigger)
+    return RetrainResult(scope, run, run.message)
+
+
+def _warm_start_order(labels: list[str], base_labels: Sequence[str]) -> list[str]:
+    """Order the new classes like the base model's head (kind by kind), so its head is a warm start."""
+    if len(labels) != len(base_labels):
+        return labels
+    by_kind = {label: kind_of_label(label) or label for label in labels}
+    ordered = [next((label for label in labels if by_kind[label] == base), None) for base in base_labels]
+    return ordered if None not in ordered and len(set(ordered)) == len(labels) else labels
+
+
+def scopes_due(session: Session, policy: RetrainPolicy) -> list[str]:
+    """The global scope and every repository with enough confirmations since its last training run."""
+    due = []
+    for scope in [GLOBAL_SCOPE] + list(session.scalars(select(Repository.full_name).order_by(Repository.id))):
+        last = session.scalar(select(func.max(TrainingRun.started_at)).where(TrainingRun.scope == scope))
+        query = select(func.count(IssueRecord.id)).where(IssueRecord.confirmed_label.is_not(None))
+        if scope != GLOBAL_SCOPE:
+            query = query.join(Repository).where(Repository.full_name == scope)
+        if last is not None:
+            query = query.where(IssueRecord.confirmed_at > last)
+        if session.scalar(query) >= policy.min_new_decisions:
+            due.append(scope)
+    return due
