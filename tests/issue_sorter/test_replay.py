@@ -1,0 +1,37 @@
+"""`issue-sorter replay` drives the whole loop: deliveries, worker, maintainer, retraining, curve."""
+
+import json
+import sys
+
+import pytest
+
+from issue_sorter.cli import main
+from tests.paths import NLBSE
+
+pytestmark = pytest.mark.slow
+
+
+def test_replay_feeds_issues_in_time_order_and_retrains_through_the_training_queue(
+        tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "curve"
+    # opencv's oldest issues mix questions and feature requests: both kinds reach the retraining
+    code = main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--limit", "48",
+                 "--retrain-every", "24", "--window", "12", "--epochs", "1", "--max-length", "48",
+                 "--min-per-label", "3", "--base-model-dir", str(tiny_model_dir), "--out", str(out), "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [point["seen"] for point in result["curve"]] == [0, 12, 24, 36]
+    assert all(0.0 <= point["accuracy"] <= 1.0 for point in result["curve"])
+    assert result["accuracy_first_window"] == result["curve"][0]["accuracy"]
+    assert result["accuracy_last_window"] == result["curve"][-1]["accuracy"]
+    (retrain,) = result["retrains"]  # after 24 issues; none after the last one
+    assert retrain["seen"] == 24 and "macro-F1 of the serving model" in retrain["result"]
+    assert result["curve"][0]["model"] != retrain["serving"] or "not promoted" in retrain["result"]
+    assert (out / "learning_curve.csv").read_text().startswith("seen,accuracy,model,issues")
+    assert (out / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_replay_of_a_repository_absent_from_the_file_is_a_clear_error(tiny_model_dir, tmp_path):
+    with pytest.raises(SystemExit, match="no issues of nobody/nothing"):
+        main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "nobody/nothing",
+              "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path)])
