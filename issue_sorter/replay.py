@@ -211,8 +211,9 @@ def summarize(steps: list[Step], retrains: list[dict], options: ReplayOptions) -
 
 
 def write_curve(result: dict, out_dir: Path) -> tuple[Path, Path]:
-    """learning_curve.csv and learning_curve.png in `out_dir`."""
+    """learning_curve.csv, .png and .json (the whole result) in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "learning_curve.json").write_text(json.dumps(result, indent=2) + "\n")
     csv_path, png_path = out_dir / "learning_curve.csv", out_dir / "learning_curve.png"
     with csv_path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["seen", "accuracy", "model", "issues"])
