@@ -1,0 +1,40 @@
+"""The `issue-sorter` command: clear errors before anything starts."""
+
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from issue_sorter.cli import main
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    for name in ("GITHUB_WEBHOOK_SECRET", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    monkeypatch.setenv("MODEL_DIR", str(tmp_path / "models"))
+    return monkeypatch
+
+
+def test_migrate_creates_the_schema(env, tmp_path):
+    assert main(["migrate"]) == 0
+    assert "predictions" in inspect(create_engine(f"sqlite:///{tmp_path / 'cli.db'}")).get_table_names()
+
+
+def test_web_without_a_webhook_secret_names_every_problem(env):
+    env.setenv("PORT", "eighty")
+    with pytest.raises(SystemExit) as raised:
+        main(["web"])
+    assert "GITHUB_WEBHOOK_SECRET" in str(raised.value) and "PORT" in str(raised.value)
+
+
+@pytest.mark.redis
+def test_worker_without_a_promoted_model_says_which_command_to_run(env, redis_url):
+    env.setenv("REDIS_URL", redis_url)
+    main(["migrate"])
+    with pytest.raises(SystemExit, match="issue-sorter bootstrap-model"):
+        main(["worker", "--burst"])
+
+
+def test_models_on_an_empty_registry_lists_nothing(env, capsys):
+    main(["migrate"])
+    assert main(["models"]) == 0
