@@ -7,21 +7,27 @@ time) and resumable: the next page to read is saved after every page.
 from __future__ import annotations
 
 import logging
+import re
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot import store
 from bot.db import session_scope
-from bot.kinds import kind_of, kind_of_label
-from bot.models import utcnow
+from bot.kinds import SKIP, kind_of, kind_of_label
+from bot.models import IssueRecord, utcnow
 
 log = logging.getLogger(__name__)
 BACKFILL_DONE = 0  # Repository.backfill_next_page once every page was read
 PER_PAGE = 100
+BACKFILL_ACTOR = "backfill"  # IssueRecord.confirmed_by of labels read from a repository's history
 
 
 def training_label(labels: tuple[str, ...]) -> str | None:
-    """The one label an issue teaches: its kind's label (the lesson's rules), else a lone label."""
+    """The one label an issue teaches: its kind's label (the lesson's rules), else a lone label;
+    None for issues the lesson's rules mark as not worth learning from (duplicate, spam, ...)."""
+    if any(re.search(SKIP, label.lower()) for label in labels):
+        return None
     kind = kind_of(labels)
     if kind is not None:
         return next(label for label in labels if kind_of_label(label) == kind)
@@ -31,10 +37,11 @@ def training_label(labels: tuple[str, ...]) -> str | None:
 def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation_id: int | None,
              max_issues: int = 1000) -> str:
     with session_scope(sessions) as session:
-        page = store.ensure_repository(session, repo, installation_id).backfill_next_page
+        repository = store.ensure_repository(session, repo, installation_id)
+        page, before = repository.backfill_next_page, _backfilled_count(session, repository)
     if page == BACKFILL_DONE:
         return f"{repo}: already backfilled"
-    page, stored = page or 1, 0
+    page, stored = page or 1, before  # an interrupted run's issues count towards the bound
     while stored < max_issues:
         issues = github.list_issues_page(repo, page, PER_PAGE)
         with session_scope(sessions) as session:
@@ -44,8 +51,13 @@ def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation
         if len(issues) < PER_PAGE:
             break
         page += 1
-    log.info("backfilled %d labelled issues of %s", stored, repo)
-    return f"{repo}: {stored} labelled issues stored"
+    log.info("backfilled %d labelled issues of %s", stored - before, repo)
+    return f"{repo}: {stored - before} labelled issues stored"
+
+
+def _backfilled_count(session: Session, repository) -> int:
+    return session.scalar(select(func.count(IssueRecord.id)).where(
+        IssueRecord.repository_id == repository.id, IssueRecord.confirmed_by == BACKFILL_ACTOR))
 
 
 def _store_page(session: Session, repo: str, issues, room: int) -> int:
@@ -58,6 +70,6 @@ def _store_page(session: Session, repo: str, issues, room: int) -> int:
         record = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
                                     author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
         if record.confirmed_label is None:  # a maintainer's later decision wins over the backfill
-            record.confirmed_label, record.confirmed_by, record.confirmed_at = label, "backfill", utcnow()
+            record.confirmed_label, record.confirmed_by, record.confirmed_at = label, BACKFILL_ACTOR, utcnow()
         stored += 1
     return stored

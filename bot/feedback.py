@@ -71,10 +71,10 @@ def _human_added(session, issue, prediction, label, actor, current_labels, class
 
 
 def _human_removed(session, issue, prediction, label, actor, current_labels, classes) -> str:
+    if issue.confirmed_label == label:  # a confirmed label taken back is no longer training data
+        issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
     if prediction is None or not prediction.applied or label != prediction.label:
-        if issue.confirmed_label == label:  # a confirmed label taken back is no longer training data
-            issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
-        return "recorded"
+        return _keep_if_reviewed(issue, prediction, actor, current_labels)
     replacement = _human_known_label_since(session, issue, prediction, current_labels, classes)
     if replacement:
         return _decide(issue, prediction, "corrected", replacement, actor)
@@ -108,6 +108,12 @@ def _decide(issue: IssueRecord, prediction: Prediction, decision: str, label: st
 
 def _confirm(issue: IssueRecord, label: str, actor: Actor) -> None:
     issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = label, utcnow(), actor.login
+
+
+def is_event_recorded(session: Session, delivery_id: str | None) -> bool:
+    """True when this delivery's label event is already stored (its job ran before, up to the commit)."""
+    return delivery_id is not None and session.scalar(
+        select(LabelEvent.id).where(LabelEvent.delivery_id == delivery_id)) is not None
 
 
 def removed_by_human(session: Session, issue: IssueRecord) -> set[str]:

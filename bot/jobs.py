@@ -17,7 +17,7 @@ from bot import context, feedback, store
 from bot.db import session_scope
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.labeling import LabelingPolicy, classify_and_label
-from bot.models import GLOBAL_SCOPE
+from bot.models import GLOBAL_SCOPE, WebhookDelivery
 from bot.queueing import CRASH_RETRY, FEEDBACK_QUEUE, TRAINING_QUEUE, make_queue
 from bot.repo_config import RepoConfig, load_config
 
@@ -26,6 +26,7 @@ NO_MODEL = "no model is promoted: run `issue-sorter bootstrap-model` (or `issue-
 RETRAIN_COMMAND = "/issue-sorter retrain"
 RETRAIN_ROLES = ("admin", "maintain")
 CONFIG_WARNING_KEY = "issue-sorter:config-warned:{}:{}"
+OUTCOME_CHARS = WebhookDelivery.__table__.c.outcome.type.length  # PostgreSQL refuses longer outcomes
 
 
 def label_issue(**event) -> str:
@@ -57,7 +58,7 @@ def _guarded(work, func: str, event: dict) -> str:
         log.warning("%s#%s (delivery %s) %s", event.get("repo"), event.get("number"), event["delivery_id"], outcome)
     with session_scope(ctx.sessionmaker) as session:
         store.mark_delivery_processed(session, event["delivery_id"], func.rsplit(".", 1)[-1],
-                                      event.get("action"), outcome)
+                                      event.get("action"), outcome[:OUTCOME_CHARS])
     return outcome
 
 
@@ -120,6 +121,8 @@ def _record_issue_event(ctx: context.WorkerContext, event: dict) -> str:
                                     event.get("via_app_id"), bot_login=ctx.settings.bot_login,
                                     app_id=ctx.settings.app_id)
     with session_scope(ctx.sessionmaker) as session:
+        if feedback.is_event_recorded(session, event["delivery_id"]):  # a worker died before marking it done
+            return "skipped: event already recorded"
         repository = store.ensure_repository(session, event["repo"], event.get("installation_id"))
         deleted = event["action"] == "deleted"
         state = {"deleted": "deleted", "transferred": "transferred"}.get(event["action"], snapshot.state)
@@ -127,7 +130,7 @@ def _record_issue_event(ctx: context.WorkerContext, event: dict) -> str:
                                    body="" if deleted else snapshot.body, author_login=snapshot.author_login,
                                    state=state)
         if deleted:  # the issue is gone from GitHub: keep nothing of its text, and no training label
-            issue.confirmed_label = None
+            issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
         serving = store.serving_model_version(session, event["repo"]) or store.serving_model_version(session)
         return feedback.record_label_event(
             session, issue, action=event["action"], label=event.get("label"), actor=actor,

@@ -62,8 +62,8 @@ def parse_config(text: str | None, source: str = CONFIG_PATH) -> tuple[RepoConfi
 def _validated(data: dict, problems: list[str]) -> dict:
     values: dict = {}
     if "mode" in data:
-        values["mode"] = data["mode"]
-        if data["mode"] not in MODES:
+        values["mode"] = "off" if data["mode"] is False else data["mode"]  # YAML 1.1 reads bare off as false
+        if values["mode"] not in MODES:
             problems.append(f"mode must be one of {', '.join(MODES)}, not {data['mode']!r}")
     if "labels" in data:
         labels = data["labels"]
@@ -99,7 +99,7 @@ def _formats(template: str) -> bool:
     try:
         template.format(label="bug", score=0.9, suggestions="- bug")
         return True
-    except (KeyError, IndexError, ValueError):
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):  # "{label.x}", "{score[0]}"
         return False
 
 

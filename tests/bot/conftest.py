@@ -37,6 +37,16 @@ def app_settings(settings, fake_github):
 
 
 @pytest.fixture
+def bare_context(app_settings, sessions, redis):
+    """The worker's context with no model promoted: enough for feedback, commands and backfill jobs."""
+    ctx = build_context(app_settings, redis=redis)
+    ctx.retry_base_seconds = 1.0
+    context.configure(ctx)
+    yield ctx
+    context.configure(None)
+
+
+@pytest.fixture
 def worker_context(app_settings, sessions, redis, tiny_model_dir):
     """What `issue-sorter worker` builds, with the tiny model promoted; installed for the jobs."""
     promote_model(app_settings.database_url, app_settings.model_dir, tiny_model_dir)
@@ -52,9 +62,9 @@ def client(app_settings, redis):
     return create_app(app_settings, redis=redis).test_client()
 
 
-def run_worker(redis) -> None:
+def run_worker(redis, queues: tuple[str, ...] = QUEUES) -> None:
     """A real RQ worker, in this process, until the queues are empty."""
-    SimpleWorker(list(QUEUES), connection=redis).work(burst=True)
+    SimpleWorker(list(queues), connection=redis).work(burst=True)
 
 
 def deliver(client, event: str, body: dict, delivery: str, secret: str = WEBHOOK_SECRET):
@@ -68,7 +78,7 @@ def issue_payload(payload, action: str, number: int, *, title: str = "", body: s
                   label: str | None = None, sender: str = "Codertocat", sender_type: str = "User") -> dict:
     """A real `issues` example from ../shared, pointed at our repository, issue and sender."""
     name = {"opened": "issues/opened", "labeled": "issues/labeled", "unlabeled": "issues/unlabeled",
-            "closed": "issues/opened", "edited": "issues/edited"}[action]
+            "closed": "issues/opened", "edited": "issues/edited", "deleted": "issues/deleted"}[action]
     data = payload(name)
     data["action"] = action
     data["installation"] = {"id": INSTALLATION, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
