@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -23,7 +24,7 @@ from bot.repo_config import RepoConfig, load_config
 
 log = logging.getLogger(__name__)
 NO_MODEL = "no model is promoted: run `issue-sorter bootstrap-model` (or `issue-sorter train FILE --promote`)"
-RETRAIN_COMMAND = "/issue-sorter retrain"
+RETRAIN_COMMAND = re.compile(r"^/issue-sorter\s+retrain\b")  # the first line of the comment
 RETRAIN_ROLES = ("admin", "maintain")
 CONFIG_WARNING_KEY = "issue-sorter:config-warned:{}:{}"
 OUTCOME_CHARS = WebhookDelivery.__table__.c.outcome.type.length  # PostgreSQL refuses longer outcomes
@@ -139,7 +140,7 @@ def _record_issue_event(ctx: context.WorkerContext, event: dict) -> str:
 
 
 def _handle_comment(ctx: context.WorkerContext, event: dict) -> str:
-    if event.get("commenter_is_bot") or not event["body"].strip().startswith(RETRAIN_COMMAND):
+    if event.get("commenter_is_bot") or not RETRAIN_COMMAND.match(event["body"].strip()):
         return "ignored: not a command"
     github = _github(ctx, event)
     if github is None:

@@ -6,6 +6,7 @@ its problems are reported once and safe defaults apply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -95,7 +96,13 @@ def _validated(data: dict, problems: list[str]) -> dict:
     return values
 
 
+MAX_TEMPLATE_CHARS = 4000
+WIDE_FIELD = re.compile(r"\{[^{}]*:[^{}]*\d{4,}[^{}]*\}")  # "{score:>999999999}" would build a huge string
+
+
 def _formats(template: str) -> bool:
+    if len(template) > MAX_TEMPLATE_CHARS or WIDE_FIELD.search(template):
+        return False
     try:
         template.format(label="bug", score=0.9, suggestions="- bug")
         return True

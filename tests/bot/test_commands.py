@@ -75,3 +75,11 @@ def test_comments_without_the_command_or_from_bots_do_nothing(bare_context, fake
     assert fake_github.calls("GET", r".*/permission") == []
     assert fake_github.comments(REPO, issue) == []
     assert Queue(TRAINING_QUEUE, connection=redis).count == 0
+
+
+def test_a_longer_word_that_starts_like_the_command_is_not_the_command():
+    from bot.jobs import RETRAIN_COMMAND
+
+    assert RETRAIN_COMMAND.match("/issue-sorter retrain please")
+    assert not RETRAIN_COMMAND.match("/issue-sorter retrainer")
+    assert not RETRAIN_COMMAND.match("please /issue-sorter retrain")

@@ -221,3 +221,9 @@ def test_a_repository_without_a_file_uses_its_organisations_dot_github_config(wo
     assert fake_github.calls("GET", rf"/repos/{REPO}/contents/{CONFIG_PATH}")[0].status == 404
     assert fake_github.calls("GET", rf"/repos/Codertocat/\.github/contents/{CONFIG_PATH}")[0].status == 200
     assert fake_github.issue_labels(REPO, 1) == [] and len(fake_github.comments(REPO, 1)) == 1
+
+
+@pytest.mark.parametrize("template", ["{score:>999999999}", "x" * 5000])
+def test_templates_that_would_build_huge_comments_are_refused(template):
+    config, problems = parse_config(f"comment_template: '{template}'")
+    assert problems and config.comment_template is None
