@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.kinds import kind_of_label
+from bot.kinds import KINDS, kind_of_label
 from bot.models import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
 from trainer.config import TrainConfig
 from trainer.dataset import Example, data_fingerprint, load_database
@@ -47,20 +47,25 @@ class RetrainResult:
         return bool(self.run and self.run.promoted)
 
 
-def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy) -> list[Example]:
-    """Confirmed issues as examples of the scope's classes, oldest first.
+def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
+                       kinds: Sequence[str] = ()) -> tuple[list[Example], list[str]]:
+    """(confirmed issues as examples, oldest first; the classes to train).
 
-    Global: every repository, labels mapped to kinds. A repository: its own labels that have at least
-    `min_per_label` issues each (two or more such labels), else its labels mapped to kinds.
+    Labels that stand for a kind are learnt as that kind, and every kind the serving model knows stays
+    a class even before the repository has an example of it, so a retrained model never loses a kind.
+    A repository whose own labels (ones that are no kind) dominate, with at least `min_per_label` issues
+    each for two or more labels, gets a model of those labels instead.
     """
     examples = load_database(session, scope)
+    as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in examples]
+    as_kinds = [e for e in as_kinds if e.label]
     if scope != GLOBAL_SCOPE:
-        counts = Counter(example.label for example in examples)
+        counts = Counter(e.label for e in examples if kind_of_label(e.label) is None)
         own = {label for label, n in counts.items() if n >= policy.min_per_label}
-        if len(own) >= 2:
-            return _oldest_first([e for e in examples if e.label in own])
-    kinds = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in examples]
-    return _oldest_first([e for e in kinds if e.label])
+        own_examples = [e for e in examples if e.label in own]
+        if len(own) >= 2 and len(own_examples) > len(as_kinds):
+            return _oldest_first(own_examples), sorted(own)
+    return _oldest_first(as_kinds), sorted({e.label for e in as_kinds} | set(kinds))
 
 
 def _oldest_first(examples: list[Example]) -> list[Example]:
@@ -78,17 +83,17 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     """Train a challenger for `scope` from the serving model and promote it only if it is better."""
     from trainer.train import fine_tune
 
-    examples = examples_for_scope(session, scope, policy)
-    train, held_out = split_recent(examples, policy)
-    labels = sorted({e.label for e in train})
-    if len(train) < policy.min_holdout or len(labels) < 2:
-        return RetrainResult(scope, None, f"{scope}: not enough confirmed issues to retrain "
-                                          f"({len(examples)} usable, labels {labels})")
     champion = registry.serving(scope) or registry.serving(GLOBAL_SCOPE)
+    known_kinds = [label for label in (champion.labels if champion else []) if label in KINDS]
+    examples, labels = examples_for_scope(session, scope, policy, known_kinds)
+    train, held_out = split_recent(examples, policy)
+    if len(train) < policy.min_holdout or len({e.label for e in train}) < 2:
+        return RetrainResult(scope, None, f"{scope}: not enough confirmed issues to retrain "
+                                          f"({len(examples)} usable, {len(train)} to train on)")
     config = TrainConfig(base_model=champion.path if champion else None, epochs=policy.epochs,
                          max_length=policy.max_length)
     labels = _warm_start_order(labels, champion.labels if champion else [])
-    trained = fine_tune(config, [e for e in train if e.label in labels], labels, progress=progress)
+    trained = fine_tune(config, train, labels, progress=progress)
     row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train))
     run = compare_and_promote(registry, row.version, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.db import Base, make_sessionmaker
+from tests.conftest import IN_CI
 from tests.paths import NLBSE
 from trainer.baseline import train_tfidf
 from trainer.config import TrainConfig, offline_minilm_path
@@ -30,6 +31,8 @@ def balanced(examples: list[Example], per_repo_label: int) -> list[Example]:
 def _nlbse(name: str) -> list[Example]:
     path = NLBSE / name
     if not path.is_file():
+        if IN_CI:
+            pytest.fail(f"NLBSE data not found at {path}: CI must have ../shared beside the checkout")
         pytest.skip(f"NLBSE data not found at {path} (set ISSUE_SORTER_SHARED to the shared folder)")
     return load_file(path)
 

@@ -1,0 +1,87 @@
+"""Retraining from human-confirmed issues: the classes kept, the gate's two scores, what is due."""
+
+import datetime as dt
+
+import pytest
+
+from bot import store
+from bot.models import GLOBAL_SCOPE, TrainingRun
+from trainer.registry import Registry
+from trainer.retrain import RetrainPolicy, examples_for_scope, retrain_scope, scopes_due, split_recent
+
+POLICY = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
+                       max_length=32)
+REPO = "octo/widgets"
+
+
+def confirm(session, repo: str, issues, labels):
+    """Issues of `repo` whose label a maintainer confirmed, one day apart, oldest first."""
+    repository = store.ensure_repository(session, repo)
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    for number, (example, label) in enumerate(zip(issues, labels, strict=True), 1):
+        record = store.upsert_issue(session, repository, number, title=example.title, body=example.body,
+                                    author_login="someone", state="open", opened_at=start + dt.timedelta(days=number))
+        record.confirmed_label, record.confirmed_by = label, "maintainer"
+        record.confirmed_at = start + dt.timedelta(days=number)
+
+
+@pytest.fixture
+def champion(registry, trained_minilm):
+    row = registry.register(trained_minilm)
+    registry.promote(row.version, "the global model")
+    return row
+
+
+def test_kind_labels_are_learnt_as_kinds_and_no_kind_of_the_champion_is_dropped(session, small_train):
+    questions_and_features = [e for e in small_train if e.label != "bug"][:12]
+    labels = ["question" if e.label == "question" else "enhancement" for e in questions_and_features]
+    confirm(session, REPO, questions_and_features, labels)
+    examples, classes = examples_for_scope(session, REPO, POLICY, kinds=["bug", "feature", "question"])
+    assert {e.label for e in examples} == {"feature", "question"}
+    assert classes == ["bug", "feature", "question"]  # bug stays a class before the repo has a bug
+    assert [e.created_at for e in examples] == sorted(e.created_at for e in examples)
+
+
+def test_a_repository_of_its_own_labels_gets_a_model_of_those_labels(session, small_train):
+    issues = small_train[:12]
+    confirm(session, REPO, issues, ["area: ui", "area: api"] * 6)
+    examples, classes = examples_for_scope(session, REPO, POLICY, kinds=["bug", "feature", "question"])
+    assert classes == ["area: api", "area: ui"] and len(examples) == 12
+
+
+def test_the_most_recent_issues_judge_and_the_older_ones_teach(session, small_train):
+    confirm(session, REPO, small_train[:20], [e.label for e in small_train[:20]])
+    examples, _ = examples_for_scope(session, REPO, POLICY)
+    train, held_out = split_recent(examples, POLICY)
+    assert len(held_out) == 5 and max(e.created_at for e in train) < min(e.created_at for e in held_out)
+
+
+def test_retraining_records_both_scores_and_promotes_only_a_better_model(session, registry, champion,
+                                                                        small_train):
+    labels = {"bug": "bug", "feature": "enhancement", "question": "question"}
+    confirm(session, REPO, small_train, [labels[e.label] for e in small_train])
+    result = retrain_scope(session, registry, REPO, policy=POLICY, trigger="manual")
+    run = result.run
+    assert run is not None and run.scope == REPO and run.champion_version_id == champion.id
+    assert run.challenger_score is not None and run.champion_score is not None
+    assert run.promoted == (run.challenger_score > run.champion_score)
+    serving = registry.serving(REPO)
+    assert (serving is not None) == run.promoted
+    challenger = registry.get(result.message.split(":")[0])
+    assert challenger.labels == champion.labels  # the same kinds, warm-started head
+
+
+def test_too_few_confirmed_issues_is_a_message_not_a_run(session, registry, champion, small_train):
+    confirm(session, REPO, small_train[:3], ["bug", "bug", "question"])
+    result = retrain_scope(session, registry, REPO, policy=POLICY)
+    assert result.run is None and "not enough confirmed issues" in result.message
+    assert session.query(TrainingRun).count() == 0
+
+
+def test_scopes_with_enough_new_confirmations_are_due(session, small_train):
+    confirm(session, REPO, small_train[:6], [e.label for e in small_train[:6]])
+    confirm(session, "octo/quiet", small_train[6:8], [e.label for e in small_train[6:8]])
+    assert scopes_due(session, POLICY) == [GLOBAL_SCOPE, REPO]
+    session.add(TrainingRun(scope=REPO, started_at=dt.datetime.now(dt.timezone.utc)))
+    session.flush()
+    assert scopes_due(session, POLICY) == [GLOBAL_SCOPE]
