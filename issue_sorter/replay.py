@@ -233,10 +233,9 @@ def _plot(result: dict, path: Path) -> None:
     for retrain in result["retrains"]:
         promoted = "promoted" in (retrain["result"] or "") and "not promoted" not in (retrain["result"] or "")
         axes.axvline(retrain["seen"], color="#1a7f37" if promoted else "#bf8700", linestyle="--", linewidth=1)
-    axes.set_title(f"Replay of {result['repo']}: accuracy of the serving model on the next "
-                   f"{result['window']} issues")
+    axes.set_title(f"Replay of {result['repo']} ({result['issues']} issues)")
     axes.set_xlabel("issues seen (dashed: retraining; green promoted, amber kept out)")
-    axes.set_ylabel("accuracy")
+    axes.set_ylabel(f"accuracy on the next {result['window']} issues")
     axes.set_ylim(0, 1)
     axes.grid(alpha=0.3)
     figure.tight_layout()
