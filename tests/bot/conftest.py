@@ -47,14 +47,11 @@ def bare_context(app_settings, sessions, redis):
 
 
 @pytest.fixture
-def worker_context(app_settings, sessions, redis, tiny_model_dir):
+def worker_context(bare_context, tiny_model_dir):
     """What `issue-sorter worker` builds, with the tiny model promoted; installed for the jobs."""
-    promote_model(app_settings.database_url, app_settings.model_dir, tiny_model_dir)
-    ctx = build_context(app_settings, redis=redis)
-    ctx.retry_base_seconds = 1.0
-    context.configure(ctx)
-    yield ctx
-    context.configure(None)
+    settings = bare_context.settings
+    promote_model(settings.database_url, settings.model_dir, tiny_model_dir)
+    return bare_context
 
 
 @pytest.fixture
