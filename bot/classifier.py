@@ -14,30 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from bot.issue_text import shorten_text
+
 log = logging.getLogger(__name__)
 
 MODEL_CARD = "issue_sorter.json"  # written by trainer.registry beside the weights; describes the model
-MAX_BODY_CHARS = 20_000  # the tokenizer keeps a few hundred tokens; never tokenise a 25 MB body whole
-
-
-def format_issue_text(title: str | None, body: str | None) -> str:
-    """The one text form used for training and serving: title, blank line, body (bounded)."""
-    body = (body or "")[:MAX_BODY_CHARS]
-    return f"{(title or '').strip()}\n\n{body.strip()}".strip()
-
-
-HEAD_SHARE = 0.75  # head+tail truncation keeps this share of the token budget from the start
-
-
-def shorten_text(text: str, tokenizer, max_length: int) -> str:
-    """Head+tail truncation: the first 3/4 and the last 1/4 of the token budget, cut on token boundaries."""
-    budget = max_length - len(tokenizer("")["input_ids"])  # room left by [CLS]/[SEP] or <s>/</s>
-    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    if len(offsets) <= budget:
-        return text
-    head = int(budget * HEAD_SHARE)
-    tail = max(1, budget - head - 1)  # one token of slack for the join, re-tokenised below
-    return f"{text[:offsets[head - 1][1]]}\n{text[offsets[-tail][0]:]}"
+BLEND_MEMBERS = ("encoder", "tfidf")  # a blend's member models, each in a subdirectory of that name
 
 
 class Classifier(Protocol):
@@ -55,7 +37,7 @@ class ModelCard:
     version: str
     labels: list[str]
     max_length: int = 256
-    kind: str = "transformer"  # transformer | tfidf
+    kind: str = "transformer"  # transformer | tfidf | blend
     base_model: str = ""
     thresholds: dict[str, float] | None = None
     extra: dict | None = None
@@ -128,10 +110,67 @@ class TfidfClassifier:
 
 def load_classifier(directory: Path | str) -> Classifier:
     """Load whatever kind of model a registry directory holds."""
-    card = ModelCard.read(Path(directory))
+    directory = Path(directory)
+    card = ModelCard.read(directory)
     if card.kind == "tfidf":
         return TfidfClassifier.from_directory(directory)
+    if card.kind == "blend":
+        encoder, tfidf = (load_classifier(directory / member) for member in BLEND_MEMBERS)
+        return BlendedClassifier(encoder, tfidf, (card.extra or {})["tfidf_share"], version=card.version)
     return TransformerClassifier.from_directory(directory)
+
+
+def encoder_directory(directory: Path | str) -> Path:
+    """Where a model's fine-tuned encoder lives: the directory itself, or a blend's encoder member."""
+    directory = Path(directory)
+    return directory / BLEND_MEMBERS[0] if ModelCard.read(directory).kind == "blend" else directory
+
+
+def blend_scores(rows: Sequence[dict[str, float]], other_rows: Sequence[dict[str, float]],
+                 other_share: float) -> list[dict[str, float]]:
+    """(1 - other_share) × rows + other_share × other_rows, label by label (a missing label counts 0)."""
+    if not 0.0 <= other_share <= 1.0:
+        raise ValueError(f"a blend share must be between 0 and 1, got {other_share}")
+    blended = []
+    for row, other in zip(rows, other_rows, strict=True):
+        labels = list(row) + [label for label in other if label not in row]
+        blended.append({label: (1 - other_share) * row.get(label, 0.0) + other_share * other.get(label, 0.0)
+                        for label in labels})
+    return blended
+
+
+class BlendedClassifier:
+    """A fine-tuned encoder and the TF-IDF model trained on the same issues, served as one model.
+
+    They make different mistakes: the encoder reads meaning, TF-IDF counts telling words and code tokens.
+    """
+
+    def __init__(self, encoder: Classifier, tfidf: Classifier, tfidf_share: float,
+                 version: str | None = None):
+        unknown = set(tfidf.labels) - set(encoder.labels)
+        if unknown:
+            raise ValueError(f"the TF-IDF model knows labels the encoder does not: {sorted(unknown)}; "
+                             "train both on the same issues")
+        self.encoder, self.tfidf, self.tfidf_share = encoder, tfidf, tfidf_share
+        self.labels = list(encoder.labels)
+        self.version = version or f"{encoder.version}+{tfidf.version}"
+
+    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        encoded = self.encoder.predict(texts)
+        tfidf = [_spread(row, encoder_row) for row, encoder_row in zip(self.tfidf.predict(texts), encoded,
+                                                                      strict=True)]
+        return blend_scores(encoded, tfidf, self.tfidf_share)
+
+
+def _spread(tfidf_row: dict[str, float], encoder_row: dict[str, float]) -> dict[str, float]:
+    """TF-IDF's row over every label the encoder knows.
+
+    A retrained model keeps labels its repository has not confirmed lately, so its TF-IDF never saw them;
+    those keep the encoder's probability, and TF-IDF shares the rest of the mass among the labels it knows.
+    """
+    known_mass = sum(encoder_row[label] for label in tfidf_row)
+    return {label: tfidf_row[label] * known_mass if label in tfidf_row else probability
+            for label, probability in encoder_row.items()}
 
 
 class ServingModels:

@@ -13,7 +13,8 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from bot import store
-from bot.classifier import Classifier, format_issue_text
+from bot.classifier import Classifier
+from bot.issue_text import format_issue_text
 from bot.feedback import removed_by_human
 from bot.kinds import kind_of_label, labels_for_kinds
 from bot.models import ModelVersion, Prediction

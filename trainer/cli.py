@@ -19,7 +19,7 @@ from pathlib import Path
 from bot.config import Settings
 from bot.db import make_sessionmaker, session_scope
 from bot.models import GLOBAL_SCOPE
-from trainer.config import TRUNCATIONS, TrainConfig
+from trainer.config import BOOTSTRAP_RECIPE, TRUNCATIONS, TrainConfig
 from trainer.dataset import Example, data_fingerprint, load_database, load_file, split_by_repo
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
@@ -33,6 +33,7 @@ TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
     "--batch-size": ("batch_size", int), "--lr": ("lr", float), "--seed": ("seed", int),
     "--max-steps": ("max_steps", int), "--truncation": ("truncation", str), "--device": ("device", str),
+    "--tfidf-share": ("tfidf_share", float),
 }
 
 LoadSettings = Callable[[], Settings]
@@ -41,7 +42,8 @@ LoadSettings = Callable[[], Settings]
 def add_commands(subparsers, load_settings: LoadSettings) -> None:
     """Add the trainer's subcommands to the `issue-sorter` parser's subparsers."""
     commands = [("train", "fine-tune on a labelled file and register the model", _train_parser, train),
-                ("bootstrap-model", "fine-tune the offline MiniLM on NLBSE, register and promote it",
+                ("bootstrap-model",
+                 "fine-tune the offline MiniLM on NLBSE, blend it with TF-IDF, register and promote it",
                  _bootstrap_parser, bootstrap_model),
                 ("select", "compare encoders (and TF-IDF) on held-out projects; register the best",
                  _select_parser, select),
@@ -67,8 +69,8 @@ def _run(handler, args: argparse.Namespace, *, load_settings: LoadSettings) -> i
 
 # ---- parsers ----
 
-def _training_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = TrainConfig()
+def _training_arguments(parser: argparse.ArgumentParser, defaults: TrainConfig | None = None) -> None:
+    defaults = defaults or TrainConfig()
     for flag, (name, kind) in TRAIN_FLAGS.items():
         shown = getattr(defaults, name) if name != "base_model" else "the offline all-MiniLM-L6-v2"
         parser.add_argument(flag, dest=name, type=kind, default=None,
@@ -98,7 +100,7 @@ def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"training CSV (default: ${BOOTSTRAP_ENV} or {BOOTSTRAP_DATA})")
     parser.add_argument("--eval", type=Path, help="held-out file (default: issues_test.csv beside the data)")
     parser.add_argument("--force", action="store_true", help="promote even if a better model serves")
-    _training_arguments(parser)
+    _training_arguments(parser, TrainConfig(**BOOTSTRAP_RECIPE))
 
 
 def _select_parser(parser: argparse.ArgumentParser) -> None:
@@ -128,10 +130,10 @@ def _promote_parser(parser: argparse.ArgumentParser) -> None:
 
 # ---- commands ----
 
-def train_config_from(args: argparse.Namespace) -> TrainConfig:
-    """TrainConfig defaults, overridden by the flags given."""
+def train_config_from(args: argparse.Namespace, recipe: dict | None = None) -> TrainConfig:
+    """TrainConfig defaults, then `recipe`, overridden by the flags given."""
     given = {name: getattr(args, name) for name, _ in TRAIN_FLAGS.values() if getattr(args, name) is not None}
-    return TrainConfig(**given)
+    return TrainConfig(**(recipe or {}) | given)
 
 
 def train(args: argparse.Namespace, settings: Settings) -> int:
@@ -148,9 +150,9 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
                        eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
                        progress: bool) -> str:
     """Fine-tune, evaluate on `eval_examples` if any, register; promote via the gate ("gate"/"force")."""
-    from trainer.train import fine_tune
+    from trainer.blend import train_model
 
-    trained = fine_tune(config, examples, progress=progress)
+    trained = train_model(config, examples, progress=progress)
     print(f"trained {trained.steps} steps in {trained.seconds:.0f} s")
     metrics = evaluate_classifier(trained.classifier(), eval_examples) if eval_examples else {}
     with session_scope(make_sessionmaker(settings.database_url)) as session:
@@ -181,9 +183,11 @@ def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     eval_path = args.eval or data.with_name("issues_test.csv")
     examples = load_file(data)
     eval_examples = load_file(eval_path) if eval_path.is_file() else []
-    config = train_config_from(args)
+    config = train_config_from(args, BOOTSTRAP_RECIPE)
     print(f"bootstrap: fine-tuning {config.resolved_base_model()} on {len(examples)} issues from {data} "
-          f"({config.epochs} epochs, {config.max_length} tokens, batch {config.batch_size}); "
+          f"({config.epochs} epochs, {config.max_length} tokens, batch {config.batch_size}, "
+          f"lr {config.lr:g}, "
+          f"TF-IDF share {config.tfidf_share:g}); "
           f"held-out: {len(eval_examples)} issues" + (f" from {eval_path}" if eval_examples else ""))
     started = time.perf_counter()
     version = train_and_register(settings, config, examples, eval_examples, scope=GLOBAL_SCOPE,

@@ -6,6 +6,9 @@ import dataclasses
 from typing import Any
 
 TRUNCATIONS = ("head", "head+tail")
+# What `bootstrap-model` trains: the recipe that scored best on validation issues of NLBSE'24 with the
+# offline MiniLM on CPU (docs/BENCHMARKS.md, "Quality"). TrainConfig's defaults stay the lesson's recipe.
+BOOTSTRAP_RECIPE = {"lr": 5e-5, "epochs": 3, "max_length": 128, "tfidf_share": 0.7}
 
 
 @dataclasses.dataclass
@@ -25,12 +28,15 @@ class TrainConfig:
     max_steps: int | None = None  # stop after this many optimizer steps (smoke runs); None: all epochs
     device: str = "auto"  # auto (CUDA when available) | cpu | cuda | cuda:N
     truncation: str = "head"  # head: the first max_length tokens | head+tail: 3/4 from the start, 1/4 the end
+    tfidf_share: float = 0.0  # > 0: also fit TF-IDF on the same issues; its share of the blended scores
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
         if self.max_length < 8 or self.batch_size < 1 or self.epochs < 1:
             raise ValueError("max_length must be >= 8, batch_size and epochs >= 1")
+        if not 0.0 <= self.tfidf_share < 1.0:
+            raise ValueError(f"tfidf_share must be in [0, 1) (0: the encoder alone), got {self.tfidf_share}")
 
     def resolved_base_model(self) -> str:
         """The model to load: `base_model`, or the offline all-MiniLM-L6-v2 directory."""

@@ -21,7 +21,7 @@ from huggingface_hub import hf_hub_download
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.classifier import format_issue_text
+from bot.issue_text import format_issue_text
 from bot.models import GLOBAL_SCOPE, IssueRecord, Repository
 from trainer.kinds import kind_of
 

@@ -10,10 +10,12 @@ import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bot.classifier import ModelCard, encoder_directory
 from bot.kinds import KINDS, kind_of_label
 from bot.models import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
 from trainer.config import TrainConfig
@@ -81,7 +83,7 @@ def split_recent(examples: Sequence[Example], policy: RetrainPolicy) -> tuple[li
 def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: RetrainPolicy = RetrainPolicy(),
                   force: bool = False, trigger: str = "manual", progress: bool = False) -> RetrainResult:
     """Train a challenger for `scope` from the serving model and promote it only if it is better."""
-    from trainer.train import fine_tune
+    from trainer.blend import train_model
 
     champion = registry.serving(scope) or registry.serving(GLOBAL_SCOPE)
     known_kinds = [label for label in (champion.labels if champion else []) if label in KINDS]
@@ -90,13 +92,20 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     if len(train) < policy.min_holdout or len({e.label for e in train}) < 2:
         return RetrainResult(scope, None, f"{scope}: not enough confirmed issues to retrain "
                                           f"({len(examples)} usable, {len(train)} to train on)")
-    config = TrainConfig(base_model=champion.path if champion else None, epochs=policy.epochs,
-                         max_length=policy.max_length)
+    # the challenger starts from the champion's encoder and keeps its recipe's blend with TF-IDF
+    config = TrainConfig(base_model=str(encoder_directory(champion.path)) if champion else None,
+                         epochs=policy.epochs, max_length=policy.max_length,
+                         tfidf_share=_tfidf_share(champion.path) if champion else 0.0)
     labels = _warm_start_order(labels, champion.labels if champion else [])
-    trained = fine_tune(config, train, labels, progress=progress)
+    trained = train_model(config, train, labels, progress=progress)
     row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train))
     run = compare_and_promote(registry, row.version, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)
+
+
+def _tfidf_share(model_path: str) -> float:
+    card = ModelCard.read(Path(model_path))
+    return (card.extra or {}).get("tfidf_share", 0.0) if card.kind == "blend" else 0.0
 
 
 def _warm_start_order(labels: list[str], base_labels: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.classifier import shorten_text
+from bot.issue_text import shorten_text
 from trainer.card import write_card
 from trainer.config import TrainConfig
 from trainer.dataset import Example

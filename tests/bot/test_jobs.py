@@ -9,7 +9,8 @@ from rq.scheduler import RQScheduler
 from sqlalchemy import select
 
 from bot import context, store
-from bot.classifier import format_issue_text, load_classifier
+from bot.classifier import load_classifier
+from bot.issue_text import format_issue_text
 from bot.db import session_scope
 from bot.kinds import labels_for_kinds
 from bot.models import Prediction, WebhookDelivery

