@@ -27,3 +27,24 @@ def upgrade(database_url: str, revision: str = "head") -> None:
 
 def downgrade(database_url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(database_url), revision)
+
+
+class DatabaseNotMigrated(RuntimeError):
+    """The database lacks the App's tables: commands that need them say so before doing any work."""
+
+
+def require_tables(database_url: str, tables: tuple[str, ...] = ("model_versions", "issues")) -> None:
+    """Fail fast, naming the fix, when the database has not been migrated (minutes of training saved)."""
+    from sqlalchemy import inspect
+
+    from bot.db import make_engine
+
+    engine = make_engine(database_url)
+    try:
+        missing = [table for table in tables if not inspect(engine).has_table(table)]
+    finally:
+        engine.dispose()
+    if missing:
+        shown = make_url(database_url).render_as_string(hide_password=True)
+        raise DatabaseNotMigrated(f"the database {shown} has no {', '.join(missing)} table: "
+                                  "run `issue-sorter migrate` first (`make run` does it for you)")

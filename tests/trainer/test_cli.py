@@ -106,6 +106,17 @@ def test_bootstrap_model_fine_tunes_the_offline_minilm_and_promotes_it(
     assert (run.trigger, run.promoted, run.champion_score) == ("bootstrap", True, None)
 
 
+def test_a_database_without_tables_is_named_before_any_training(tmp_path, model_dir, small_train, capsys):
+    settings = Settings(webhook_secret="", database_url=f"sqlite:///{tmp_path / 'new.db'}", model_dir=model_dir)
+    parser = argparse.ArgumentParser(prog="issue-sorter")
+    add_commands(parser.add_subparsers(dest="command", required=True), lambda: settings)
+    data = _write_jsonl(tmp_path / "issues.jsonl", small_train)
+    args = parser.parse_args(["bootstrap-model", "--data", str(data), "--no-progress"])
+    assert args.func(args) == 1
+    assert "run `issue-sorter migrate` first" in capsys.readouterr().err
+    assert not model_dir.exists()  # nothing was trained
+
+
 def test_bootstrap_without_data_names_the_fix(run_cli, tmp_path, capsys):
     assert run_cli("bootstrap-model", "--data", tmp_path / "missing.csv") == 1
     assert "ISSUE_SORTER_BOOTSTRAP_DATA" in capsys.readouterr().err
