@@ -1,0 +1,114 @@
+"""SetFit-style training (Tunstall et al., 2022), the method behind NLBSE'24's best published baseline.
+
+Contrastive step: the sentence encoder learns from pairs of issues, pulled together when they share a
+label and pushed apart when not (cosine similarity regressed on 1 / 0). Then a logistic regression is
+fitted on the tuned encoder's mean-pooled embeddings. SetFit's defaults except the pair count: its 20
+iterations make 40 pairs per issue; 2 keep a repository's run to about 1.5 minutes on 2 CPU cores.
+
+Used only by bench/quality.py as an ablation: on MiniLM it did not beat plain fine-tuning
+(docs/BENCHMARKS.md), so it is not part of the trainer.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+BODY_LR = 2e-5  # SetFit's body learning rate
+PAIRS_PER_ISSUE = 2  # one positive and one negative pair per round; SetFit's default: 20 rounds
+BATCH_SIZE = 16
+
+
+@dataclass
+class SetFitStyle:
+    """The tuned encoder and the logistic-regression head; `predict` answers like a bot Classifier."""
+
+    model: Any
+    tokenizer: Any
+    head: Any
+    labels: list[str]
+    max_length: int
+    seconds: float
+    version: str = "setfit-style"
+
+    def embed(self, texts: Sequence[str], batch_size: int = 32):
+        import numpy as np
+        import torch
+
+        self.model.eval()
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), batch_size):
+                chunks.append(_mean_pool(self.model, self.tokenizer, texts[start:start + batch_size],
+                                         self.max_length).numpy())
+        return np.concatenate(chunks)
+
+    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        classes = list(self.head.classes_)
+        return [dict(zip(classes, map(float, row), strict=True))
+                for row in self.head.predict_proba(self.embed(list(texts)))]
+
+
+def _mean_pool(model, tokenizer, texts: Sequence[str], max_length: int):
+    import torch
+
+    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True,
+                        return_tensors="pt")
+    hidden = model(**encoded).last_hidden_state
+    mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, dim=-1)
+
+
+def contrastive_pairs(labels: Sequence[str], rounds: int, rng: random.Random) -> list[tuple[int, int, float]]:
+    """Per round and issue: one partner with the same label (1.0) and one with another label (0.0)."""
+    by_label: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        by_label.setdefault(label, []).append(i)
+    pairs = []
+    for _ in range(rounds):
+        for i, label in enumerate(labels):
+            others = [j for j in by_label[label] if j != i]
+            different = [j for other, idx in by_label.items() if other != label for j in idx]
+            if others:
+                pairs.append((i, rng.choice(others), 1.0))
+            if different:
+                pairs.append((i, rng.choice(different), 0.0))
+    rng.shuffle(pairs)
+    return pairs
+
+
+def train_setfit_style(base_model: str, texts: Sequence[str], labels: Sequence[str], *, max_length: int = 128,
+                       rounds: int = PAIRS_PER_ISSUE // 2, seed: int = 42) -> SetFitStyle:
+    """Contrastive tuning of `base_model` on pairs of `texts`, then a logistic-regression head."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from transformers import AutoModel, AutoTokenizer
+
+    torch.manual_seed(seed)
+    tokenizer, model = AutoTokenizer.from_pretrained(base_model), AutoModel.from_pretrained(base_model)
+    pairs = contrastive_pairs(labels, rounds, random.Random(seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=BODY_LR)
+    steps = (len(pairs) + BATCH_SIZE - 1) // BATCH_SIZE
+    warmup = max(1, steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / max(1, steps - warmup))))
+    started = time.perf_counter()
+    model.train()
+    for start in range(0, len(pairs), BATCH_SIZE):
+        batch = pairs[start:start + BATCH_SIZE]
+        left = _mean_pool(model, tokenizer, [texts[i] for i, _, _ in batch], max_length)
+        right = _mean_pool(model, tokenizer, [texts[j] for _, j, _ in batch], max_length)
+        target = torch.tensor([similar for _, _, similar in batch])
+        loss = torch.nn.functional.mse_loss((left * right).sum(-1), target)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+    tuned = SetFitStyle(model, tokenizer, None, sorted(set(labels)), max_length, 0.0)
+    tuned.head = LogisticRegression(max_iter=2000).fit(tuned.embed(list(texts)), list(labels))
+    tuned.seconds = time.perf_counter() - started
+    return tuned
