@@ -29,22 +29,29 @@ def downgrade(database_url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(database_url), revision)
 
 
-class DatabaseNotMigrated(RuntimeError):
-    """The database lacks the App's tables: commands that need them say so before doing any work."""
+class DatabaseNotReady(RuntimeError):
+    """The database is unreachable or lacks the App's tables: commands say so before doing any work."""
 
 
 def require_tables(database_url: str, tables: tuple[str, ...] = ("model_versions", "issues")) -> None:
-    """Fail fast, naming the fix, when the database has not been migrated (minutes of training saved)."""
+    """Fail fast, naming the fix, when the database is unreachable or not migrated: before any training."""
     from sqlalchemy import inspect
+    from sqlalchemy.exc import OperationalError
 
     from bot.db import make_engine
 
+    url = make_url(database_url)
+    shown = url.render_as_string(hide_password=True)
+    fix = "run `issue-sorter migrate` first (`make run` does it for you)"
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).is_file():
+        raise DatabaseNotReady(f"there is no database at {url.database}: {fix}")  # and do not create one
     engine = make_engine(database_url)
     try:
         missing = [table for table in tables if not inspect(engine).has_table(table)]
+    except OperationalError as error:
+        raise DatabaseNotReady(f"cannot reach the database {shown}: {error.orig}") from error
     finally:
         engine.dispose()
     if missing:
-        shown = make_url(database_url).render_as_string(hide_password=True)
-        raise DatabaseNotMigrated(f"the database {shown} has no {', '.join(missing)} table: "
-                                  "run `issue-sorter migrate` first (`make run` does it for you)")
+        raise DatabaseNotReady(f"the database {shown} has no {', '.join(missing)} table: {fix}")

@@ -60,13 +60,13 @@ def add_commands(subparsers, load_settings: LoadSettings) -> None:
 
 def _run(handler, args: argparse.Namespace, *, load_settings: LoadSettings) -> int:
     """The boundary: errors we can explain become one line on stderr and exit code 1."""
-    from bot.migrate import DatabaseNotMigrated, require_tables
+    from bot.migrate import DatabaseNotReady, require_tables
 
     try:
         settings = load_settings()
         require_tables(settings.database_url)
         return handler(args, settings) or 0
-    except (RegistryError, ValueError, FileNotFoundError, DatabaseNotMigrated) as error:
+    except (RegistryError, ValueError, FileNotFoundError, DatabaseNotReady) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

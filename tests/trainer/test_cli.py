@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -106,8 +107,13 @@ def test_bootstrap_model_fine_tunes_the_offline_minilm_and_promotes_it(
     assert (run.trigger, run.promoted, run.champion_score) == ("bootstrap", True, None)
 
 
-def test_a_database_without_tables_is_named_before_any_training(tmp_path, model_dir, small_train, capsys):
-    settings = Settings(webhook_secret="", database_url=f"sqlite:///{tmp_path / 'new.db'}", model_dir=model_dir)
+@pytest.mark.parametrize("state", ["no file", "empty file"])
+def test_an_unmigrated_database_is_named_before_any_training(state, tmp_path, model_dir, small_train, capsys):
+    database = tmp_path / "var" / "issue-sorter.db"
+    if state == "empty file":
+        database.parent.mkdir()
+        sqlite3.connect(database).close()
+    settings = Settings(webhook_secret="", database_url=f"sqlite:///{database}", model_dir=model_dir)
     parser = argparse.ArgumentParser(prog="issue-sorter")
     add_commands(parser.add_subparsers(dest="command", required=True), lambda: settings)
     data = _write_jsonl(tmp_path / "issues.jsonl", small_train)
@@ -115,6 +121,7 @@ def test_a_database_without_tables_is_named_before_any_training(tmp_path, model_
     assert args.func(args) == 1
     assert "run `issue-sorter migrate` first" in capsys.readouterr().err
     assert not model_dir.exists()  # nothing was trained
+    assert database.exists() == (state == "empty file")  # no database file appears as a side effect
 
 
 def test_bootstrap_without_data_names_the_fix(run_cli, tmp_path, capsys):
