@@ -6,6 +6,7 @@ import argparse
 import json
 import random
 import sys
+from functools import partial
 from pathlib import Path
 
 from bot.config import Settings
@@ -16,15 +17,15 @@ def add_commands(commands, load_settings) -> None:
     retrain = commands.add_parser("retrain", help="train a challenger now and promote it if it beats the champion")
     retrain.add_argument("--repo", help="owner/name (default: the global model)")
     retrain.add_argument("--force", action="store_true", help="promote even if it does not score better")
-    retrain.set_defaults(func=lambda args: cmd_retrain(args, load_settings()))
+    retrain.set_defaults(func=partial(_on_migrated_database, cmd_retrain, load_settings))
     backfill = commands.add_parser("backfill", help="read a repository's labelled issues as training data")
     backfill.add_argument("repo", help="owner/name")
     backfill.add_argument("--max-issues", type=int, default=1000)
-    backfill.set_defaults(func=lambda args: cmd_backfill(args, load_settings()))
+    backfill.set_defaults(func=partial(_on_migrated_database, cmd_backfill, load_settings))
     stats = commands.add_parser("stats", help="live quality: suggestions, accepted, rejected, corrected")
     stats.add_argument("--repo", help="owner/name")
     stats.add_argument("--json", action="store_true")
-    stats.set_defaults(func=lambda args: cmd_stats(args, load_settings()))
+    stats.set_defaults(func=partial(_on_migrated_database, cmd_stats, load_settings))
     replay = commands.add_parser("replay", help="replay a labelled file through the pipeline; learning curve")
     replay.add_argument("file", type=Path)
     replay.add_argument("--repo", required=True, help="the file's repository to replay (owner/name)")
@@ -43,6 +44,19 @@ def add_commands(commands, load_settings) -> None:
     replay.add_argument("--out", type=Path, default=Path("var/replay"), help="where the CSV and PNG go")
     replay.add_argument("--json", action="store_true")
     replay.set_defaults(func=lambda args: cmd_replay(args, load_settings()))
+
+
+def _on_migrated_database(handler, load_settings, args: argparse.Namespace) -> int:
+    """Run `handler` once the database is known to be migrated; otherwise one line naming the fix."""
+    from bot.migrate import DatabaseNotReady, require_tables
+
+    settings = load_settings()
+    try:
+        require_tables(settings.database_url)
+    except DatabaseNotReady as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return handler(args, settings)
 
 
 def cmd_retrain(args: argparse.Namespace, settings: Settings) -> int:

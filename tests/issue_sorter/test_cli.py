@@ -35,6 +35,13 @@ def test_worker_without_a_promoted_model_says_which_command_to_run(env, redis_ur
         main(["worker", "--burst"])
 
 
+@pytest.mark.parametrize("command", [["retrain"], ["stats"], ["backfill", "octo/widgets"], ["models"]])
+def test_commands_on_an_unmigrated_database_name_the_fix(env, tmp_path, capsys, command):
+    assert main(command) == 1
+    assert "run `issue-sorter migrate` first" in capsys.readouterr().err
+    assert not (tmp_path / "cli.db").exists()  # and no empty database file appears
+
+
 def test_models_on_an_empty_registry_lists_nothing(env, capsys):
     main(["migrate"])
     assert main(["models"]) == 0
