@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from bot.classifier import BlendedClassifier, ModelCard, blend_scores, encoder_directory, load_classifier
-from trainer.blend import TrainedBlend, choose_tfidf_share, train_model
+from trainer.blend import TrainedBlend, train_model
 from trainer.config import TrainConfig
 from trainer.retrain import RetrainPolicy, retrain_scope
 from tests.trainer.test_retrain import REPO, confirm
@@ -36,15 +36,6 @@ def test_a_share_outside_zero_one_is_refused():
         blend_scores([{"bug": 1.0}], [{"bug": 1.0}], 1.5)
     with pytest.raises(ValueError, match="tfidf_share"):
         TrainConfig(tfidf_share=1.0)
-
-
-def test_the_chosen_share_follows_the_better_model():
-    truth = ["bug", "feature", "bug", "feature"]
-    right = [{"bug": 0.7, "feature": 0.3}, {"bug": 0.3, "feature": 0.7}] * 2  # right, but unsure
-    wrong = [{"bug": 0.0, "feature": 1.0}, {"bug": 1.0, "feature": 0.0}] * 2  # wrong, and sure
-    # TF-IDF right: it wins from a share of 0.8; of the perfect shares, the one closest to 0.5 is kept
-    assert choose_tfidf_share(truth, wrong, right, ["a/b"] * 4) == (0.8, 1.0)
-    assert choose_tfidf_share(truth, right, wrong, ["a/b"] * 4) == (0.2, 1.0)
 
 
 def test_blended_classifier_serves_like_any_classifier():
