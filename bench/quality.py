@@ -113,15 +113,16 @@ class Bench:
         self.scores[name] = [rows[i] for i in range(len(self.test))]
         self.seconds[name], self.rates[name] = seconds, len(self.test) / scoring
 
-    def blend(self, name: str, encoders: list[str], tfidf: str, share: float) -> None:
-        """Encoders' mean probabilities blended with a TF-IDF member's (what BlendedClassifier does)."""
+    def blend(self, name: str, encoders: list[str], tfidf: str | None, share: float = 0.0) -> None:
+        """Encoders' mean probabilities, blended with a TF-IDF member's when given (as BlendedClassifier)."""
         from bot.classifier import blend_scores
 
+        members = encoders + ([tfidf] if tfidf else [])
         mean = [{label: sum(self.scores[m][i][label] for m in encoders) / len(encoders) for label in LABELS}
                 for i in range(len(self.test))]
-        self.scores[name] = blend_scores(mean, self.scores[tfidf], share)
-        self.seconds[name] = sum(self.seconds[m] for m in encoders) + self.seconds[tfidf]
-        self.rates[name] = 1 / (sum(1 / self.rates[m] for m in encoders) + 1 / self.rates[tfidf])
+        self.scores[name] = blend_scores(mean, self.scores[tfidf], share) if tfidf else mean
+        self.seconds[name] = sum(self.seconds[m] for m in members)
+        self.rates[name] = 1 / sum(1 / self.rates[m] for m in members)
 
     def result(self, name: str) -> dict:
         """Mean-repo macro-F1 with its per-repository parts, a bootstrap interval, and the costs."""
@@ -200,8 +201,7 @@ def run_ablations(bench: Bench, quick: bool) -> list[tuple[str, str]]:
     head_tail = dataclasses.replace(config, max_length=2 * config.max_length, truncation="head+tail")
     bench.add(long_name, *encoder(head_tail, bench.train))
     bench.add(f"seed {SECOND_SEED}", *encoder(dataclasses.replace(config, seed=SECOND_SEED), bench.train))
-    bench.blend(seed_name, ["global encoder", f"seed {SECOND_SEED}"], "global tfidf", 0.0)
-    bench.seconds[seed_name] -= bench.seconds["global tfidf"]  # no TF-IDF in this one
+    bench.blend(seed_name, ["global encoder", f"seed {SECOND_SEED}"], tfidf=None)
     own, setfit = "per-repo encoder, own 300 issues only", "per-repo SetFit-style, own 300 issues only"
     bench.add_per_repo(own, lambda repo, issues: encoder(config, issues))
     bench.add_per_repo(setfit, lambda repo, issues: _setfit(config, issues))
