@@ -35,7 +35,7 @@ FROZEN_WEIGHTS = (0.1, 0.2)  # the frozen-embedding model's share, on top of a b
 
 
 def hold_out(examples: list) -> tuple[list, list]:
-    """(fit, validation): the n-th issue of each repository and label goes to validation when n % 5 == 4."""
+    """(fit, validation): the 5th, 10th, … issue of each repository and label goes to validation."""
     fit, validation, seen = [], [], {}
     for example in examples:
         key = example.repo, example.label
