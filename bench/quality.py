@@ -114,22 +114,19 @@ class Bench:
         self.scores[name] = [rows[i] for i in range(len(self.test))]
         self.seconds[name], self.rates[name] = seconds, len(self.test) / scoring
 
-    def blend(self, name: str, encoders: list[str], tfidf: str | None, share: float = 0.0) -> None:
-        """Encoders' mean probabilities, blended with a TF-IDF member's when given (as BlendedClassifier)."""
+    def blend(self, name: str, encoders: list[str], tfidf: str | None, share: float = 0.0, *,
+              trained: list[str] | None = None) -> None:
+        """Encoders' mean probabilities, blended with a TF-IDF member's when given (as BlendedClassifier).
+
+        Training time is the members' unless `trained` names the models behind them, each counted once.
+        """
         from bot.classifier import blend_scores
 
         members = encoders + ([tfidf] if tfidf else [])
         mean = [{label: sum(self.scores[m][i][label] for m in encoders) / len(encoders) for label in LABELS}
                 for i in range(len(self.test))]
         self.scores[name] = blend_scores(mean, self.scores[tfidf], share) if tfidf else mean
-        self.seconds[name] = sum(self.seconds[m] for m in members)
-        self.rates[name] = 1 / sum(1 / self.rates[m] for m in members)
-
-    def average(self, name: str, members: list[str], trained: list[str]) -> None:
-        """The members' mean probabilities; `trained` names the models behind them, each counted once."""
-        self.scores[name] = [{label: sum(self.scores[m][i][label] for m in members) / len(members)
-                              for label in LABELS} for i in range(len(self.test))]
-        self.seconds[name] = sum(self.seconds[m] for m in trained)
+        self.seconds[name] = sum(self.seconds[m] for m in trained or members)
         self.rates[name] = 1 / sum(1 / self.rates[m] for m in members)
 
     def result(self, name: str) -> dict:
@@ -214,8 +211,8 @@ def run_ablations(bench: Bench, quick: bool) -> list[tuple[str, str]]:
     bench.add_per_repo(own, lambda repo, issues: encoder(config, issues))
     bench.add_per_repo(setfit, lambda repo, issues: _setfit(config, issues))
     # the adapted encoder's seconds already hold the global encoder's, which it starts from
-    bench.average(AVERAGED, ["per-repo blend", "global blend"],
-                  trained=["per-repo adapted encoder", "per-repo tfidf", "global tfidf"])
+    bench.blend(AVERAGED, ["per-repo blend", "global blend"], tfidf=None,
+                trained=["per-repo adapted encoder", "per-repo tfidf", "global tfidf"])
     pairs = [(AVERAGED, "per-repo blend"),
              (lesson_name, "global encoder"), (raw_name, "global encoder"), (long_name, "global encoder"),
              (seed_name, "global encoder"), (own, "per-repo adapted encoder"),

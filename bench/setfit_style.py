@@ -108,7 +108,16 @@ def train_setfit_style(base_model: str, texts: Sequence[str], labels: Sequence[s
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
-    tuned = SetFitStyle(model, tokenizer, None, sorted(set(labels)), max_length, 0.0)
-    tuned.head = LogisticRegression(max_iter=2000).fit(tuned.embed(list(texts)), list(labels))
+    tuned = fit_head(model, tokenizer, texts, labels, LogisticRegression(max_iter=2000), max_length=max_length)
     tuned.seconds = time.perf_counter() - started
     return tuned
+
+
+def fit_head(model, tokenizer, texts: Sequence[str], labels: Sequence[str], head, *,
+             max_length: int = 128) -> SetFitStyle:
+    """`head` (an sklearn classifier) fitted on `model`'s mean-pooled embeddings of `texts`."""
+    started = time.perf_counter()
+    fitted = SetFitStyle(model, tokenizer, None, sorted(set(labels)), max_length, 0.0)
+    fitted.head = head.fit(fitted.embed(list(texts)), list(labels))
+    fitted.seconds = time.perf_counter() - started
+    return fitted

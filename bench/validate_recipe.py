@@ -16,7 +16,6 @@ Writes <out>/validation.json (member scores and the blends' results) and <out>/v
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
 import sys
@@ -44,49 +43,18 @@ def hold_out(examples: list) -> tuple[list, list]:
     return fit, validation
 
 
-@dataclasses.dataclass
-class FrozenEmbeddingModel:
-    """Logistic regression on the untouched MiniLM's mean-pooled embeddings: seconds to train."""
-
-    head: object
-    embeddings: dict  # text → embedding, shared by every model built from one `embed_all`
-    version: str = "frozen-minilm-logreg"
-
-    def predict(self, texts):
-        import numpy as np
-
-        rows = self.head.predict_proba(np.stack([self.embeddings[text] for text in texts]))
-        return [dict(zip(self.head.classes_, map(float, row), strict=True)) for row in rows]
-
-
-def embed_all(texts: list[str], max_length: int) -> tuple[dict, float]:
-    """Each distinct text's frozen-MiniLM embedding, and the seconds it took."""
-    import torch
+def frozen(issues: list, config) -> tuple[object, float]:
+    """Logistic regression on the untouched MiniLM's mean-pooled embeddings (SetFit without its pairs)."""
+    from sklearn.linear_model import LogisticRegression
     from transformers import AutoModel, AutoTokenizer
 
-    from bench.setfit_style import _mean_pool
-    from trainer.config import offline_minilm_path
+    from bench.setfit_style import fit_head
 
-    started = time.perf_counter()
-    path = offline_minilm_path()
-    tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
-    distinct = list(dict.fromkeys(texts))
-    embeddings = {}
-    with torch.inference_mode():
-        for start in range(0, len(distinct), 32):
-            batch = distinct[start:start + 32]
-            embeddings.update(zip(batch, _mean_pool(model, tokenizer, batch, max_length).numpy(), strict=True))
-    return embeddings, time.perf_counter() - started
-
-
-def frozen(embeddings: dict, issues: list, seed: int) -> tuple[FrozenEmbeddingModel, float]:
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-
-    started = time.perf_counter()
-    head = LogisticRegression(max_iter=2000, C=4.0, class_weight="balanced", random_state=seed)
-    head.fit(np.stack([embeddings[e.text] for e in issues]), [e.label for e in issues])
-    return FrozenEmbeddingModel(head, embeddings), time.perf_counter() - started
+    path = config.resolved_base_model()
+    head = LogisticRegression(max_iter=2000, C=4.0, class_weight="balanced", random_state=config.seed)
+    model = fit_head(AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path),
+                     [e.text for e in issues], [e.label for e in issues], head, max_length=config.max_length)
+    return model, model.seconds
 
 
 def candidate_blends() -> dict[str, dict[str, float]]:
@@ -149,10 +117,8 @@ def markdown(result: dict) -> str:
 def train_members(fit: list, validation: list, config, adapt: dict, workdir: Path) -> Bench:
     bench = Bench(fit, validation, config, workdir)
     run_recipe(bench, adapt)
-    embeddings, seconds = embed_all([e.text for e in fit + validation], config.max_length)
-    model, spent = frozen(embeddings, fit, config.seed)
-    bench.add("global frozen", model, seconds + spent)
-    bench.add_per_repo("per-repo frozen", lambda repo, issues: frozen(embeddings, issues, config.seed))
+    bench.add("global frozen", *frozen(fit, config))
+    bench.add_per_repo("per-repo frozen", lambda repo, issues: frozen(issues, config))
     return bench
 
 
