@@ -2,8 +2,8 @@
 
 Every fifth training issue of each repository and label is held out for validation; the rest trains
 the recipe's members as bench/quality.py does (global TF-IDF and encoder, per-repository TF-IDF and
-encoder adapted from the global one), plus cheap candidates: logistic regression on the frozen MiniLM's
-mean-pooled embeddings. Each member's validation probabilities are saved, then every candidate blend
+encoder adapted from the global one), plus cheap candidates: TF-IDF on each repository's own issues
+only, and logistic regression on the frozen MiniLM's mean-pooled embeddings. Each member's validation probabilities are saved, then every candidate blend
 (weights over members) is scored as the mean over repositories of per-repository macro-F1.
 
     .venv/bin/python bench/validate_recipe.py [--quick]
@@ -25,21 +25,29 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (ADAPT_RECIPE, LABELS, QUICK, Bench, load_split,  # noqa: E402
-                           machine, run_recipe)
+from bench.quality import (ADAPT_RECIPE, LABELS, OWN_TFIDF, QUICK, Bench,  # noqa: E402
+                           load_split, machine, run_recipe)
 
 HOLD_OUT_EVERY = 5  # every 5th issue of a repository and label: 60 per repository, labels kept balanced
 SHARES = (0.5, 0.6, 0.7, 0.8)  # TF-IDF's share of a blend
 FROZEN_WEIGHTS = (0.1, 0.2)  # the frozen-embedding model's share, on top of a blend
 
 
-def hold_out(examples: list) -> tuple[list, list]:
-    """(fit, validation): the 5th, 10th, … issue of each repository and label goes to validation."""
-    fit, validation, seen = [], [], {}
+def folds(examples: list, k: int = HOLD_OUT_EVERY) -> list[int]:
+    """Each example's fold, 0 to k-1: the n-th issue of its repository and label goes to fold n mod k."""
+    seen, assigned = {}, []
     for example in examples:
         key = example.repo, example.label
         seen[key] = seen.get(key, 0) + 1
-        (validation if seen[key] % HOLD_OUT_EVERY == 0 else fit).append(example)
+        assigned.append(seen[key] % k)
+    return assigned
+
+
+def hold_out(examples: list) -> tuple[list, list]:
+    """(fit, validation): the 5th, 10th, … issue of each repository and label goes to validation."""
+    fit, validation = [], []
+    for example, fold in zip(examples, folds(examples), strict=True):
+        (validation if fold == 0 else fit).append(example)
     return fit, validation
 
 
@@ -66,6 +74,8 @@ def candidate_blends() -> dict[str, dict[str, float]]:
         blends[f"global: encoder + tfidf, share {share}"] = {"global encoder": 1 - share, "global tfidf": share}
         blends[f"per-repo: encoder + tfidf, share {share}"] = {"per-repo adapted encoder": 1 - share,
                                                                "per-repo tfidf": share}
+        blends[f"per-repo: encoder + own tfidf, share {share}"] = {"per-repo adapted encoder": 1 - share,
+                                                                   OWN_TFIDF: share}
         blends[f"per-repo: encoder + both tfidf, share {share}"] = _mix(
             {"per-repo adapted encoder": 1.0}, tfidf_both, share)
         blends[f"per-repo: both encoders + both tfidf, share {share}"] = _mix(encoders_both, tfidf_both, share)

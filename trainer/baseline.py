@@ -55,15 +55,19 @@ def make_pipeline(seed: int = 42, min_df: int = 2):
     return Pipeline([("features", features), ("classifier", classifier)])
 
 
-def train_tfidf(examples: Sequence[Example], *, seed: int = 42) -> TrainedBaseline:
-    """Fit the baseline on the examples' texts."""
+def train_tfidf(examples: Sequence[Example], *, seed: int = 42,
+                weights: Sequence[float] | None = None) -> TrainedBaseline:
+    """Fit the baseline on the examples' texts; `weights`, one per example, scale each one's say."""
     labels = sorted({example.label for example in examples})
     if len(labels) < 2:
         raise ValueError(f"need at least two labels to train the baseline, got {labels}")
+    if weights is not None and len(weights) != len(examples):
+        raise ValueError(f"got {len(weights)} weights for {len(examples)} examples; give one per example")
     started = time.perf_counter()
     min_df = 2 if len(examples) >= 50 else 1  # a tiny set would have no n-gram seen twice
     pipeline = make_pipeline(seed, min_df).fit([example.text for example in examples],
-                                       [example.label for example in examples])
+                                               [example.label for example in examples],
+                                               classifier__sample_weight=weights)
     seconds = time.perf_counter() - started
     return TrainedBaseline(pipeline, [str(label) for label in pipeline.classes_], seconds)
 
