@@ -1,13 +1,15 @@
 """The TF-IDF baseline trains on real issues and is served by load_classifier like any model."""
 
+import dataclasses
 import json
 
 import pytest
 
 from bot.classifier import MODEL_CARD, TfidfClassifier, load_classifier
+from tests.trainer.conftest import balanced
 from trainer.baseline import train_tfidf
 from trainer.dataset import Example
-from trainer.evaluate import evaluate_classifier
+from trainer.evaluate import evaluate_classifier, macro_f1, top_label
 
 
 def test_baseline_beats_chance_on_unseen_issues(tfidf_model, nlbse_test):
@@ -30,3 +32,24 @@ def test_saved_baseline_loads_with_the_same_predictions(tfidf_model, small_heldo
 def test_one_label_is_not_enough():
     with pytest.raises(ValueError, match="at least two labels"):
         train_tfidf([Example("a", "", "bug"), Example("b", "", "bug")])
+
+
+def test_weights_scale_how_much_each_issue_teaches(nlbse_train, small_heldout):
+    """The per-repository recipe down-weights other repositories' issues; a weight must really count."""
+    clean = balanced(nlbse_train, 10)
+    mislabelled = [dataclasses.replace(e, label="bug")  # other issues, every one called a bug
+                   for e in balanced(nlbse_train[::-1], 10) if e.label != "bug"]
+    texts, truth = [e.text for e in small_heldout], [e.label for e in small_heldout]
+
+    def fit(noise_weight: float):
+        model = train_tfidf(clean + mislabelled, weights=[1.0] * len(clean) + [noise_weight] * len(mislabelled))
+        return [top_label(row) for row in model.classifier().predict(texts)]
+
+    trusted, discounted = fit(1.0), fit(0.01)
+    assert trusted.count("bug") > discounted.count("bug")
+    assert macro_f1(truth, discounted) > macro_f1(truth, trusted)
+
+
+def test_weights_must_match_the_examples(small_train):
+    with pytest.raises(ValueError, match="one per example"):
+        train_tfidf(small_train, weights=[1.0])
