@@ -8,7 +8,7 @@ Scored on the official test split as the mean over repositories of per-repositor
   text (128 tokens, 3 epochs, lr 5e-5) and blended with the TF-IDF model (`trainer.blend`). Globally
   this is exactly what `bootstrap-model` serves. Per repository: the global encoder fine-tuned 2 more
   epochs on the repository's 300 issues, blended with a TF-IDF model fit on all training issues, the
-  other repositories' weighted OTHER_REPOS_WEIGHT.
+  other repositories' weighted OTHER_REPOS_TFIDF_WEIGHT.
 - With --ablations, one change at a time and what it moved: per-repository TF-IDF on the repository's
   own issues only, the per-repository blend averaged with the global one, the lesson's recipe, raw
   text, 256 tokens head+tail, a second seed, per-repository models that see only their own 300
@@ -36,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from tests.paths import NLBSE  # noqa: E402  (the shared data's location, one definition)
+from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # noqa: E402  (as retraining uses it)
 
 LABELS = ["bug", "feature", "question"]
 REPOS = ["facebook/react", "tensorflow/tensorflow", "microsoft/vscode", "bitcoin/bitcoin", "opencv/opencv"]
@@ -47,9 +48,6 @@ PUBLISHED = {
     "fastText": {"mean": 0.7184},
 }
 ADAPT_RECIPE = {"lr": 2e-5, "epochs": 2}  # per repository, starting from the global encoder
-# A repository's TF-IDF model also learns from the other repositories' issues, each weighted this much
-# against one of its own: best of 0 / 0.3 / 0.5 / 1 in 5-fold CV on the training issues (bench/tfidf_cv.py)
-OTHER_REPOS_WEIGHT = 0.3
 OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline; the recipe's TF-IDF until 2026-11-30
 OWN_TFIDF_BLEND = "per-repo blend, its TF-IDF on own 300 issues only"
 LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
@@ -181,7 +179,7 @@ def tfidf(examples, seed: int, weights=None):
     return trained.classifier("bench"), trained.seconds
 
 
-def repo_weights(examples, repo: str, others: float = OTHER_REPOS_WEIGHT) -> list[float]:
+def repo_weights(examples, repo: str, others: float = OTHER_REPOS_TFIDF_WEIGHT) -> list[float]:
     """1 for the repository's own issues, `others` for every other repository's."""
     return [1.0 if example.repo == repo else others for example in examples]
 
@@ -265,7 +263,7 @@ def machine() -> str:
 
 RECIPE_ROWS = [  # (member, model, training data)
     (OWN_TFIDF, "TF-IDF + LR (baseline)", "per repository"),
-    ("per-repo tfidf", f"TF-IDF + LR, other repos' issues weighted {OTHER_REPOS_WEIGHT}", "per repository"),
+    ("per-repo tfidf", f"TF-IDF + LR, other repos weighted {OTHER_REPOS_TFIDF_WEIGHT}", "per repository"),
     ("per-repo adapted encoder", "MiniLM, global then adapted", "per repository"),
     ("per-repo blend", "**MiniLM + TF-IDF blend (recipe)**", "per repository"),
     ("global tfidf", "TF-IDF + LR (baseline)", "one global"),

@@ -15,14 +15,17 @@ from pathlib import Path
 from bot.classifier import BLEND_MEMBERS, BlendedClassifier
 from trainer.baseline import TrainedBaseline, train_tfidf
 from trainer.card import write_card
-from trainer.config import TrainConfig
+from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example
 from trainer.train import TrainedModel, fine_tune
 
 
 @dataclass
 class TrainedBlend:
-    """A fine-tuned encoder and a TF-IDF model, trained on the same issues, and the TF-IDF share."""
+    """A fine-tuned encoder and a TF-IDF model, trained on the same issues, and the TF-IDF share.
+
+    A repository's TF-IDF model may also have learnt from other repositories' issues (`train_model`).
+    """
 
     encoder: TrainedModel
     tfidf: TrainedBaseline
@@ -66,9 +69,17 @@ class TrainedBlend:
 
 
 def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None, *,
-                progress: bool = True) -> TrainedModel | TrainedBlend:
-    """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two."""
+                progress: bool = True, tfidf_also: Sequence[Example] = (),
+                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT) -> TrainedModel | TrainedBlend:
+    """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two.
+
+    `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each
+    weighted `tfidf_also_weight` against one of `examples`; those of a class the encoder lacks are left out.
+    """
     encoder = fine_tune(config, examples, labels, progress=progress)
     if config.tfidf_share == 0:
         return encoder
-    return TrainedBlend(encoder, train_tfidf(examples, seed=config.seed), config.tfidf_share)
+    also = [example for example in tfidf_also if example.label in encoder.labels]
+    weights = [1.0] * len(examples) + [tfidf_also_weight] * len(also) if also else None
+    tfidf = train_tfidf([*examples, *also], seed=config.seed, weights=weights)
+    return TrainedBlend(encoder, tfidf, config.tfidf_share)

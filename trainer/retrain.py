@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from bot.classifier import ModelCard, encoder_directory
 from bot.kinds import KINDS, kind_of_label
 from bot.models import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
-from trainer.config import TrainConfig
+from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example, data_fingerprint, load_database
 from trainer.gate import compare_and_promote
 from trainer.registry import Registry
@@ -36,6 +36,7 @@ class RetrainPolicy:
     min_holdout: int = 10  # never judge on fewer recent issues than this
     epochs: int = 2  # the lesson's recipe; the base is the serving model, so little is needed
     max_length: int = 256
+    other_repos_tfidf_weight: float = OTHER_REPOS_TFIDF_WEIGHT  # other repos' issues in a repository's TF-IDF
 
 
 @dataclasses.dataclass
@@ -70,6 +71,15 @@ def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
     return _oldest_first(as_kinds), sorted({e.label for e in as_kinds} | set(kinds))
 
 
+def other_repositories_examples(session: Session, scope: str, labels: Sequence[str]) -> list[Example]:
+    """Confirmed issues of other repositories, of a kind in `labels`: a repository's TF-IDF also learns."""
+    if scope == GLOBAL_SCOPE:
+        return []
+    as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in load_database(session)
+                if e.repo != scope]
+    return [e for e in as_kinds if e.label in labels]
+
+
 def _oldest_first(examples: list[Example]) -> list[Example]:
     return sorted(examples, key=lambda e: (e.created_at is None, e.created_at or 0))
 
@@ -97,8 +107,11 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                          epochs=policy.epochs, max_length=policy.max_length,
                          tfidf_share=_tfidf_share(champion.path) if champion else 0.0)
     labels = _warm_start_order(labels, champion.labels if champion else [])
-    trained = train_model(config, train, labels, progress=progress)
-    row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train))
+    # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
+    others = other_repositories_examples(session, scope, labels) if config.tfidf_share else []
+    trained = train_model(config, train, labels, progress=progress, tfidf_also=others,
+                          tfidf_also_weight=policy.other_repos_tfidf_weight)
+    row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train + others))
     run = compare_and_promote(registry, row.version, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)
 

@@ -7,6 +7,7 @@ import pytest
 from bot.classifier import BlendedClassifier, ModelCard, blend_scores, encoder_directory, load_classifier
 from trainer.blend import TrainedBlend, train_model
 from trainer.config import TrainConfig
+from trainer.dataset import Example
 from trainer.retrain import RetrainPolicy, retrain_scope
 from tests.trainer.test_retrain import REPO, confirm
 
@@ -99,3 +100,32 @@ def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_ble
     assert card.kind == "blend" and card.extra["tfidf_share"] == 0.6
     assert card.base_model == str(encoder_directory(champion.path))
     assert isinstance(load_classifier(challenger.path), BlendedClassifier)
+
+
+def _words(tfidf_pipeline) -> set[str]:
+    words = dict(tfidf_pipeline.named_steps["features"].transformer_list)["words"]
+    return set(words.vocabulary_)
+
+
+def test_tfidf_also_learns_from_other_issues_of_the_encoders_classes(minilm_config, small_train):
+    others = [Example("zyxwvut crashes when the window opens", "stack trace below", "bug", repo="octo/other"),
+              Example("zyxwvut should support dark mode", "", "feature", repo="octo/other"),
+              Example("qqdocsword typo in the readme", "", "docs", repo="octo/other")]  # no such class
+    config = dataclasses.replace(minilm_config, max_steps=1, tfidf_share=0.6)
+    trained = train_model(config, small_train, progress=False, tfidf_also=others, tfidf_also_weight=0.3)
+    assert "zyxwvut" in _words(trained.tfidf.pipeline) and "qqdocsword" not in _words(trained.tfidf.pipeline)
+    assert trained.tfidf.labels == trained.labels == ["bug", "feature", "question"]
+
+
+def test_retraining_a_repository_lets_its_tfidf_learn_from_other_repositories(
+        session, registry, trained_blend, small_train):
+    champion = registry.register(trained_blend)
+    registry.promote(champion.version, "the global model")
+    confirm(session, REPO, small_train, [e.label for e in small_train])
+    other = [Example(f"zyxwvut fails to build, case {n}", "", "bug") for n in range(3)]
+    confirm(session, "octo/other", other, ["bug"] * 3)
+    policy = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
+                           max_length=32)
+    result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual")
+    challenger = load_classifier(registry.get(result.message.split(":")[0]).path)
+    assert "zyxwvut" in _words(challenger.tfidf.pipeline)

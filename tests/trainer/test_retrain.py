@@ -7,7 +7,8 @@ import pytest
 from bot import store
 from bot.models import GLOBAL_SCOPE, TrainingRun
 from trainer.registry import Registry
-from trainer.retrain import RetrainPolicy, examples_for_scope, retrain_scope, scopes_due, split_recent
+from trainer.retrain import (RetrainPolicy, examples_for_scope, other_repositories_examples, retrain_scope,
+                             scopes_due, split_recent)
 
 POLICY = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
                        max_length=32)
@@ -85,3 +86,11 @@ def test_scopes_with_enough_new_confirmations_are_due(session, small_train):
     session.add(TrainingRun(scope=REPO, started_at=dt.datetime.now(dt.timezone.utc)))
     session.flush()
     assert scopes_due(session, POLICY) == [GLOBAL_SCOPE]
+
+
+def test_other_repositories_issues_of_known_kinds_are_offered_to_a_repositorys_tfidf(session, small_train):
+    confirm(session, REPO, small_train[:4], [e.label for e in small_train[:4]])
+    confirm(session, "octo/other", small_train[4:7], ["enhancement", "area: ui", "bug"])
+    others = other_repositories_examples(session, REPO, ["bug", "feature", "question"])
+    assert sorted((e.repo, e.label) for e in others) == [("octo/other", "bug"), ("octo/other", "feature")]
+    assert other_repositories_examples(session, GLOBAL_SCOPE, ["bug", "feature", "question"]) == []
