@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ class TrainedBaseline:
     labels: list[str]
     seconds: float
     base_model: str = BASE_MODEL
+    borrowed: dict[str, float] = field(default_factory=dict)  # issues of other repositories and their weight
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
              thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
@@ -82,6 +83,7 @@ def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metri
     joblib.dump(trained.pipeline, directory / PIPELINE_FILE)
     write_card(directory, version=version, labels=trained.labels, kind="tfidf", base_model=trained.base_model,
                max_length=0, thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
-               train_config={"pipeline": "tfidf word1-2 + char_wb2-5, LogisticRegression C=4 balanced"},
+               train_config={"pipeline": "tfidf word1-2 + char_wb2-5, LogisticRegression C=4 balanced",
+                             **({"other_repositories": trained.borrowed} if trained.borrowed else {})},
                training={"seconds": round(trained.seconds, 2)})
     return directory

@@ -82,4 +82,6 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
     also = [example for example in tfidf_also if example.label in encoder.labels]
     weights = [1.0] * len(examples) + [tfidf_also_weight] * len(also) if also else None
     tfidf = train_tfidf([*examples, *also], seed=config.seed, weights=weights)
+    if also:  # the model card says what else it learnt from
+        tfidf.borrowed = {"issues": len(also), "weight": tfidf_also_weight}
     return TrainedBlend(encoder, tfidf, config.tfidf_share)

@@ -1,6 +1,7 @@
 """The encoder + TF-IDF blend: its share, its serving, its registry round trip and its retraining."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -127,5 +128,7 @@ def test_retraining_a_repository_lets_its_tfidf_learn_from_other_repositories(
     policy = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
                            max_length=32)
     result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual")
-    challenger = load_classifier(registry.get(result.message.split(":")[0]).path)
-    assert "zyxwvut" in _words(challenger.tfidf.pipeline)
+    path = registry.get(result.message.split(":")[0]).path
+    assert "zyxwvut" in _words(load_classifier(path).tfidf.pipeline)
+    card = ModelCard.read(Path(path) / "tfidf")
+    assert card.extra["train_config"]["other_repositories"] == {"issues": 3, "weight": 0.3}
