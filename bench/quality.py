@@ -52,7 +52,7 @@ OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline; the recipe's
 OWN_TFIDF_BLEND = "per-repo blend, its TF-IDF on own 300 issues only"
 LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
 SECOND_SEED = 7
-AVERAGED = "per-repo blend averaged with the global blend"  # validation's favourite (validate_recipe.py)
+AVERAGED = "per-repo blend averaged with the global blend"  # once validation's favourite (validate_recipe.py)
 BOOTSTRAP_ROUNDS = 1000  # resampled test sets behind each score's 95 % interval
 QUICK = {"per_class": 12, "epochs": 1, "max_length": 48}  # --quick: a smoke run of every stage
 

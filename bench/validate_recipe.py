@@ -3,8 +3,9 @@
 Every fifth training issue of each repository and label is held out for validation; the rest trains
 the recipe's members as bench/quality.py does (global TF-IDF and encoder, per-repository TF-IDF and
 encoder adapted from the global one), plus cheap candidates: TF-IDF on each repository's own issues
-only, and logistic regression on the frozen MiniLM's mean-pooled embeddings. Each member's validation probabilities are saved, then every candidate blend
-(weights over members) is scored as the mean over repositories of per-repository macro-F1.
+only, and logistic regression on the frozen MiniLM's mean-pooled embeddings. Each member's validation
+probabilities are saved, then every candidate blend (weights over members) is scored as the mean over
+repositories of per-repository macro-F1.
 
     .venv/bin/python bench/validate_recipe.py [--quick]
 
