@@ -42,7 +42,8 @@ def test_weights_scale_how_much_each_issue_teaches(nlbse_train, small_heldout):
     texts, truth = [e.text for e in small_heldout], [e.label for e in small_heldout]
 
     def fit(noise_weight: float):
-        model = train_tfidf(clean + mislabelled, weights=[1.0] * len(clean) + [noise_weight] * len(mislabelled))
+        weights = [1.0] * len(clean) + [noise_weight] * len(mislabelled)
+        model = train_tfidf(clean + mislabelled, weights=weights)
         return [top_label(row) for row in model.classifier().predict(texts)]
 
     trusted, discounted = fit(1.0), fit(0.01)
