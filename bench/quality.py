@@ -172,16 +172,18 @@ def encoder(config, examples):
     return trained.classifier("bench"), trained.seconds
 
 
-def tfidf(examples, seed: int, weights=None):
+def tfidf(examples, seed: int):
     from trainer.baseline import train_tfidf
 
-    trained = train_tfidf(examples, seed=seed, weights=weights)
-    return trained.classifier("bench"), trained.seconds
+    return _scored(train_tfidf(examples, seed=seed))
 
 
-def repo_weights(examples, repo: str, others: float = OTHER_REPOS_TFIDF_WEIGHT) -> list[float]:
-    """1 for the repository's own issues, `others` for every other repository's."""
-    return [1.0 if example.repo == repo else others for example in examples]
+def repo_tfidf(examples, repo: str, seed: int, others: float = OTHER_REPOS_TFIDF_WEIGHT):
+    """A repository's TF-IDF model as the App trains it: its own issues, the others' weighted `others`."""
+    from trainer.baseline import train_tfidf_borrowing
+
+    own, rest = [e for e in examples if e.repo == repo], [e for e in examples if e.repo != repo]
+    return train_tfidf_borrowing(own, rest, weight=others, labels=LABELS, seed=seed)
 
 
 def run_recipe(bench: Bench, adapt: dict) -> None:
@@ -198,7 +200,7 @@ def run_recipe(bench: Bench, adapt: dict) -> None:
     adapted = dataclasses.replace(config, base_model=str(encoder_dir), **adapt)
     bench.add_per_repo(OWN_TFIDF, lambda repo, issues: tfidf(issues, config.seed))  # the baseline
     bench.add_per_repo("per-repo tfidf",
-                       lambda repo, issues: tfidf(bench.train, config.seed, repo_weights(bench.train, repo)))
+                       lambda repo, issues: _scored(repo_tfidf(bench.train, repo, config.seed)))
     bench.add_per_repo("per-repo adapted encoder", lambda repo, issues: encoder(adapted, issues))
     bench.seconds["per-repo adapted encoder"] += bench.seconds["global encoder"]  # adaptation starts there
     bench.blend("per-repo blend", ["per-repo adapted encoder"], "per-repo tfidf", share)
@@ -240,6 +242,10 @@ def run_ablations(bench: Bench, quick: bool) -> list[tuple[str, str]]:
     bench.blend(f"{seed_name} + TF-IDF", ["global encoder", f"seed {SECOND_SEED}"], "global tfidf", share)
     pairs.append((f"{seed_name} + TF-IDF", "global blend"))
     return pairs
+
+
+def _scored(trained):
+    return trained.classifier("bench"), trained.seconds
 
 
 def _setfit(config, issues):

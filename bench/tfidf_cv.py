@@ -23,7 +23,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import QUICK, REPOS, load_split, machine, repo_weights  # noqa: E402
+from bench.quality import QUICK, REPOS, load_split, machine, repo_tfidf  # noqa: E402
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 OTHERS_WEIGHTS = (0.0, 0.3, 0.5, 1.0)
@@ -43,7 +43,7 @@ def out_of_fold_predictions(examples: list, others: float, seed: int = 42) -> li
                 own = [e for e in fit if e.repo == repo]
                 model = train_tfidf(own, seed=seed)
             else:
-                model = train_tfidf(fit, seed=seed, weights=repo_weights(fit, repo, others))
+                model = repo_tfidf(fit, repo, seed, others)
             rows = [i for i, e in enumerate(examples) if assigned[i] == fold and e.repo == repo]
             scores = model.classifier().predict([examples[i].text for i in rows])
             for i, row in zip(rows, scores, strict=True):

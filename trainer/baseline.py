@@ -73,6 +73,21 @@ def train_tfidf(examples: Sequence[Example], *, seed: int = 42,
     return TrainedBaseline(pipeline, [str(label) for label in pipeline.classes_], seconds)
 
 
+def train_tfidf_borrowing(own: Sequence[Example], others: Sequence[Example], *, weight: float,
+                          labels: Sequence[str], seed: int = 42) -> TrainedBaseline:
+    """Fit on a repository's own issues and other repositories', each of those counting `weight` of one.
+
+    Other repositories' issues of a label outside `labels` are left out; the model card records how
+    many were borrowed, and their weight.
+    """
+    borrowed = [example for example in others if example.label in labels]
+    weights = [1.0] * len(own) + [weight] * len(borrowed) if borrowed else None
+    trained = train_tfidf([*own, *borrowed], seed=seed, weights=weights)
+    if borrowed:
+        trained.borrowed = {"issues": len(borrowed), "weight": weight}
+    return trained
+
+
 def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metrics: dict | None = None,
          thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
     """Write pipeline.joblib and a model card with kind="tfidf"."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.classifier import BLEND_MEMBERS, BlendedClassifier
-from trainer.baseline import TrainedBaseline, train_tfidf
+from trainer.baseline import TrainedBaseline, train_tfidf_borrowing
 from trainer.card import write_card
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example
@@ -79,9 +79,6 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
     encoder = fine_tune(config, examples, labels, progress=progress)
     if config.tfidf_share == 0:
         return encoder
-    also = [example for example in tfidf_also if example.label in encoder.labels]
-    weights = [1.0] * len(examples) + [tfidf_also_weight] * len(also) if also else None
-    tfidf = train_tfidf([*examples, *also], seed=config.seed, weights=weights)
-    if also:  # the model card says what else it learnt from
-        tfidf.borrowed = {"issues": len(also), "weight": tfidf_also_weight}
+    tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=encoder.labels,
+                                  seed=config.seed)
     return TrainedBlend(encoder, tfidf, config.tfidf_share)

@@ -7,7 +7,7 @@ import pytest
 
 from bot.classifier import MODEL_CARD, TfidfClassifier, load_classifier
 from tests.trainer.conftest import balanced
-from trainer.baseline import train_tfidf
+from trainer.baseline import train_tfidf, train_tfidf_borrowing
 from trainer.dataset import Example
 from trainer.evaluate import evaluate_classifier, macro_f1, top_label
 
@@ -54,3 +54,14 @@ def test_weights_scale_how_much_each_issue_teaches(nlbse_train, small_heldout):
 def test_weights_must_match_the_examples(small_train):
     with pytest.raises(ValueError, match="one per example"):
         train_tfidf(small_train, weights=[1.0])
+
+
+def test_borrowing_takes_other_repositories_issues_of_known_labels_only(small_train):
+    others = [Example("zyxwvut crashes on start", "", "bug", repo="octo/other"),
+              Example("zyxwvut should export PDF", "", "feature", repo="octo/other"),
+              Example("typo in the readme", "", "docs", repo="octo/other")]  # a label the repository lacks
+    trained = train_tfidf_borrowing(small_train, others, weight=0.3, labels=["bug", "feature", "question"])
+    assert trained.labels == ["bug", "feature", "question"]
+    assert trained.borrowed == {"issues": 2, "weight": 0.3}  # what the model card records
+    alone = train_tfidf_borrowing(small_train, [], weight=0.3, labels=["bug", "feature", "question"])
+    assert alone.borrowed == {}
