@@ -120,15 +120,24 @@ def parse_time(value: object) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
-def load_database(session: Session, scope: str | None = None, *,
-                  skipped: list[Skipped] | None = None) -> list[Example]:
-    """Issues whose label a human confirmed; `scope` is a repository full name (None or "global": all)."""
+def load_database(session: Session, scope: str | None = None, *, exclude: str | None = None,
+                  newest: int | None = None, skipped: list[Skipped] | None = None) -> list[Example]:
+    """Issues whose label a human confirmed, oldest first.
+
+    `scope` is a repository full name (None or "global": all); `exclude` leaves one repository out;
+    `newest` keeps only the most recently recorded that many, so the query stays bounded.
+    """
     query = (select(IssueRecord, Repository.full_name).join(Repository)
-             .where(IssueRecord.confirmed_label.is_not(None)).order_by(IssueRecord.id))
+             .where(IssueRecord.confirmed_label.is_not(None)))
     if scope and scope != GLOBAL_SCOPE:
         query = query.where(Repository.full_name == scope)
+    if exclude:
+        query = query.where(Repository.full_name != exclude)
+    if newest is not None:
+        query = query.order_by(IssueRecord.id.desc()).limit(newest)
+    rows = sorted(session.execute(query), key=lambda row: row[0].id)
     examples, problems = [], []
-    for issue, repo in session.execute(query):
+    for issue, repo in rows:
         if not issue.confirmed_label.strip():
             problems.append(Skipped("database", issue.id, "empty confirmed label"))
             continue

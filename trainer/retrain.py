@@ -37,6 +37,7 @@ class RetrainPolicy:
     epochs: int = 2  # the lesson's recipe; the base is the serving model, so little is needed
     max_length: int = 256
     other_repos_tfidf_weight: float = OTHER_REPOS_TFIDF_WEIGHT  # other repos' issues in a repository's TF-IDF
+    max_borrowed: int = 20_000  # the most recent other repos' issues it borrows: bounds memory and fit time
 
 
 @dataclasses.dataclass
@@ -71,12 +72,16 @@ def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
     return _oldest_first(as_kinds), sorted({e.label for e in as_kinds} | set(kinds))
 
 
-def other_repositories_examples(session: Session, scope: str, labels: Sequence[str]) -> list[Example]:
-    """Confirmed issues of other repositories, of a kind in `labels`: a repository's TF-IDF also learns."""
+def other_repositories_examples(session: Session, scope: str, labels: Sequence[str], *,
+                                limit: int | None = None) -> list[Example]:
+    """Confirmed issues of other repositories, of a kind in `labels`: a repository's TF-IDF also learns.
+
+    `limit`: only the most recent that many confirmed issues are read (of any label, before the filter).
+    """
     if scope == GLOBAL_SCOPE:
         return []
-    as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in load_database(session)
-                if e.repo != scope]
+    as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label))
+                for e in load_database(session, exclude=scope, newest=limit)]
     return [e for e in as_kinds if e.label in labels]
 
 
@@ -108,7 +113,8 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                          tfidf_share=_tfidf_share(champion.path) if champion else 0.0)
     labels = _warm_start_order(labels, champion.labels if champion else [])
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
-    others = other_repositories_examples(session, scope, labels) if config.tfidf_share else []
+    others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed)
+              if config.tfidf_share else [])
     trained = train_model(config, train, labels, progress=progress, tfidf_also=others,
                           tfidf_also_weight=policy.other_repos_tfidf_weight)
     row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train + others))

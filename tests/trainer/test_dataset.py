@@ -160,3 +160,5 @@ def test_database_examples_are_the_human_confirmed_ones(session):
     assert [s.reason for s in skipped] == ["empty confirmed label"]
     assert [e.title for e in load_database(session, "vuejs/core")] == ["Docs typo"]
     assert load_database(session, "global") == everything
+    assert [e.title for e in load_database(session, exclude="vuejs/core")] == ["Crash"]
+    assert [e.title for e in load_database(session, newest=2)] == ["Docs typo"]  # of the 2 newest, 1 cleared
