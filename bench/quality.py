@@ -14,9 +14,11 @@ Scored on the official test split as the mean over repositories of per-repositor
   text, 256 tokens head+tail, a second seed, per-repository models that see only their own 300
   issues, SetFit-style contrastive training.
 
-    .venv/bin/python bench/quality.py [--ablations] [--quick]
+    .venv/bin/python bench/quality.py [--ablations] [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
 
 Writes <out>/nlbse24.json and <out>/nlbse24.md (out: docs/quality, or var/bench-quality with --quick).
+--base-model runs the same recipe on another encoder (a hub id where the hub is reachable, or a local
+directory); its tables name the encoder by the directory's or id's last part.
 The recipe's knobs were chosen on a validation split of the training issues; the test split is only scored.
 """
 
@@ -267,23 +269,30 @@ def machine() -> str:
     return f"{os.cpu_count()} CPU cores ({model}), no GPU"
 
 
-RECIPE_ROWS = [  # (member, model, training data)
+RECIPE_ROWS = [  # (member, model, training data); {encoder} is the encoder's short name
     (OWN_TFIDF, "TF-IDF + LR (baseline)", "per repository"),
     ("per-repo tfidf", f"TF-IDF + LR, other repos weighted {OTHER_REPOS_TFIDF_WEIGHT}", "per repository"),
-    ("per-repo adapted encoder", "MiniLM, global then adapted", "per repository"),
-    ("per-repo blend", "**MiniLM + TF-IDF blend (recipe)**", "per repository"),
+    ("per-repo adapted encoder", "{encoder}, global then adapted", "per repository"),
+    ("per-repo blend", "**{encoder} + TF-IDF blend (recipe)**", "per repository"),
     ("global tfidf", "TF-IDF + LR (baseline)", "one global"),
-    ("global encoder", "MiniLM fine-tuned", "one global"),
-    ("global blend", "**MiniLM + TF-IDF blend (served)**", "one global"),
+    ("global encoder", "{encoder} fine-tuned", "one global"),
+    ("global blend", "**{encoder} + TF-IDF blend (served)**", "one global"),
 ]
+
+
+def encoder_name(base_model: str | None) -> str:
+    """How the tables name the encoder: MiniLM for the offline default, else the id's last part."""
+    return base_model.rstrip("/").rsplit("/", 1)[-1] if base_model else "MiniLM"
 
 
 def markdown(result: dict) -> str:
     """The protocol table with the published numbers beside ours, then the ablations."""
     rows = result["members"]
+    name = encoder_name(result["config"].get("base_model"))
     head = "| model | models | " + " | ".join(r.split("/")[1] for r in REPOS)
     lines = [head + " | **mean** (95 % interval) | train min | issues/s |", "|---" * (len(REPOS) + 5) + "|"]
     for member, title, scope in RECIPE_ROWS:
+        title = title.format(encoder=name)
         row = rows[member]
         cells = " | ".join(f"{row[r]:.3f}" for r in REPOS)
         low, high = row["mean_95"]
@@ -312,7 +321,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="where the JSON and Markdown go")
     parser.add_argument("--seed", type=int, default=42, help="head initialisation, dropout, batch order")
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-quality")
+    parser.add_argument("--base-model", default=None,
+                        help="encoder to fine-tune instead of the offline MiniLM: hub id or local directory")
     args = parser.parse_args()
+    if args.base_model and not args.out and not args.quick:
+        parser.error("--base-model needs --out: docs/quality holds the recipe's own results")
     out = args.out or (args.workdir if args.quick else REPO_ROOT / "docs" / "quality")
 
     import torch
@@ -325,7 +338,7 @@ def main() -> int:
     torch.set_num_threads(2)  # the development machine's cores; the benchmark's timings assume them
     recipe = BOOTSTRAP_RECIPE | ({"epochs": QUICK["epochs"], "max_length": QUICK["max_length"]}
                                  if args.quick else {})
-    config = TrainConfig(device="cpu", seed=args.seed, **recipe)
+    config = TrainConfig(device="cpu", seed=args.seed, base_model=args.base_model, **recipe)
     adapt = ADAPT_RECIPE | ({"epochs": QUICK["epochs"]} if args.quick else {})
     per_class = QUICK["per_class"] if args.quick else None
     bench = Bench(load_split("train", per_class), load_split("test", per_class), config, args.workdir)
