@@ -52,6 +52,8 @@ PUBLISHED = {
 ADAPT_RECIPE = {"lr": 2e-5, "epochs": 2}  # per repository, starting from the global encoder
 OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline; the recipe's TF-IDF until 2026-11-30
 OWN_TFIDF_BLEND = "per-repo blend, its TF-IDF on own 300 issues only"
+CV_SHARES = "per-repo blend, each repository's TF-IDF share from 5-fold CV"  # bench/recipe_cv.py's choice
+RECIPE_CV = REPO_ROOT / "docs" / "quality" / "recipe-cv.json"
 LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
 SECOND_SEED = 7
 AVERAGED = "per-repo blend averaged with the global blend"  # once validation's favourite (validate_recipe.py)
@@ -136,6 +138,15 @@ class Bench:
         self.seconds[name] = sum(self.seconds[m] for m in trained or members)
         self.rates[name] = 1 / sum(1 / self.rates[m] for m in members)
 
+    def blend_by_repo(self, name: str, encoder: str, tfidf: str, shares: dict[str, float]) -> None:
+        """As `blend`, with each repository's own TF-IDF share."""
+        from bot.classifier import blend_scores
+
+        self.scores[name] = [blend_scores([self.scores[encoder][i]], [self.scores[tfidf][i]],
+                                          shares[example.repo])[0] for i, example in enumerate(self.test)]
+        self.seconds[name] = self.seconds[encoder] + self.seconds[tfidf]
+        self.rates[name] = 1 / (1 / self.rates[encoder] + 1 / self.rates[tfidf])
+
     def result(self, name: str) -> dict:
         """Mean-repo macro-F1 with its per-repository parts, a bootstrap interval, and the costs."""
         from trainer.evaluate import per_repo, top_label
@@ -206,6 +217,16 @@ def run_recipe(bench: Bench, adapt: dict) -> None:
     bench.add_per_repo("per-repo adapted encoder", lambda repo, issues: encoder(adapted, issues))
     bench.seconds["per-repo adapted encoder"] += bench.seconds["global encoder"]  # adaptation starts there
     bench.blend("per-repo blend", ["per-repo adapted encoder"], "per-repo tfidf", share)
+
+
+def run_free_variants(bench: Bench, recipe_cv: Path = RECIPE_CV) -> list[tuple[str, str]]:
+    """Variants that only re-blend the recipe's members, so every run scores them: (variant, reference)."""
+    if not recipe_cv.exists():
+        return []
+    best = json.loads(recipe_cv.read_text())["best_share_per_repo"]
+    shares = {repo: choice["share"] for repo, choice in best.items()}
+    bench.blend_by_repo(CV_SHARES, "per-repo adapted encoder", "per-repo tfidf", shares)
+    return [(CV_SHARES, "per-repo blend")]
 
 
 def run_ablations(bench: Bench, quick: bool) -> list[tuple[str, str]]:
@@ -346,7 +367,7 @@ def main() -> int:
     run_recipe(bench, adapt)
     recipe_seconds = (bench.seconds["per-repo adapted encoder"] + bench.seconds["global tfidf"]
                       + bench.seconds["per-repo tfidf"])
-    ablations = run_ablations(bench, args.quick) if args.ablations else []
+    ablations = run_free_variants(bench) + (run_ablations(bench, args.quick) if args.ablations else [])
     result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
               "command": " ".join(["python", "bench/quality.py", *sys.argv[1:]]),
               "n_train": len(bench.train), "n_test": len(bench.test), "config": config.to_dict(),
