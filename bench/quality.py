@@ -13,6 +13,8 @@ Scored on the official test split as the mean over repositories of per-repositor
   own issues only, the per-repository blend averaged with the global one, the lesson's recipe, raw
   text, 256 tokens head+tail, a second seed, per-repository models that see only their own 300
   issues, SetFit-style contrastive training.
+- Always, as it needs no training of its own: the per-repository blend with each repository's TF-IDF
+  share as bench/recipe_cv.py chose it (when docs/quality/recipe-cv.json exists).
 
     .venv/bin/python bench/quality.py [--ablations] [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
 
