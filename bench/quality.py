@@ -337,6 +337,22 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cpu_recipe(quick: bool, seed: int, base_model: str | None = None):
+    """(TrainConfig, adaptation knobs) of the recipe on 2 CPU threads, quietly; --quick shrinks both."""
+    import torch
+    import transformers
+
+    from trainer.config import BOOTSTRAP_RECIPE, TrainConfig
+
+    transformers.logging.set_verbosity_error()  # no load reports: the table is the output
+    transformers.logging.disable_progress_bar()
+    torch.set_num_threads(2)  # the development machine's cores; the benchmark's timings assume them
+    shrink = {"epochs": QUICK["epochs"], "max_length": QUICK["max_length"]} if quick else {}
+    recipe = BOOTSTRAP_RECIPE | shrink
+    config = TrainConfig(device="cpu", seed=seed, base_model=base_model, **recipe)
+    return config, ADAPT_RECIPE | ({"epochs": QUICK["epochs"]} if quick else {})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ablations", action="store_true", help="also the one-change-at-a-time variants")
@@ -351,18 +367,7 @@ def main() -> int:
         parser.error("--base-model needs --out: docs/quality holds the recipe's own results")
     out = args.out or (args.workdir if args.quick else REPO_ROOT / "docs" / "quality")
 
-    import torch
-    import transformers
-
-    from trainer.config import BOOTSTRAP_RECIPE, TrainConfig
-
-    transformers.logging.set_verbosity_error()  # no load reports: the table is the output
-    transformers.logging.disable_progress_bar()
-    torch.set_num_threads(2)  # the development machine's cores; the benchmark's timings assume them
-    recipe = BOOTSTRAP_RECIPE | ({"epochs": QUICK["epochs"], "max_length": QUICK["max_length"]}
-                                 if args.quick else {})
-    config = TrainConfig(device="cpu", seed=args.seed, base_model=args.base_model, **recipe)
-    adapt = ADAPT_RECIPE | ({"epochs": QUICK["epochs"]} if args.quick else {})
+    config, adapt = cpu_recipe(args.quick, args.seed, args.base_model)
     per_class = QUICK["per_class"] if args.quick else None
     bench = Bench(load_split("train", per_class), load_split("test", per_class), config, args.workdir)
     started = time.perf_counter()

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (ADAPT_RECIPE, LABELS, QUICK, REPOS, Bench, load_split, machine,  # noqa: E402
+from bench.quality import (LABELS, QUICK, REPOS, Bench, cpu_recipe, load_split, machine,  # noqa: E402
                            run_recipe)
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
@@ -105,18 +105,7 @@ def main() -> int:
     args = parser.parse_args()
     out = args.out or (args.workdir if args.quick else REPO_ROOT / "docs" / "quality")
 
-    import torch
-    import transformers
-
-    from trainer.config import BOOTSTRAP_RECIPE, TrainConfig
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    torch.set_num_threads(2)
-    recipe = BOOTSTRAP_RECIPE | ({"epochs": QUICK["epochs"], "max_length": QUICK["max_length"]}
-                                 if args.quick else {})
-    config = TrainConfig(device="cpu", seed=args.seed, **recipe)
-    adapt = ADAPT_RECIPE | ({"epochs": QUICK["epochs"]} if args.quick else {})
+    config, adapt = cpu_recipe(args.quick, args.seed)
     examples = load_split("train", QUICK["per_class"] * 2 if args.quick else None)
     started = time.perf_counter()
     scores, seconds = out_of_fold_scores(examples, config, adapt, args.workdir)

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (ADAPT_RECIPE, LABELS, OWN_TFIDF, QUICK, Bench,  # noqa: E402
+from bench.quality import (LABELS, OWN_TFIDF, QUICK, Bench, cpu_recipe,  # noqa: E402
                            load_split, machine, run_recipe)
 
 HOLD_OUT_EVERY = 5  # every 5th issue of a repository and label: 60 per repository, labels kept balanced
@@ -150,18 +150,7 @@ def main() -> int:
         result["member_scores"] = _rounded(result["member_scores"])
         result["blends"] = score_blends(result["member_scores"], validation)
     else:
-        import torch
-        import transformers
-
-        from trainer.config import BOOTSTRAP_RECIPE, TrainConfig
-
-        transformers.logging.set_verbosity_error()
-        transformers.logging.disable_progress_bar()
-        torch.set_num_threads(2)
-        recipe = BOOTSTRAP_RECIPE | ({"epochs": QUICK["epochs"], "max_length": QUICK["max_length"]}
-                                     if args.quick else {})
-        config = TrainConfig(device="cpu", seed=args.seed, **recipe)
-        adapt = ADAPT_RECIPE | ({"epochs": QUICK["epochs"]} if args.quick else {})
+        config, adapt = cpu_recipe(args.quick, args.seed)
         started = time.perf_counter()
         bench = train_members(fit, validation, config, adapt, args.workdir)
         result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
