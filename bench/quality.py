@@ -18,7 +18,9 @@ Scored on the official test split as the mean over repositories of per-repositor
 
     .venv/bin/python bench/quality.py [--ablations] [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
 
-Writes <out>/nlbse24.json and <out>/nlbse24.md (out: docs/quality, or var/bench-quality with --quick).
+Writes <out>/nlbse24.json and <out>/nlbse24.md (out: docs/quality, or var/bench-quality with --quick),
+and every member's test-split probabilities to <workdir>/test-scores.json (as bench/recipe_cv.py writes
+its out-of-fold ones), so that re-blending them needs no training.
 --base-model runs the same recipe on another encoder (a hub id where the hub is reachable, or a local
 directory); its tables name the encoder by the directory's or id's last part.
 The recipe's knobs were chosen on a validation split of the training issues; the test split is only scored.
@@ -59,6 +61,7 @@ RECIPE_CV = REPO_ROOT / "docs" / "quality" / "recipe-cv.json"
 LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
 SECOND_SEED = 7
 AVERAGED = "per-repo blend averaged with the global blend"  # once validation's favourite (validate_recipe.py)
+TEST_SCORES = "test-scores.json"  # under --workdir: each member's probabilities on the test split
 BOOTSTRAP_ROUNDS = 1000  # resampled test sets behind each score's 95 % interval
 QUICK = {"per_class": 12, "epochs": 1, "max_length": 48}  # --quick: a smoke run of every stage
 
@@ -161,6 +164,12 @@ class Bench:
                 "mean_95": bootstrap_interval(truth, predicted, repos),
                 "train_minutes": round(self.seconds[name] / 60, 2),
                 "issues_per_second": round(self.rates[name], 1)}
+
+
+def write_scores(path: Path, examples: list, scores: dict[str, list[dict[str, float]]]) -> None:
+    """Issues as [repo, label] and member → their probabilities, in the same order, as one JSON file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"issues": [[e.repo, e.label] for e in examples], "scores": scores}) + "\n")
 
 
 def bootstrap_interval(truth, predicted, repos, rounds: int = BOOTSTRAP_ROUNDS) -> list[float]:
@@ -383,6 +392,7 @@ def main() -> int:
               "members": {name: bench.result(name) for name in bench.scores}, "ablations": ablations,
               "published": PUBLISHED}
     out.mkdir(parents=True, exist_ok=True)
+    write_scores(args.workdir / TEST_SCORES, bench.test, bench.scores)
     (out / "nlbse24.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "nlbse24.md").write_text(markdown(result))
     print(markdown(result))

@@ -10,7 +10,8 @@ repository, and the share each repository would pick. The test split is never re
     .venv/bin/python bench/recipe_cv.py [--quick]      # about 40 min on 2 cores
 
 Writes <out>/recipe-cv.json and <out>/recipe-cv.md (out: docs/quality, or var/bench-recipe-cv with
---quick).
+--quick), and every member's out-of-fold probabilities to <workdir>/oof-scores.json, so that a new
+blend member can be judged against them without training the recipe again.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.quality import (LABELS, QUICK, REPOS, Bench, cpu_recipe, load_split, machine,  # noqa: E402
-                           run_recipe)
+                           run_recipe, write_scores)
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 SHARES = tuple(round(0.1 * n, 1) for n in range(11))  # 0: the encoder alone; 1: TF-IDF alone
+OOF_SCORES = "oof-scores.json"  # under --workdir: issue (repo, label) and member → probabilities, in order
 PAIRS = {"global": ("global encoder", "global tfidf"),  # (encoder member, TF-IDF member) of each blend
          "per-repo": ("per-repo adapted encoder", "per-repo tfidf")}
 
@@ -110,6 +112,7 @@ def main() -> int:
     started = time.perf_counter()
     scores, seconds = out_of_fold_scores(examples, config, adapt, args.workdir)
     table = blend_table(scores, examples)
+    write_scores(args.workdir / OOF_SCORES, examples, scores)
     result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
               "command": " ".join(["python", "bench/recipe_cv.py", *sys.argv[1:]]),
               "n_issues": len(examples), "folds": HOLD_OUT_EVERY, "config": config.to_dict(), "adapt": adapt,
