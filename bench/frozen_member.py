@@ -16,8 +16,6 @@ Writes docs/quality/frozen-member.json and .md (or --out).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,8 +23,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import LABELS, REPOS, TEST_SCORES, bootstrap_interval, load_split, machine  # noqa: E402
+from bench.quality import (LABELS, REPOS, TEST_SCORES, bootstrap_interval, load_split,  # noqa: E402
+                           run_record, write_report)
 from bench.reblend_cv import Scores, folds_of  # noqa: E402
+from bench.setfit_style import embed  # noqa: E402
 from bench.recipe_cv import OOF_SCORES  # noqa: E402
 from bench.validate_recipe import HOLD_OUT_EVERY  # noqa: E402
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # noqa: E402
@@ -37,23 +37,13 @@ SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)  # the frozen member's share of the blen
 SCOPES = {"per-repo": (2, 3), "global": (0, 1)}  # (encoder, TF-IDF) rows of reblend_cv.MEMBERS
 
 
-def embed(model_dir: Path, texts: list[str]):
-    """Mean-pooled, normalised embeddings (as sentence-transformers computes them), in batches of 32."""
-    import numpy as np
+def load_encoder(model_dir: Path):
+    """(model, tokenizer) of the frozen encoder, on the 2 threads the budget assumes."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     torch.set_num_threads(2)
-    tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir).eval()
-    rows = []
-    with torch.inference_mode():
-        for start in range(0, len(texts), 32):
-            batch = tokenizer(texts[start:start + 32], truncation=True, max_length=MAX_LENGTH, padding=True,
-                              return_tensors="pt")
-            mask = batch["attention_mask"].unsqueeze(-1).float()
-            mean = (model(**batch).last_hidden_state * mask).sum(1) / mask.sum(1)
-            rows.append(torch.nn.functional.normalize(mean, dim=-1).numpy())
-    return np.concatenate(rows)
+    return AutoModel.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
 
 
 def fit_predict(train_x, train_y, train_repos, x, repos, scope: str):
@@ -99,16 +89,15 @@ def main() -> int:
     oof, test_scores = Scores(args.oof), Scores(args.test)
     if oof.truth != [e.label for e in train] or test_scores.truth != [e.label for e in test]:
         parser.error("the saved scores are not of the NLBSE'24 splits in their order: rerun their benches")
+    model, tokenizer = load_encoder(args.encoder)
     started = time.perf_counter()
-    train_x = embed(args.encoder, [e.text for e in train])
+    train_x = embed(model, tokenizer, [e.text for e in train], MAX_LENGTH)
     embed_minutes = (time.perf_counter() - started) / 60
-    test_x = embed(args.encoder, [e.text for e in test])
+    test_x = embed(model, tokenizer, [e.text for e in test], MAX_LENGTH)
     train_y, train_repos = np.array(oof.truth), np.array(oof.repos)
     assigned = np.array(folds_of(oof))
-    result = {"date": dt.date.today().isoformat(), "machine": machine(),
-              "command": " ".join(["python", "bench/frozen_member.py", *sys.argv[1:]]),
-              "encoder": args.encoder.name, "max_length": MAX_LENGTH, "C": C,
-              "embed_train_minutes": round(embed_minutes, 2), "scopes": {}}
+    result = run_record("frozen_member.py", {"encoder": args.encoder.name, "max_length": MAX_LENGTH, "C": C,
+                                             "embed_train_minutes": round(embed_minutes, 2), "scopes": {}})
     for scope in SCOPES:
         member = np.zeros_like(oof.members[0])
         for fold in range(HOLD_OUT_EVERY):
@@ -137,9 +126,7 @@ def main() -> int:
             "with the member, test": round(test_scores.score(with_member), 4),
             "with the member, test 95": bootstrap_interval(test_scores.truth, predicted, test_scores.repos)}
         print(scope, result["scopes"][scope], flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "frozen-member.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "frozen-member.md").write_text(markdown(result))
+    write_report(args.out, "frozen-member", result, markdown(result))
     print(markdown(result))
     return 0
 

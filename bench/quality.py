@@ -301,6 +301,19 @@ def machine() -> str:
     return f"{os.cpu_count()} CPU cores ({model}), no GPU"
 
 
+def run_record(script: str, fields: dict) -> dict:
+    """A result: when, on what machine and by which command it was measured, then `fields`."""
+    return {"date": dt.date.today().isoformat(), "machine": machine(),
+            "command": " ".join(["python", f"bench/{script}", *sys.argv[1:]]), **fields}
+
+
+def write_report(out: Path, stem: str, result: dict, text: str) -> None:
+    """<out>/<stem>.json (the result) and <out>/<stem>.md (the text people read)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(text)
+
+
 RECIPE_ROWS = [  # (member, model, training data); {encoder} is the encoder's short name
     (OWN_TFIDF, "TF-IDF + LR (baseline)", "per repository"),
     ("per-repo tfidf", f"TF-IDF + LR, other repos weighted {OTHER_REPOS_TFIDF_WEIGHT}", "per repository"),
@@ -384,17 +397,14 @@ def main() -> int:
     recipe_seconds = (bench.seconds["per-repo adapted encoder"] + bench.seconds["global tfidf"]
                       + bench.seconds["per-repo tfidf"])
     ablations = run_free_variants(bench) + (run_ablations(bench, args.quick) if args.ablations else [])
-    result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
-              "command": " ".join(["python", "bench/quality.py", *sys.argv[1:]]),
-              "n_train": len(bench.train), "n_test": len(bench.test), "config": config.to_dict(),
-              "adapt": adapt, "recipe_train_minutes": round(recipe_seconds / 60, 2),
-              "wall_minutes": round((time.perf_counter() - started) / 60, 1),
-              "members": {name: bench.result(name) for name in bench.scores}, "ablations": ablations,
-              "published": PUBLISHED}
-    out.mkdir(parents=True, exist_ok=True)
+    result = run_record("quality.py", {
+        "quick": args.quick, "n_train": len(bench.train), "n_test": len(bench.test), "config": config.to_dict(),
+        "adapt": adapt, "recipe_train_minutes": round(recipe_seconds / 60, 2),
+        "wall_minutes": round((time.perf_counter() - started) / 60, 1),
+        "members": {name: bench.result(name) for name in bench.scores}, "ablations": ablations,
+        "published": PUBLISHED})
     write_scores(args.workdir / TEST_SCORES, bench.test, bench.scores)
-    (out / "nlbse24.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "nlbse24.md").write_text(markdown(result))
+    write_report(out, "nlbse24", result, markdown(result))
     print(markdown(result))
     print(f"wall {result['wall_minutes']} min; wrote {out / 'nlbse24.json'} and {out / 'nlbse24.md'}")
     return 0

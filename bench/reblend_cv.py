@@ -18,19 +18,19 @@ Writes docs/quality/reblend-cv.json and docs/quality/reblend-cv.md (or --out).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import itertools
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import LABELS, TEST_SCORES, machine  # noqa: E402
+from bench.quality import LABELS, TEST_SCORES, run_record, write_report  # noqa: E402
 from bench.recipe_cv import OOF_SCORES  # noqa: E402
-from bench.validate_recipe import HOLD_OUT_EVERY  # noqa: E402
+from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 MEMBERS = ["global encoder", "global tfidf", "per-repo adapted encoder", "per-repo tfidf"]
 RECIPE_WEIGHTS = (0.0, 0.0, 0.3, 0.7)  # the per-repository blend: TF-IDF's share 0.7
@@ -130,13 +130,9 @@ def rules() -> dict[str, Rule]:
 
 
 def folds_of(oof: Scores) -> list[int]:
-    """bench.validate_recipe.folds' assignment, recomputed from the issues' (repo, label) order."""
-    seen: dict[tuple, int] = {}
-    assigned = []
-    for key in zip(oof.repos, oof.truth, strict=True):
-        seen[key] = seen.get(key, 0) + 1
-        assigned.append(seen[key] % HOLD_OUT_EVERY)
-    return assigned
+    """Each scored issue's fold, as bench/recipe_cv.py assigned it (`folds` of the same issues in order)."""
+    return folds([SimpleNamespace(repo=repo, label=label) for repo, label in zip(oof.repos, oof.truth,
+                                                                                 strict=True)])
 
 
 def evaluate(oof: Scores, test: Scores | None) -> dict[str, dict[str, float]]:
@@ -184,12 +180,9 @@ def main() -> int:
         parser.error(f"{args.oof} is missing: run bench/recipe_cv.py first (about 40 min)")
     oof = Scores(args.oof)
     test = Scores(args.test) if args.test.exists() else None
-    result = {"date": dt.date.today().isoformat(), "machine": machine(),
-              "command": " ".join(["python", "bench/reblend_cv.py", *sys.argv[1:]]),
-              "n_issues": len(oof.truth), "members": MEMBERS, "rules": evaluate(oof, test)}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "reblend-cv.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "reblend-cv.md").write_text(markdown(result))
+    result = run_record("reblend_cv.py", {"n_issues": len(oof.truth), "members": MEMBERS,
+                                          "rules": evaluate(oof, test)})
+    write_report(args.out, "reblend-cv", result, markdown(result))
     print(markdown(result))
     return 0
 

@@ -17,8 +17,6 @@ blend member can be judged against them without training the recipe again.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,8 +24,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (LABELS, QUICK, REPOS, Bench, cpu_recipe, load_split, machine,  # noqa: E402
-                           run_recipe, write_scores)
+from bench.quality import (LABELS, QUICK, REPOS, Bench, cpu_recipe, load_split, run_record,  # noqa: E402
+                           run_recipe, write_report, write_scores)
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 SHARES = tuple(round(0.1 * n, 1) for n in range(11))  # 0: the encoder alone; 1: TF-IDF alone
@@ -113,15 +111,12 @@ def main() -> int:
     scores, seconds = out_of_fold_scores(examples, config, adapt, args.workdir)
     table = blend_table(scores, examples)
     write_scores(args.workdir / OOF_SCORES, examples, scores)
-    result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
-              "command": " ".join(["python", "bench/recipe_cv.py", *sys.argv[1:]]),
-              "n_issues": len(examples), "folds": HOLD_OUT_EVERY, "config": config.to_dict(), "adapt": adapt,
-              "labels": LABELS, "train_minutes": {m: round(s / 60, 2) for m, s in seconds.items()},
-              "wall_minutes": round((time.perf_counter() - started) / 60, 1), "blends": table,
-              "best_share_per_repo": best_share_per_repo(table)}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "recipe-cv.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "recipe-cv.md").write_text(markdown(result))
+    result = run_record("recipe_cv.py", {
+        "quick": args.quick, "n_issues": len(examples), "folds": HOLD_OUT_EVERY, "config": config.to_dict(),
+        "adapt": adapt, "labels": LABELS, "train_minutes": {m: round(s / 60, 2) for m, s in seconds.items()},
+        "wall_minutes": round((time.perf_counter() - started) / 60, 1), "blends": table,
+        "best_share_per_repo": best_share_per_repo(table)})
+    write_report(out, "recipe-cv", result, markdown(result))
     print(markdown(result))
     print(f"wall {result['wall_minutes']} min; wrote {out / 'recipe-cv.json'}")
     return 0

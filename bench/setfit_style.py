@@ -35,16 +35,7 @@ class SetFitStyle:
     version: str = "setfit-style"
 
     def embed(self, texts: Sequence[str], batch_size: int = 32):
-        import numpy as np
-        import torch
-
-        self.model.eval()
-        chunks = []
-        with torch.inference_mode():
-            for start in range(0, len(texts), batch_size):
-                chunks.append(_mean_pool(self.model, self.tokenizer, texts[start:start + batch_size],
-                                         self.max_length).numpy())
-        return np.concatenate(chunks)
+        return embed(self.model, self.tokenizer, texts, self.max_length, batch_size)
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
         classes = list(self.head.classes_)
@@ -52,7 +43,18 @@ class SetFitStyle:
                 for row in self.head.predict_proba(self.embed(list(texts)))]
 
 
-def _mean_pool(model, tokenizer, texts: Sequence[str], max_length: int):
+def embed(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: int = 32):
+    """The texts' mean-pooled, normalised embeddings (as sentence-transformers computes them), in eval mode."""
+    import numpy as np
+    import torch
+
+    model.eval()
+    with torch.inference_mode():
+        return np.concatenate([mean_pool(model, tokenizer, texts[start:start + batch_size], max_length).numpy()
+                               for start in range(0, len(texts), batch_size)])
+
+
+def mean_pool(model, tokenizer, texts: Sequence[str], max_length: int):
     import torch
 
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True,
@@ -100,8 +102,8 @@ def train_setfit_style(base_model: str, texts: Sequence[str], labels: Sequence[s
     model.train()
     for start in range(0, len(pairs), BATCH_SIZE):
         batch = pairs[start:start + BATCH_SIZE]
-        left = _mean_pool(model, tokenizer, [texts[i] for i, _, _ in batch], max_length)
-        right = _mean_pool(model, tokenizer, [texts[j] for _, j, _ in batch], max_length)
+        left = mean_pool(model, tokenizer, [texts[i] for i, _, _ in batch], max_length)
+        right = mean_pool(model, tokenizer, [texts[j] for _, j, _ in batch], max_length)
         target = torch.tensor([similar for _, _, similar in batch])
         loss = torch.nn.functional.mse_loss((left * right).sum(-1), target)
         loss.backward()

@@ -14,8 +14,6 @@ Writes <out>/tfidf-cv.json and <out>/tfidf-cv.md (out: docs/quality, or var/benc
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import QUICK, REPOS, load_split, machine, repo_tfidf  # noqa: E402
+from bench.quality import QUICK, REPOS, load_split, repo_tfidf, run_record, write_report  # noqa: E402
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 OTHERS_WEIGHTS = (0.0, 0.3, 0.5, 1.0)
@@ -70,17 +68,14 @@ def main() -> int:
         seconds[str(others)] = round(time.perf_counter() - started, 1)
         print(f"other repositories weighted {others}: {scores[str(others)]:.4f} ({seconds[str(others)]} s)",
               flush=True)
-    result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
-              "n_issues": len(examples), "folds": HOLD_OUT_EVERY, "mean_repo_macro_f1": scores,
-              "seconds": seconds}
+    result = run_record("tfidf_cv.py", {"quick": args.quick, "n_issues": len(examples), "folds": HOLD_OUT_EVERY,
+                                        "mean_repo_macro_f1": scores, "seconds": seconds})
     lines = [f"5-fold CV of per-repository TF-IDF on {len(examples)} training issues, {result['date']}, "
              f"{result['machine']}.", "",
              "| other repositories' weight | out-of-fold mean-repo macro-F1 |", "|---|---|"]
     lines += [f"| {w}{' (own issues only)' if w == '0.0' else ' (the global model)' if w == '1.0' else ''} "
               f"| {score:.3f} |" for w, score in scores.items()]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "tfidf-cv.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "tfidf-cv.md").write_text("\n".join(lines) + "\n")
+    write_report(out, "tfidf-cv", result, "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -17,7 +17,6 @@ Writes <out>/validation.json (member scores and the blends' results) and <out>/v
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 import time
@@ -27,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.quality import (LABELS, OWN_TFIDF, QUICK, Bench, cpu_recipe,  # noqa: E402
-                           load_split, machine, run_recipe)
+                           load_split, run_recipe, run_record, write_report)
 
 HOLD_OUT_EVERY = 5  # every 5th issue of a repository and label: 60 per repository, labels kept balanced
 SHARES = (0.5, 0.6, 0.7, 0.8)  # TF-IDF's share of a blend
@@ -153,16 +152,13 @@ def main() -> int:
         config, adapt = cpu_recipe(args.quick, args.seed)
         started = time.perf_counter()
         bench = train_members(fit, validation, config, adapt, args.workdir)
-        result = {"date": dt.date.today().isoformat(), "machine": machine(), "quick": args.quick,
-                  "command": " ".join(["python", "bench/validate_recipe.py", *sys.argv[1:]]),
-                  "n_fit": len(fit), "n_validation": len(validation), "config": config.to_dict(), "adapt": adapt,
-                  "train_minutes": {name: round(s / 60, 2) for name, s in bench.seconds.items()},
-                  "wall_minutes": round((time.perf_counter() - started) / 60, 1),
-                  "candidates": candidate_blends(), "member_scores": _rounded(bench.scores),
-                  "blends": score_blends(bench.scores, validation)}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "validation.json").write_text(json.dumps(result) + "\n")
-    (out / "validation.md").write_text(markdown(result))
+        result = run_record("validate_recipe.py", {
+            "quick": args.quick, "n_fit": len(fit), "n_validation": len(validation), "config": config.to_dict(),
+            "adapt": adapt, "train_minutes": {name: round(s / 60, 2) for name, s in bench.seconds.items()},
+            "wall_minutes": round((time.perf_counter() - started) / 60, 1),
+            "candidates": candidate_blends(), "member_scores": _rounded(bench.scores),
+            "blends": score_blends(bench.scores, validation)})
+    write_report(out, "validation", result, markdown(result))
     print(markdown(result))
     return 0
 
