@@ -23,11 +23,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (LABELS, REPOS, TEST_SCORES, bootstrap_interval, load_split,  # noqa: E402
-                           run_record, write_report)
+from bench.quality import LABELS, REPOS, TEST_SCORES, bootstrap_interval, load_split, run_record, write_report  # noqa: E402
 from bench.reblend_cv import Scores, folds_of  # noqa: E402
-from bench.setfit_style import embed  # noqa: E402
 from bench.recipe_cv import OOF_SCORES  # noqa: E402
+from bench.setfit_style import embed  # noqa: E402
 from bench.validate_recipe import HOLD_OUT_EVERY  # noqa: E402
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # noqa: E402
 

@@ -78,7 +78,7 @@ class RawTextExample:
 
     @property
     def text(self) -> str:
-        from bot.issue_text import MAX_BODY_CHARS
+        from core.issue_text import MAX_BODY_CHARS
 
         return f"{self.title.strip()}\n\n{self.body[:MAX_BODY_CHARS].strip()}".strip()
 
@@ -134,7 +134,7 @@ class Bench:
 
         Training time is the members' unless `trained` names the models behind them, each counted once.
         """
-        from bot.classifier import blend_scores
+        from core.classifier import blend_scores
 
         members = encoders + ([tfidf] if tfidf else [])
         mean = [{label: sum(self.scores[m][i][label] for m in encoders) / len(encoders) for label in LABELS}
@@ -145,7 +145,7 @@ class Bench:
 
     def blend_by_repo(self, name: str, encoder: str, tfidf: str, shares: dict[str, float]) -> None:
         """As `blend`, with each repository's own TF-IDF share."""
-        from bot.classifier import blend_scores
+        from core.classifier import blend_scores
 
         self.scores[name] = [blend_scores([self.scores[encoder][i]], [self.scores[tfidf][i]],
                                           shares[example.repo])[0] for i, example in enumerate(self.test)]

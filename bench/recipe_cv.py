@@ -24,8 +24,18 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (LABELS, QUICK, REPOS, Bench, cpu_recipe, load_split, run_record,  # noqa: E402
-                           run_recipe, write_report, write_scores)
+from bench.quality import (  # noqa: E402
+    LABELS,
+    QUICK,
+    REPOS,
+    Bench,
+    cpu_recipe,
+    load_split,
+    run_recipe,
+    run_record,
+    write_report,
+    write_scores,
+)
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 SHARES = tuple(round(0.1 * n, 1) for n in range(11))  # 0: the encoder alone; 1: TF-IDF alone
@@ -55,7 +65,7 @@ def out_of_fold_scores(examples: list, config, adapt: dict, workdir: Path) -> tu
 
 def blend_table(scores: dict, examples: list) -> dict:
     """Mean-repo macro-F1 of each blend at each share, and each repository's macro-F1 per share."""
-    from bot.classifier import blend_scores
+    from core.classifier import blend_scores
     from trainer.evaluate import mean_repo_macro_f1, per_repo, top_label
 
     truth, repos = [e.label for e in examples], [e.repo for e in examples]

@@ -1,1 +1,1 @@
-"""Issue Sorter's GitHub App: webhook receiver, queue, worker and the data they keep."""
+"""Issue Sorter's GitHub App: webhook receiver, labelling and feedback workers, and the GitHub client."""

@@ -9,8 +9,8 @@ from redis import Redis
 from sqlalchemy.engine import Engine
 
 from bot import health, webhooks
-from bot.config import Settings
-from bot.db import make_engine
+from core.db import make_engine
+from core.settings import Settings
 
 MAX_DELIVERY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 

@@ -12,10 +12,10 @@ import re
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot import store
-from bot.db import session_scope
-from bot.kinds import SKIP, kind_of, kind_of_label
-from bot.models import IssueRecord, utcnow
+from core import store
+from core.db import session_scope
+from core.kinds import SKIP, kind_of, kind_of_label
+from core.tables import IssueRecord, utcnow
 
 log = logging.getLogger(__name__)
 BACKFILL_DONE = 0  # Repository.backfill_next_page once every page was read
@@ -32,6 +32,14 @@ def training_label(labels: tuple[str, ...]) -> str | None:
     if kind is not None:
         return next(label for label in labels if kind_of_label(label) == kind)
     return labels[0] if len(labels) == 1 else None
+
+
+def register_installation(session: Session, installation_id: int, account_login: str | None,
+                          repos: list[str]) -> None:
+    """Record a new installation and its repositories, before their backfill jobs run."""
+    store.ensure_installation(session, installation_id, account_login)
+    for repo in repos:
+        store.ensure_repository(session, repo, installation_id)
 
 
 def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation_id: int | None,

@@ -1,4 +1,4 @@
-"""WorkerContext: the services a worker process builds once and every job reads."""
+"""WorkerContext: the services a bot worker process builds once and every job reads."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.classifier import ServingModels
-from bot.config import Settings
-from bot.labeling import LabelingPolicy
+from bot.github_client import PermanentGitHubError
+from bot.serving import ServingModels
+from core.settings import Settings
 
 
 @dataclass
@@ -24,9 +24,13 @@ class WorkerContext:
     max_attempts: int = 6  # transient errors after this many tries are given up (and logged)
     backfill_max_issues: int = 1000  # labelled issues read per repository on installation
 
-    def policy(self) -> LabelingPolicy:
-        return LabelingPolicy(threshold=self.settings.threshold, create_labels=self.settings.create_labels,
-                              dry_run=self.github_for is None)
+    def github(self, installation_id: int | None):
+        """The IssueWriter acting as this installation; None in dry-run."""
+        if self.github_for is None:
+            return None
+        if not installation_id:
+            raise PermanentGitHubError("the delivery names no installation", status=None)
+        return self.github_for(installation_id)
 
 
 _current: WorkerContext | None = None

@@ -5,24 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bot.issues import IssueSnapshot
+
 MAX_JOB_BODY_CHARS = 20_000  # what travels in the queue; the worker re-reads the issue from GitHub anyway
 
 
 class MalformedPayload(ValueError):
     """The delivery is JSON but lacks a field its event must have."""
-
-
-@dataclass(frozen=True)
-class IssueSnapshot:
-    """What the delivery said about the issue; used when GitHub cannot be asked (dry-run)."""
-
-    title: str
-    body: str
-    state: str
-    labels: tuple[str, ...]
-    author_login: str | None
-    created_at: str | None
-    is_pull_request: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,11 +28,9 @@ class IssueEvent:
     snapshot: IssueSnapshot
     label: str | None = None  # the label added or removed (labeled / unlabeled)
     via_app_id: int | None = None  # performed_via_github_app.id, when an App did it
-    new_repo: str | None = None  # transferred: where the issue went
-    new_number: int | None = None
 
     def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        return _plain(asdict(self)) | {"snapshot": self.snapshot.to_job()}
 
 
 @dataclass(frozen=True)
@@ -109,27 +96,14 @@ def _parse_issue(delivery_id: str, action: str | None, payload: dict) -> IssueEv
     if action not in ISSUE_ACTIONS:
         return None
     issue, sender = payload["issue"], payload.get("sender") or {}
-    changes = payload.get("changes") or {}
-    new_issue = changes.get("new_issue") or {}
     return IssueEvent(
         delivery_id=delivery_id, action=action,
         installation_id=(payload.get("installation") or {}).get("id"),
         repo=payload["repository"]["full_name"], number=int(issue["number"]),
         sender_login=sender.get("login"), sender_is_bot=sender.get("type") == "Bot",
-        snapshot=snapshot_of(issue), label=(payload.get("label") or {}).get("name"),
+        snapshot=IssueSnapshot.from_json(issue, max_body_chars=MAX_JOB_BODY_CHARS),
+        label=(payload.get("label") or {}).get("name"),
         via_app_id=(issue.get("performed_via_github_app") or {}).get("id"),
-        new_repo=(changes.get("new_repository") or {}).get("full_name"),
-        new_number=new_issue.get("number"),
-    )
-
-
-def snapshot_of(issue: dict) -> IssueSnapshot:
-    return IssueSnapshot(
-        title=str(issue.get("title") or ""), body=str(issue.get("body") or "")[:MAX_JOB_BODY_CHARS],
-        state=str(issue.get("state") or "open"),
-        labels=tuple(str(label["name"]) for label in issue.get("labels") or [] if "name" in label),
-        author_login=(issue.get("user") or {}).get("login"), created_at=issue.get("created_at"),
-        is_pull_request="pull_request" in issue,
     )
 
 

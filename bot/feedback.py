@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot import store
-from bot.kinds import kind_of_label
-from bot.models import IssueRecord, LabelEvent, Prediction, utcnow
+from bot.issues import IssueSnapshot
+from core import store
+from core.kinds import kind_of_label
+from core.tables import IssueRecord, LabelEvent, Prediction, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,31 @@ def identify_actor(sender_login: str | None, sender_is_bot: bool, via_app_id: in
 def is_known_label(label: str, classes: list[str]) -> bool:
     """A label the models can learn from: one of a model's classes, or one that maps to a kind."""
     return label in classes or kind_of_label(label) is not None
+
+
+def record_issue_event(session: Session, event: dict, *, bot_login: str | None, app_id: int | None) -> str:
+    """An `issues` delivery other than opened: store what it says of the issue, and the decision it implies.
+
+    A deleted issue keeps nothing of its text and no training label; a transferred one is marked so
+    here (it is labelled afresh where it went, as a new delivery).
+    """
+    if is_event_recorded(session, event["delivery_id"]):  # a worker died before marking it done
+        return "skipped: event already recorded"
+    snapshot = IssueSnapshot.from_job(event["snapshot"])
+    actor = identify_actor(event.get("sender_login"), event.get("sender_is_bot", False), event.get("via_app_id"),
+                           bot_login=bot_login, app_id=app_id)
+    repository = store.ensure_repository(session, event["repo"], event.get("installation_id"))
+    deleted = event["action"] == "deleted"
+    state = {"deleted": "deleted", "transferred": "transferred"}.get(event["action"], snapshot.state)
+    issue = store.upsert_issue(session, repository, event["number"], title="" if deleted else snapshot.title,
+                               body="" if deleted else snapshot.body, author_login=snapshot.author_login,
+                               state=state)
+    if deleted:
+        issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
+    serving = store.serving_model_for(session, event["repo"])
+    return record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
+                              delivery_id=event["delivery_id"], current_labels=snapshot.labels,
+                              classes=list(serving.labels) if serving else [])
 
 
 def record_label_event(session: Session, issue: IssueRecord, *, action: str, label: str | None, actor: Actor,

@@ -8,32 +8,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from bot import store
-from bot.classifier import Classifier
-from bot.issue_text import format_issue_text
 from bot.feedback import removed_by_human
-from bot.kinds import kind_of_label, labels_for_kinds
-from bot.models import ModelVersion, Prediction
-from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT
+from bot.issues import IssueSnapshot
+from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT, RepoConfig
+from core import store
+from core.classifier import Classifier
+from core.issue_text import format_issue_text
+from core.kinds import kind_of_label, labels_for_kinds
+from core.settings import Settings
+from core.tables import ModelVersion, Prediction
 
 log = logging.getLogger(__name__)
 
 KIND_COLORS = {"bug": "d73a4a", "feature": "a2eeef", "question": "d876e3", "docs": "0075ca"}
-
-
-class IssueView(Protocol):
-    """What labelling needs to know of an issue; GitHub's fresh copy or the delivery's snapshot."""
-
-    title: str
-    body: str
-    state: str
-    labels: tuple[str, ...]
-    is_pull_request: bool
-    author_login: str | None
 
 
 @dataclass(frozen=True)
@@ -55,6 +45,19 @@ class LabelingPolicy:
         return self.per_label_thresholds.get(predicted, self.threshold)
 
 
+def policy_for(settings: Settings, config: RepoConfig, classifier: Classifier, *, dry_run: bool) -> LabelingPolicy:
+    """The policy for one repository: its config over the App's settings, and per-label thresholds from
+    the model's evaluation when the config asks for a target precision."""
+    thresholds: dict[str, float] = {}
+    card = getattr(classifier, "card", None)
+    if config.target_precision is not None and card is not None and card.thresholds:
+        thresholds = {label: float(t) for label, t in card.thresholds.items()}
+    return LabelingPolicy(threshold=config.threshold if config.threshold is not None else settings.threshold,
+                          create_labels=settings.create_labels, dry_run=dry_run, mode=config.mode,
+                          label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
+                          comment_template=config.comment_template, skip_authors=config.skip_authors)
+
+
 @dataclass(frozen=True)
 class Choice:
     predicted: str  # the model's top class
@@ -64,7 +67,7 @@ class Choice:
     create: bool = False  # the label must be created first
 
 
-def skip_reason(issue: IssueView, classes: list[str], policy: LabelingPolicy | None = None) -> str | None:
+def skip_reason(issue: IssueSnapshot, classes: list[str], policy: LabelingPolicy | None = None) -> str | None:
     """Why this issue must not be labelled, or None."""
     if policy is not None and policy.mode == "off":
         return "the repository's config sets mode: off"
@@ -108,14 +111,14 @@ def _map_to_repository(predicted: str, score: float, repo_labels: list[str], pol
     return Choice(predicted, score, None, f"the repository has no label for {predicted!r}")
 
 
-def classify_and_label(session: Session, *, repo: str, number: int, issue: IssueView, github,
+def classify_and_label(session: Session, *, repo: str, number: int, issue: IssueSnapshot, github,
                        classifier: Classifier, policy: LabelingPolicy, delivery_id: str | None = None,
                        installation_id: int | None = None) -> Prediction | str:
     """Label one issue; returns the stored Prediction, or the reason it was skipped."""
     repository = store.ensure_repository(session, repo, installation_id)
     record = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
                                 author_login=issue.author_login, state=issue.state,
-                                opened_at=getattr(issue, "created_at", None))
+                                opened_at=issue.created_at)
     reason = skip_reason(issue, classifier.labels, policy)
     if reason is None and store.latest_prediction(session, record) is not None:
         reason = "it was already handled"

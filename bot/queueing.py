@@ -1,6 +1,7 @@
-"""Queue names, job-id rules and enqueueing; the web process's only contact with Redis.
+"""Enqueueing a delivery once, and rescheduling a job GitHub asked us to retry later.
 
-Job functions are named by import path, so enqueueing never imports the worker's code (nor torch).
+The web process's only contact with Redis is `enqueue_once`; jobs are named by the contract in
+core.queues, so enqueueing never imports the worker's code (nor torch).
 """
 
 from __future__ import annotations
@@ -8,24 +9,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from datetime import timedelta
 from typing import Any
 
 from redis import Redis
-from rq import Queue, Retry
+from rq import get_current_job
+
+from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, make_queue
 
 log = logging.getLogger(__name__)
 
-LABELING_QUEUE = "labeling"  # issues to classify and label: latency matters
-FEEDBACK_QUEUE = "feedback"  # label decisions, comments, backfills: cheap, order-insensitive
-TRAINING_QUEUE = "training"  # fine-tuning runs: minutes each, one at a time
-QUEUES = (LABELING_QUEUE, FEEDBACK_QUEUE, TRAINING_QUEUE)
-
 DELIVERY_KEY = "issue-sorter:delivery:{}"  # SET NX marker: a redelivered delivery makes no second job
 DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # GitHub lets you redeliver for a few days; the DB remembers forever
-JOB_TIMEOUT = {LABELING_QUEUE: 300, FEEDBACK_QUEUE: 1800, TRAINING_QUEUE: 6 * 3600}
-# A job that crashed (DB restarting, worker killed) is retried by RQ; GitHub's own transient
-# errors are rescheduled by the job itself at the time GitHub asks for (see bot.jobs).
-CRASH_RETRY = Retry(max=3, interval=[10, 60, 300])
+FAILED_JOB_TTL = 30 * 24 * 3600  # seconds a failed delivery job stays inspectable in RQ
 
 
 def job_id(kind: str, delivery_id: str) -> str:
@@ -35,25 +31,38 @@ def job_id(kind: str, delivery_id: str) -> str:
     return f"{kind}--{safe}"
 
 
-def make_queue(redis: Redis, name: str) -> Queue:
-    return Queue(name, connection=redis, default_timeout=JOB_TIMEOUT[name])
-
-
-def enqueue_once(redis: Redis, queue_name: str, func: str, delivery_id: str, kwargs: dict[str, Any]) -> bool:
-    """Enqueue `func(**kwargs)` unless this delivery was already enqueued; True when a job was made.
+def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str, Any]) -> bool:
+    """Enqueue `spec(**kwargs)` unless this delivery was already enqueued; True when a job was made.
 
     Raises redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub
     marks the delivery failed and it can be redelivered.
     """
     marker = DELIVERY_KEY.format(delivery_id)
-    if not redis.set(marker, queue_name, nx=True, ex=DELIVERY_TTL_SECONDS):
+    if not redis.set(marker, spec.queue, nx=True, ex=DELIVERY_TTL_SECONDS):
         log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
         return False
     try:
-        make_queue(redis, queue_name).enqueue(
-            func, kwargs=kwargs, job_id=job_id(func.rsplit(".", 1)[-1], delivery_id),
-            retry=CRASH_RETRY, failure_ttl=30 * 24 * 3600)
+        enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
+                failure_ttl=FAILED_JOB_TTL)
     except Exception:
         redis.delete(marker)  # let GitHub's redelivery try again
         raise
     return True
+
+
+def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: float | None,
+               base_seconds: float, max_attempts: int, why: Exception) -> str:
+    """Run the current job again later without blocking the worker: after `delay` seconds (GitHub's
+    reset time) or, when GitHub named none, with doubling back-off from `base_seconds`."""
+    job = get_current_job()
+    attempt = int(job.meta.get("attempt", 1)) if job else 1
+    if attempt >= max_attempts:
+        log.error("giving up on %s after %d attempts: %s", kwargs.get("delivery_id"), attempt, why)
+        return f"failed: GitHub kept failing ({why})"
+    delay = delay if delay is not None else base_seconds * 2 ** (attempt - 1)
+    base_id = (job.id if job else spec.short_name).split("--retry")[0]
+    make_queue(redis, job.origin if job else LABELING_QUEUE).enqueue_in(
+        timedelta(seconds=max(0.0, delay)), spec.name, kwargs=kwargs, job_id=f"{base_id}--retry{attempt}",
+        meta={"attempt": attempt + 1}, retry=CRASH_RETRY)
+    log.warning("GitHub error on %s; retry %d in %.0f s: %s", kwargs.get("delivery_id"), attempt, delay, why)
+    return f"rescheduled in {delay:.0f} s"

@@ -1,19 +1,28 @@
 """Per-repository settings from `.github/issue-sorter.yml` (or the org's `.github` repository).
 
 Parsing is pure: text in, a RepoConfig and a list of problems out. A bad file never crashes a job:
-its problems are reported once and safe defaults apply.
+its problems are logged (and commented on the issue once a day, in comment/suggest mode) and safe
+defaults apply (`config_for`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 from dataclasses import dataclass, field
 
 import yaml
+from redis import Redis
 
-from bot.kinds import KINDS
+from bot.github_client import PermanentGitHubError
+from core.kinds import KINDS
+
+log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".github/issue-sorter.yml"
+WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the problems: one comment a day
+WARNING_MARKER = "<!-- issue-sorter:config -->"
 MODES = ("label", "comment", "suggest", "off")
 DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue **{label}** ({score:.0%} sure). "
                    "If that is wrong, change the label: the bot learns from it.")
@@ -119,3 +128,25 @@ def load_config(github, repo: str) -> tuple[RepoConfig, list[str]]:
         text = github.get_file_text(org_repo, CONFIG_PATH)
         source = f"{org_repo}/{CONFIG_PATH}"
     return parse_config(text, source)
+
+
+def config_for(github, repo: str, *, number: int, redis: Redis) -> RepoConfig:
+    """The repository's config for labelling issue `number`; a broken file is reported and never stops it."""
+    try:
+        config, problems = load_config(github, repo)
+    except PermanentGitHubError as error:
+        log.warning("%s: cannot read the config file (%s); using defaults", repo, error)
+        return RepoConfig()
+    if problems:
+        _report_problems(github, repo, number, redis, config, problems)
+    return config
+
+
+def _report_problems(github, repo: str, number: int, redis: Redis, config: RepoConfig,
+                     problems: list[str]) -> None:
+    message = (f"Issue Sorter could not use {config.source}, so it runs with safe defaults:\n"
+               + "\n".join(f"- {p}" for p in problems))
+    log.warning("%s", message)
+    digest = hashlib.sha256(message.encode()).hexdigest()[:16]
+    if config.wants_comments and github and redis.set(WARNED_KEY.format(repo, digest), 1, nx=True, ex=86400):
+        github.create_comment(repo, number, f"{WARNING_MARKER}\n{message}")

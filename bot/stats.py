@@ -8,7 +8,7 @@ from collections import Counter
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.models import IssueRecord, Prediction, Repository, utcnow
+from core.tables import IssueRecord, Prediction, Repository, utcnow
 
 RECENT_DAYS = 30
 

@@ -10,21 +10,22 @@ from redis.exceptions import RedisError
 
 from bot import events, queueing
 from bot.signatures import verify_signature
+from core.queues import BACKFILL_INSTALLATION, HANDLE_COMMENT, LABEL_ISSUE, RECORD_ISSUE_EVENT, JobSpec
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("webhooks", __name__)
 
-# (event type, action or None for any) → (queue, job function). The whole routing table of the bot.
-ROUTES: dict[tuple[type, str | None], tuple[str, str]] = {
-    (events.IssueEvent, "opened"): (queueing.LABELING_QUEUE, "bot.jobs.label_issue"),
-    **{(events.IssueEvent, action): (queueing.FEEDBACK_QUEUE, "bot.jobs.record_issue_event")
+# (event type, action or None for any) → the job that handles it. The whole routing table of the bot.
+ROUTES: dict[tuple[type, str | None], JobSpec] = {
+    (events.IssueEvent, "opened"): LABEL_ISSUE,
+    **{(events.IssueEvent, action): RECORD_ISSUE_EVENT
        for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted")},
-    (events.CommentEvent, None): (queueing.FEEDBACK_QUEUE, "bot.jobs.handle_comment"),
-    (events.InstallationEvent, None): (queueing.FEEDBACK_QUEUE, "bot.jobs.backfill_installation"),
+    (events.CommentEvent, None): HANDLE_COMMENT,
+    (events.InstallationEvent, None): BACKFILL_INSTALLATION,
 }
 
 
-def route_for(event: events.Event) -> tuple[str, str] | None:
+def route_for(event: events.Event) -> JobSpec | None:
     action = getattr(event, "action", None)
     return ROUTES.get((type(event), action)) or ROUTES.get((type(event), None))
 
@@ -55,11 +56,10 @@ def receive():
     return _enqueue(route, event)
 
 
-def _enqueue(route: tuple[str, str], event: events.Event):
-    queue_name, func = route
+def _enqueue(job: JobSpec, event: events.Event):
     try:
-        created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], queue_name, func,
-                                        event.delivery_id, event.job_kwargs())
+        created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], job, event.delivery_id,
+                                        event.job_kwargs())
     except RedisError as error:
         log.error("cannot queue delivery %s: Redis unavailable (%s)", event.delivery_id, type(error).__name__)
         return {"error": "queue unavailable, please redeliver"}, 503

@@ -1,4 +1,4 @@
-"""`issue-sorter worker`: build the WorkerContext once, load the model once, run an RQ worker."""
+"""`issue-sorter worker`: build the WorkerContext once, load the serving model once, run an RQ worker."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ import logging
 from redis import Redis
 from rq import SimpleWorker
 
-from bot import context, store
-from bot.classifier import ServingModels
-from bot.config import Settings
-from bot.db import make_sessionmaker, session_scope
-from bot.jobs import NO_MODEL
-from bot.models import GLOBAL_SCOPE
-from bot.queueing import QUEUES
+from bot import context
+from bot.serving import NO_MODEL, Served, ServingModels
+from core import store
+from core.db import make_sessionmaker, session_scope
+from core.queues import BOT_QUEUES
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -21,10 +20,12 @@ log = logging.getLogger(__name__)
 def build_context(settings: Settings, *, redis: Redis | None = None, github_for=None) -> context.WorkerContext:
     sessions = make_sessionmaker(settings.database_url)
 
-    def resolve(scope: str) -> tuple[str, str] | None:
+    def resolve(repo: str | None) -> Served | None:
         with session_scope(sessions) as session:
-            version = store.serving_model_version(session, scope)
-            return (version.version, version.path) if version else None
+            promotion = store.serving_promotion_for(session, repo)
+            if promotion is None:
+                return None
+            return Served(promotion.scope, promotion.model_version.version, promotion.model_version.path)
 
     if github_for is None and not settings.dry_run:
         from bot.github_client import GitHubApp
@@ -36,11 +37,11 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
                                  github_for=github_for, redis=redis or Redis.from_url(settings.redis_url))
 
 
-def run_worker(settings: Settings, *, queues: tuple[str, ...] = QUEUES, burst: bool = False) -> bool:
+def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burst: bool = False) -> bool:
     """Serve jobs until stopped. SimpleWorker: no fork, so the model loaded here is reused by every
     job (a forked horse after torch ran in the parent hangs; STACK-NOTES section 4)."""
     ctx = build_context(settings)
-    if ctx.models.get(GLOBAL_SCOPE) is None:
+    if ctx.models.for_repository(None) is None:
         raise SystemExit(f"issue-sorter worker: {NO_MODEL}")
     if ctx.github_for is None:
         log.warning("dry-run: no GitHub App credentials; issues are classified and stored, nothing is written")

@@ -6,27 +6,26 @@ import argparse
 import json
 import random
 import sys
-from functools import partial
 from pathlib import Path
 
-from bot.config import Settings
-from bot.db import make_sessionmaker, session_scope
+from core.db import make_sessionmaker, session_scope
+from core.settings import Settings
+from issue_sorter.command import add
 
 
-def add_commands(commands, load_settings) -> None:
-    retrain = commands.add_parser("retrain", help="train a challenger now and promote it if it beats the champion")
+def add_commands(commands) -> None:
+    """Add the learning loop's operator commands to the `issue-sorter` tree."""
+    retrain = add(commands, "retrain", cmd_retrain, "train a challenger now and promote it if it beats the champion")
     retrain.add_argument("--repo", help="owner/name (default: the global model)")
     retrain.add_argument("--force", action="store_true", help="promote even if it does not score better")
-    retrain.set_defaults(func=partial(_on_migrated_database, cmd_retrain, load_settings))
-    backfill = commands.add_parser("backfill", help="read a repository's labelled issues as training data")
+    backfill = add(commands, "backfill", cmd_backfill, "read a repository's labelled issues as training data")
     backfill.add_argument("repo", help="owner/name")
     backfill.add_argument("--max-issues", type=int, default=1000)
-    backfill.set_defaults(func=partial(_on_migrated_database, cmd_backfill, load_settings))
-    stats = commands.add_parser("stats", help="live quality: suggestions, accepted, rejected, corrected")
+    stats = add(commands, "stats", cmd_stats, "live quality: suggestions, accepted, rejected, corrected")
     stats.add_argument("--repo", help="owner/name")
     stats.add_argument("--json", action="store_true")
-    stats.set_defaults(func=partial(_on_migrated_database, cmd_stats, load_settings))
-    replay = commands.add_parser("replay", help="replay a labelled file through the pipeline; learning curve")
+    replay = add(commands, "replay", cmd_replay, "replay a labelled file through the pipeline; learning curve",
+                 database=False)
     replay.add_argument("file", type=Path)
     replay.add_argument("--repo", required=True, help="the file's repository to replay (owner/name)")
     replay.add_argument("--retrain-every", type=int, default=50, help="confirmed issues between retrainings")
@@ -43,34 +42,18 @@ def add_commands(commands, load_settings) -> None:
     replay.add_argument("--seed", type=int, default=42, help="seed of --order shuffled")
     replay.add_argument("--out", type=Path, default=Path("var/replay"), help="where the CSV and PNG go")
     replay.add_argument("--json", action="store_true")
-    replay.set_defaults(func=lambda args: cmd_replay(args, load_settings()))
-
-
-def _on_migrated_database(handler, load_settings, args: argparse.Namespace) -> int:
-    """Run `handler` once the database is known to be migrated; otherwise one line naming the fix."""
-    from bot.migrate import DatabaseNotReady, require_tables
-
-    settings = load_settings()
-    try:
-        require_tables(settings.database_url)
-    except DatabaseNotReady as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return handler(args, settings)
 
 
 def cmd_retrain(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.models import GLOBAL_SCOPE
-    from trainer.jobs import result_comment
+    from core.tables import GLOBAL_SCOPE
     from trainer.registry import Registry
     from trainer.retrain import RetrainPolicy, retrain_scope
 
-    policy = RetrainPolicy(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
-                           epochs=settings.retrain_epochs, max_length=settings.retrain_max_length)
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         result = retrain_scope(session, Registry(settings.model_dir, session), args.repo or GLOBAL_SCOPE,
-                               policy=policy, force=args.force, trigger="manual", progress=True)
-        print(result_comment(result).split("\n", 1)[1])
+                               policy=RetrainPolicy.from_settings(settings), force=args.force, trigger="manual",
+                               progress=True)
+        print(result.summary())
     return 0 if result.run is not None else 1
 
 
@@ -98,7 +81,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from issue_sorter.replay import ReplayOptions, replay, temporary_workdir, write_curve
+    from simulation.replay import ReplayOptions, replay, temporary_workdir, write_curve
     from trainer.dataset import load_file
 
     examples = [e for e in load_file(args.file) if e.repo in (None, args.repo)]
@@ -128,7 +111,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _promoted_model_dir(settings: Settings) -> Path:
-    from bot import store
+    from core import store
 
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         version = store.serving_model_version(session)

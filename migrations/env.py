@@ -1,13 +1,13 @@
-"""Alembic environment: URL from the App's Settings (DATABASE_URL), metadata from bot.models."""
+"""Alembic environment: URL from the App's Settings (DATABASE_URL), metadata from core.tables."""
 
 import os
 from logging.config import fileConfig
 
 from alembic import context
 
-import bot.models  # noqa: F401  (registers every table on Base.metadata)
-from bot.config import Settings
-from bot.db import Base, make_engine
+import core.tables  # noqa: F401  (registers every table on Base.metadata)
+from core.db import Base, make_engine
+from core.settings import Settings
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):

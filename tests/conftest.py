@@ -13,8 +13,8 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import create_engine, text
 
-from bot.config import Settings
-from bot.db import Base, make_sessionmaker
+from core.db import Base, make_sessionmaker
+from core.settings import Settings
 from tests.paths import WEBHOOKS
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -120,7 +120,7 @@ def tiny_model_dir(tmp_path_factory):
 
 def promote_model(database_url: str, model_dir, source_dir, scope: str = "global") -> str:
     """Register a copy of `source_dir` in the registry at `model_dir` and make it serve `scope`."""
-    from bot.db import make_sessionmaker, session_scope
+    from core.db import make_sessionmaker, session_scope
     from trainer.registry import Registry
 
     with session_scope(make_sessionmaker(database_url)) as session:

@@ -1,0 +1,1 @@
+"""Training: datasets, fine-tuning, evaluation, the model registry, the promotion gate and retraining."""

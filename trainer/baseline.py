@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.card import write_card
+from core.card import PIPELINE_FILE, write_card
 from trainer.dataset import Example
 
-PIPELINE_FILE = "pipeline.joblib"  # the name bot.classifier.TfidfClassifier loads
 BASE_MODEL = "tfidf-logreg"  # recorded as the base model of baseline versions
 
 
@@ -32,8 +31,9 @@ class TrainedBaseline:
                     data_fingerprint=data_fingerprint)
 
     def classifier(self, version: str = "unregistered"):
-        """This baseline as a `bot.classifier.TfidfClassifier`, without saving it first."""
-        from bot.classifier import ModelCard, TfidfClassifier
+        """This baseline as a `core.classifier.TfidfClassifier`, without saving it first."""
+        from core.card import ModelCard
+        from core.classifier import TfidfClassifier
 
         return TfidfClassifier(self.pipeline, ModelCard(version=version, labels=self.labels, kind="tfidf",
                                                         base_model=self.base_model))

@@ -3,7 +3,7 @@
 The fine-tuned encoder and TF-IDF + logistic regression make different mistakes; averaging their
 probabilities beat either alone on validation and on the NLBSE'24 test split (docs/BENCHMARKS.md).
 A blend is saved as one registry version with each member in its own subdirectory, and served by
-`bot.classifier.BlendedClassifier`.
+`core.classifier.BlendedClassifier`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.classifier import BLEND_MEMBERS, BlendedClassifier
+from core.card import BLEND_MEMBERS, write_card
+from core.classifier import BlendedClassifier
 from trainer.baseline import TrainedBaseline, train_tfidf_borrowing
-from trainer.card import write_card
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example
 from trainer.train import TrainedModel, fine_tune

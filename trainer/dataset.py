@@ -21,14 +21,19 @@ from huggingface_hub import hf_hub_download
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.issue_text import format_issue_text
-from bot.models import GLOBAL_SCOPE, IssueRecord, Repository
-from trainer.kinds import kind_of
+from core.issue_text import format_issue_text
+from core.kinds import kind_of
+from core.tables import GLOBAL_SCOPE, IssueRecord, Repository
 
 log = logging.getLogger(__name__)
 
 HUB_DATASET = "open-index/open-github-issues"  # the lesson's dataset: issues of 17 projects with labels
 HUB_PATH = "data/issues/{repo}/0.parquet"
+# The lesson's split of the hub dataset's projects: TEST_REPOS are never trained on.
+TRAIN_REPOS = ["python/cpython", "rust-lang/rust", "microsoft/TypeScript",
+               "kubernetes/kubernetes", "pingcap/tidb", "swiftlang/swift",
+               "ClickHouse/ClickHouse", "golang/go"]
+TEST_REPOS = ["moby/moby", "etcd-io/etcd", "facebook/react", "redis/redis", "vuejs/core"]
 FILE_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 

@@ -6,8 +6,8 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 
-from bot.kinds import labels_for_kinds
-from bot.models import GLOBAL_SCOPE, ModelVersion, TrainingRun
+from core.kinds import labels_for_kinds
+from core.tables import GLOBAL_SCOPE, ModelVersion, TrainingRun
 from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import evaluate_classifier
 from trainer.registry import Registry
@@ -23,7 +23,7 @@ def compare_and_promote(registry: Registry, challenger_version: str, eval_exampl
     """
     challenger = registry.get(challenger_version)
     # a repository without a model of its own is served by the global model through the kind mapping
-    champion = registry.serving(scope) or (registry.serving(GLOBAL_SCOPE) if scope != GLOBAL_SCOPE else None)
+    champion = registry.serving_for(scope)
     run = TrainingRun(scope=scope, trigger=trigger, n_examples=len(eval_examples),
                       challenger_version_id=challenger.id,
                       champion_version_id=champion.id if champion else None)

@@ -11,10 +11,10 @@ from typing import Any, Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.classifier import Classifier, load_classifier
-from bot.models import GLOBAL_SCOPE, ModelPromotion, ModelVersion
-from bot.store import serving_model_version
-from trainer.card import read_card, update_card
+from core.card import read_card, update_card
+from core.classifier import Classifier, load_classifier
+from core.store import serving_model_for, serving_model_version
+from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
 
 ROLLBACK = "rollback"  # reason prefix of promotions made by `rollback`; the history replay recognises it
 
@@ -109,6 +109,10 @@ class Registry:
     def serving(self, scope: str = GLOBAL_SCOPE) -> ModelVersion | None:
         """The version serving `scope` now, if any."""
         return serving_model_version(self.session, scope)
+
+    def serving_for(self, repo: str) -> ModelVersion | None:
+        """The version that serves `repo` now: its own, else the global one."""
+        return serving_model_for(self.session, repo)
 
     def rollback(self, scope: str = GLOBAL_SCOPE) -> ModelPromotion:
         """Serve again the version that served before the current one; repeated calls go further back."""

@@ -10,14 +10,15 @@ import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.classifier import ModelCard, encoder_directory
-from bot.kinds import KINDS, kind_of_label
-from bot.models import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
+from core.card import ModelCard
+from core.classifier import encoder_directory
+from core.kinds import KINDS, kind_of_label
+from core.settings import Settings
+from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example, data_fingerprint, load_database
 from trainer.gate import compare_and_promote
@@ -35,9 +36,15 @@ class RetrainPolicy:
     holdout_share: float = 0.2  # the most recent share of confirmed issues, kept to judge both models
     min_holdout: int = 10  # never judge on fewer recent issues than this
     epochs: int = 2  # the lesson's recipe; the base is the serving model, so little is needed
-    max_length: int = 256
+    max_length: int | None = None  # tokens read per issue; None: the champion's recipe (its model card)
     other_repos_tfidf_weight: float = OTHER_REPOS_TFIDF_WEIGHT  # other repos' issues in a repository's TF-IDF
     max_borrowed: int = 20_000  # the most recent other repos' issues it borrows: bounds memory and fit time
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetrainPolicy:
+        """The operator's choices (ISSUE_SORTER_RETRAIN_*), the rest as defined here."""
+        return cls(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
+                   epochs=settings.retrain_epochs, max_length=settings.retrain_max_length)
 
 
 @dataclasses.dataclass
@@ -49,6 +56,27 @@ class RetrainResult:
     @property
     def promoted(self) -> bool:
         return bool(self.run and self.run.promoted)
+
+    def summary(self) -> str:
+        """One paragraph for people: both scores and the decision, or why nothing was trained."""
+        run = self.run
+        if run is None:
+            return f"No retraining: {self.message}."
+        old, new = (_score(score) for score in (run.champion_score, run.challenger_score))
+        verdict = "promoted: it serves from now on" if run.promoted else "not promoted: the serving model stays"
+        return (f"Retrained {self.scope} on {run.n_examples} held-out recent issues: macro-F1 of the serving "
+                f"model {old}, of the new model {new}. New model {verdict}.")
+
+    def to_dict(self) -> dict:
+        """Plain values: what the training job returns, and the bot's reply posts."""
+        run = self.run
+        return {"scope": self.scope, "message": self.message, "summary": self.summary(),
+                "promoted": self.promoted, "champion_score": run.champion_score if run else None,
+                "challenger_score": run.challenger_score if run else None}
+
+
+def _score(value: float | None) -> str:
+    return "none" if value is None else f"{value:.3f}"
 
 
 def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
@@ -100,17 +128,14 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     """Train a challenger for `scope` from the serving model and promote it only if it is better."""
     from trainer.blend import train_model
 
-    champion = registry.serving(scope) or registry.serving(GLOBAL_SCOPE)
+    champion = registry.serving_for(scope)
     known_kinds = [label for label in (champion.labels if champion else []) if label in KINDS]
     examples, labels = examples_for_scope(session, scope, policy, known_kinds)
     train, held_out = split_recent(examples, policy)
     if len(train) < policy.min_holdout or len({e.label for e in train}) < 2:
         return RetrainResult(scope, None, f"{scope}: not enough confirmed issues to retrain "
                                           f"({len(examples)} usable, {len(train)} to train on)")
-    # the challenger starts from the champion's encoder and keeps its recipe's blend with TF-IDF
-    config = TrainConfig(base_model=str(encoder_directory(champion.path)) if champion else None,
-                         epochs=policy.epochs, max_length=policy.max_length,
-                         tfidf_share=_tfidf_share(champion.path) if champion else 0.0)
+    config = challenger_config(champion, policy)
     labels = _warm_start_order(labels, champion.labels if champion else [])
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
     others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed)
@@ -122,9 +147,19 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     return RetrainResult(scope, run, run.message)
 
 
-def _tfidf_share(model_path: str) -> float:
-    card = ModelCard.read(Path(model_path))
-    return (card.extra or {}).get("tfidf_share", 0.0) if card.kind == "blend" else 0.0
+def challenger_config(champion: ModelVersion | None, policy: RetrainPolicy) -> TrainConfig:
+    """The challenger's recipe: the champion's own (read back from its model card), from the champion's
+    encoder, with the retraining's epochs; the same blend with TF-IDF."""
+    if champion is None:
+        return TrainConfig(epochs=policy.epochs, max_length=policy.max_length or TrainConfig.max_length)
+    card = ModelCard.read(champion.path)
+    known = {field.name for field in dataclasses.fields(TrainConfig)}
+    recipe = {key: value for key, value in card.train_config.items() if key in known}
+    recipe |= {"base_model": str(encoder_directory(champion.path)), "epochs": policy.epochs, "max_steps": None,
+               "device": "auto", "tfidf_share": card.tfidf_share}
+    if policy.max_length:
+        recipe["max_length"] = policy.max_length
+    return TrainConfig(**recipe)
 
 
 def _warm_start_order(labels: list[str], base_labels: Sequence[str]) -> list[str]:

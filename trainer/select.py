@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.models import GLOBAL_SCOPE, ModelVersion
+from core.tables import GLOBAL_SCOPE, ModelVersion
 from trainer.baseline import BASE_MODEL as BASELINE
 from trainer.baseline import train_tfidf
 from trainer.config import TrainConfig

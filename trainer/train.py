@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.issue_text import shorten_text
-from trainer.card import write_card
+from core.card import write_card
+from core.issue_text import shorten_text
 from trainer.config import TrainConfig
 from trainer.dataset import Example
 
@@ -45,8 +45,9 @@ class TrainedModel:
                     data_fingerprint=data_fingerprint)
 
     def classifier(self, version: str = "unregistered"):
-        """This model as a `bot.classifier.TransformerClassifier`, without saving it first."""
-        from bot.classifier import ModelCard, TransformerClassifier
+        """This model as a `core.classifier.TransformerClassifier`, without saving it first."""
+        from core.card import ModelCard
+        from core.classifier import TransformerClassifier
 
         card = ModelCard(version=version, labels=self.labels, max_length=self.config.max_length,
                          base_model=self.base_model)
@@ -202,7 +203,7 @@ class Stepper:
 
 def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics: dict | None = None,
          thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
-    """Write weights (safetensors), tokenizer and model card so `bot.classifier.load_classifier` loads it."""
+    """Write weights (safetensors), tokenizer and model card so `core.classifier.load_classifier` loads it."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(directory)

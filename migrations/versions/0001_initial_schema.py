@@ -7,9 +7,8 @@ Create Date: 2026-11-29 21:12:41.855348
 """
 from typing import Sequence, Union
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision: str = '0001'

@@ -11,10 +11,12 @@ from rq import SimpleWorker
 
 from bot import context
 from bot.app import create_app
-from bot.queueing import QUEUES
+from core.queues import QUEUES
 from bot.signatures import sign_body
 from bot.worker import build_context
-from issue_sorter.fake_github import FakeGitHub
+from simulation.fake_github import FakeGitHub
+from trainer import context as training_context
+from trainer.worker import build_context as build_training_context
 from tests.conftest import WEBHOOK_SECRET, promote_model
 
 REPO = "Codertocat/Hello-World"
@@ -44,6 +46,16 @@ def bare_context(app_settings, sessions, redis):
     context.configure(ctx)
     yield ctx
     context.configure(None)
+
+
+@pytest.fixture
+def install_training_context(bare_context):
+    """Installs the training worker's context, built from the bot's settings as they are when called."""
+    def install():
+        training_context.configure(build_training_context(bare_context.settings, redis=bare_context.redis))
+
+    yield install
+    training_context.configure(None)
 
 
 @pytest.fixture

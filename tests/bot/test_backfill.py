@@ -9,9 +9,9 @@ from rq.scheduler import RQScheduler
 from sqlalchemy import select
 
 from bot.backfill import BACKFILL_DONE, training_label
-from bot.db import session_scope
-from bot.models import Installation, IssueRecord, Repository
-from bot.queueing import FEEDBACK_QUEUE
+from core.queues import FEEDBACK_QUEUE
+from core.db import session_scope
+from core.tables import Installation, IssueRecord, Repository
 from tests.bot.conftest import INSTALLATION, REPO, deliver, run_worker
 
 pytestmark = pytest.mark.redis

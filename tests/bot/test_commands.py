@@ -4,7 +4,7 @@ fake GitHub → a job on the training queue (never run here) and an answer in th
 import pytest
 from rq import Queue
 
-from bot.queueing import FEEDBACK_QUEUE, TRAINING_QUEUE
+from core.queues import FEEDBACK_QUEUE, TRAINING_QUEUE
 from tests.bot.conftest import REPO, deliver, run_worker
 
 pytestmark = pytest.mark.redis
@@ -78,7 +78,7 @@ def test_comments_without_the_command_or_from_bots_do_nothing(bare_context, fake
 
 
 def test_a_longer_word_that_starts_like_the_command_is_not_the_command():
-    from bot.jobs import RETRAIN_COMMAND
+    from bot.commands import RETRAIN_COMMAND
 
     assert RETRAIN_COMMAND.match("/issue-sorter retrain please")
     assert not RETRAIN_COMMAND.match("/issue-sorter retrainer")

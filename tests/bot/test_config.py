@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, Settings
+from core.settings import ConfigError, Settings
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"
 

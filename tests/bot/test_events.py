@@ -35,9 +35,11 @@ def test_labeled_event_carries_the_label_and_sender(payload):
         "labeled", "bug", "Codertocat", False)
 
 
-def test_transferred_event_names_the_new_home(payload):
-    event = events.parse("issues", "d-4", payload("issues/transferred"))
-    assert event.new_repo and event.new_number
+def test_transferred_event_is_an_issue_event_of_the_old_home(payload):
+    data = payload("issues/transferred")
+    event = events.parse("issues", "d-4", data)
+    assert (event.action, event.repo, event.number) == ("transferred", data["repository"]["full_name"],
+                                                       data["issue"]["number"])
 
 
 def test_comment_and_installation_events(payload):

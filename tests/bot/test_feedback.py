@@ -7,12 +7,14 @@ import pytest
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from sqlalchemy import select
 
-from bot import context, feedback, store
-from bot.db import Base, make_sessionmaker, session_scope
-from bot.models import IssueRecord, LabelEvent, WebhookDelivery
-from bot.queueing import DELIVERY_KEY, FEEDBACK_QUEUE
+from bot import context, feedback
+from bot.queueing import DELIVERY_KEY
+from core.queues import FEEDBACK_QUEUE
 from bot.repo_config import CONFIG_PATH
 from bot.worker import build_context
+from core import store
+from core.db import Base, make_sessionmaker, session_scope
+from core.tables import IssueRecord, LabelEvent, WebhookDelivery
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 pytestmark = pytest.mark.redis

@@ -11,7 +11,7 @@ import requests
 from github import Auth
 
 from bot.github_client import GitHubApp, IssueSnapshot, PermanentGitHubError, TransientGitHubError
-from issue_sorter.fake_github import FakeGitHub, generate_app_keypair
+from simulation.fake_github import FakeGitHub, generate_app_keypair
 from tests.paths import API_RECORDINGS
 
 APP_ID = 4242

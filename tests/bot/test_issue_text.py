@@ -1,6 +1,6 @@
 """The text a model reads: template boilerplate out, the reporter's words in, bounded size."""
 
-from bot.issue_text import CODE_BLOCK_CHARS, MAX_BODY_CHARS, clean_issue_body, format_issue_text
+from core.issue_text import CODE_BLOCK_CHARS, MAX_BODY_CHARS, clean_issue_body, format_issue_text
 
 
 def test_template_boilerplate_is_removed_and_the_words_stay():

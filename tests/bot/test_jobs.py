@@ -8,14 +8,15 @@ from rq.registry import ScheduledJobRegistry
 from rq.scheduler import RQScheduler
 from sqlalchemy import select
 
-from bot import context, store
-from bot.classifier import load_classifier
-from bot.issue_text import format_issue_text
-from bot.db import session_scope
-from bot.kinds import labels_for_kinds
-from bot.models import Prediction, WebhookDelivery
-from bot.queueing import LABELING_QUEUE
+from bot import context
+from core.queues import LABELING_QUEUE
 from bot.worker import build_context
+from core import store
+from core.classifier import load_classifier
+from core.db import session_scope
+from core.issue_text import format_issue_text
+from core.kinds import labels_for_kinds
+from core.tables import Prediction, WebhookDelivery
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -1,6 +1,6 @@
 import pytest
 
-from bot.kinds import kind_of, kind_of_label, labels_for_kinds
+from core.kinds import kind_of, kind_of_label, labels_for_kinds
 
 
 @pytest.mark.parametrize("label,kind", [

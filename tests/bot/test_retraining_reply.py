@@ -7,10 +7,10 @@ import datetime as dt
 import pytest
 from rq import Queue, SimpleWorker
 
-from bot import store
-from bot.db import session_scope
-from bot.models import TrainingRun
-from bot.queueing import TRAINING_QUEUE
+from core.queues import TRAINING_QUEUE
+from core import store
+from core.db import session_scope
+from core.tables import TrainingRun
 from tests.bot.conftest import REPO, deliver, run_worker
 from tests.paths import NLBSE
 from trainer.dataset import load_file
@@ -36,8 +36,9 @@ def confirmed_issues(ctx, count: int) -> None:
 
 
 def test_a_maintainers_retrain_command_is_answered_with_old_and_new_scores(worker_context, fake_github, client,
-                                                                          payload, redis):
+                                                                          payload, redis, install_training_context):
     worker_context.settings = dataclasses.replace(worker_context.settings, retrain_epochs=1, retrain_max_length=32)
+    install_training_context()
     confirmed_issues(worker_context, 30)
     fake_github.add_issue(REPO, 1, "Retrain please", "")
     comment = payload("issue_comment/created.with-installation")
@@ -48,6 +49,7 @@ def test_a_maintainers_retrain_command_is_answered_with_old_and_new_scores(worke
     run_worker(redis, queues=("feedback",))  # permission asked, job queued, acknowledged
     assert Queue(TRAINING_QUEUE, connection=redis).count == 1
     SimpleWorker([TRAINING_QUEUE], connection=redis).work(burst=True)  # the training worker
+    run_worker(redis, queues=("feedback",))  # the bot posts the answer the training job sent back
     acknowledgement, answer = fake_github.comments(REPO, 1)
     assert "Retraining started" in acknowledgement
     with session_scope(worker_context.sessionmaker) as session:

@@ -4,10 +4,10 @@ import datetime as dt
 
 import pytest
 
-from bot import store
-from bot.db import session_scope
-from bot.models import Prediction
 from bot.stats import format_table, live_stats
+from core import store
+from core.db import session_scope
+from core.tables import Prediction
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.timezone.utc)

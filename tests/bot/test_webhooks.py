@@ -7,7 +7,8 @@ from redis import Redis
 from rq import Queue
 
 from bot.app import MAX_DELIVERY_BYTES, create_app
-from bot.queueing import DELIVERY_KEY, LABELING_QUEUE
+from bot.queueing import DELIVERY_KEY
+from core.queues import LABELING_QUEUE
 from bot.signatures import sign_body
 from tests.conftest import WEBHOOK_SECRET
 
@@ -111,7 +112,7 @@ def test_the_request_path_never_imports_torch_or_the_jobs(settings, payload):
 import json, sys
 from redis import Redis
 from bot.app import create_app
-from bot.config import Settings
+from core.settings import Settings
 from bot.signatures import sign_body
 settings = Settings(webhook_secret="s", database_url={settings.database_url!r}, redis_url={settings.redis_url!r})
 client = create_app(settings, redis=Redis.from_url({settings.redis_url!r})).test_client()
@@ -119,7 +120,7 @@ body = {opened_body(payload)!r}
 response = client.post("/webhook", data=body, headers={{"X-GitHub-Event": "issues", "X-GitHub-Delivery": "iso-1",
     "X-Hub-Signature-256": sign_body(body, "s")}})
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "github", "trainer")
-               or m in ("bot.jobs", "bot.worker", "bot.classifier"))
+               or m in ("bot.jobs", "bot.worker", "core.classifier"))
 print(json.dumps({{"status": response.status_code, "heavy": heavy}}))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

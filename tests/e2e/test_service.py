@@ -15,13 +15,13 @@ import requests
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from bot.classifier import load_classifier
-from bot.issue_text import format_issue_text
-from bot.kinds import labels_for_kinds
-from bot.migrate import upgrade
-from bot.models import Prediction
 from bot.signatures import sign_body
-from issue_sorter.fake_github import FakeGitHub
+from core.classifier import load_classifier
+from core.issue_text import format_issue_text
+from core.kinds import labels_for_kinds
+from core.migrate import upgrade
+from core.tables import Prediction
+from simulation.fake_github import FakeGitHub
 from tests.conftest import WEBHOOK_SECRET, promote_model
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]

@@ -1,7 +1,6 @@
 """`issue-sorter replay` drives the whole loop: deliveries, worker, maintainer, retraining, curve."""
 
 import json
-import sys
 
 import pytest
 

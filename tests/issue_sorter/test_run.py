@@ -11,9 +11,9 @@ import time
 import pytest
 import requests
 
-from bot.migrate import upgrade
 from bot.signatures import sign_body
-from issue_sorter.fake_github import FakeGitHub
+from core.migrate import upgrade
+from simulation.fake_github import FakeGitHub
 from tests.conftest import promote_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]

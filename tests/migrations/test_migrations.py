@@ -4,8 +4,8 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, inspect
 
-from bot.db import Base
-from bot.migrate import alembic_config, downgrade, upgrade
+from core.db import Base
+from core.migrate import alembic_config, downgrade, upgrade
 
 
 def assert_round_trip(url: str) -> None:
@@ -15,7 +15,7 @@ def assert_round_trip(url: str) -> None:
     downgrade(url, "base")
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(url)
-    # autogenerate compares the migrated schema with bot.models: any drift raises
+    # autogenerate compares the migrated schema with core.tables: any drift raises
     command.check(alembic_config(url))
     engine.dispose()
 

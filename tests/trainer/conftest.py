@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.db import Base, make_sessionmaker
+from core.db import Base, make_sessionmaker
 from tests.conftest import IN_CI
 from tests.paths import NLBSE
 from trainer.baseline import train_tfidf

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from bot.classifier import MODEL_CARD, TfidfClassifier, load_classifier
+from core.card import MODEL_CARD
+from core.classifier import TfidfClassifier, load_classifier
 from tests.trainer.conftest import balanced
 from trainer.baseline import train_tfidf, train_tfidf_borrowing
 from trainer.dataset import Example

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.classifier import BlendedClassifier, ModelCard, blend_scores, encoder_directory, load_classifier
+from core.card import ModelCard
+from core.classifier import BlendedClassifier, blend_scores, encoder_directory, load_classifier
+from tests.trainer.test_retrain import REPO, confirm
 from trainer.blend import TrainedBlend, train_model
 from trainer.config import TrainConfig
 from trainer.dataset import Example
 from trainer.retrain import RetrainPolicy, retrain_scope
-from tests.trainer.test_retrain import REPO, confirm
 
 
 class FixedScores:

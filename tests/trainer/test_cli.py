@@ -1,16 +1,15 @@
-"""The trainer's issue-sorter subcommands, run through argparse against a temp database and MODEL_DIR."""
+"""The model commands of issue-sorter, run through the command tree against a temp database and MODEL_DIR."""
 
-import argparse
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from bot.classifier import ModelCard
-from bot.config import Settings
-from bot.models import TrainingRun
-from trainer.cli import add_commands
+from core.card import ModelCard
+from core.settings import Settings
+from core.tables import TrainingRun
+from issue_sorter.cli import main
 from trainer.config import BOOTSTRAP_RECIPE
 
 
@@ -21,12 +20,8 @@ def settings(database_url, model_dir) -> Settings:
 
 @pytest.fixture
 def run_cli(settings):
-    parser = argparse.ArgumentParser(prog="issue-sorter")
-    add_commands(parser.add_subparsers(dest="command", required=True), lambda: settings)
-
     def run(*argv: str) -> int:
-        args = parser.parse_args([str(arg) for arg in argv])
-        return args.func(args)
+        return main([str(arg) for arg in argv], load=lambda **_: settings)
 
     return run
 
@@ -114,11 +109,8 @@ def test_an_unmigrated_database_is_named_before_any_training(state, tmp_path, mo
         database.parent.mkdir()
         sqlite3.connect(database).close()
     settings = Settings(webhook_secret="", database_url=f"sqlite:///{database}", model_dir=model_dir)
-    parser = argparse.ArgumentParser(prog="issue-sorter")
-    add_commands(parser.add_subparsers(dest="command", required=True), lambda: settings)
     data = _write_jsonl(tmp_path / "issues.jsonl", small_train)
-    args = parser.parse_args(["bootstrap-model", "--data", str(data), "--no-progress"])
-    assert args.func(args) == 1
+    assert main(["bootstrap-model", "--data", str(data), "--no-progress"], load=lambda **_: settings) == 1
     assert "run `issue-sorter migrate` first" in capsys.readouterr().err
     assert not model_dir.exists()  # nothing was trained
     assert database.exists() == (state == "empty file")  # no database file appears as a side effect

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bot.issue_text import format_issue_text
-from bot.models import IssueRecord, Repository
+from core.issue_text import format_issue_text
+from core.tables import IssueRecord, Repository
 from trainer.dataset import (
     HUB_DATASET,
     Example,

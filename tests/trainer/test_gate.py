@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from bot.models import TrainingRun
+from core.tables import TrainingRun
 from trainer.baseline import train_tfidf
 from trainer.dataset import Example
 from trainer.evaluate import evaluate_classifier

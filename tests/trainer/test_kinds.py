@@ -2,7 +2,8 @@
 
 import pytest
 
-from trainer.kinds import KINDS, TEST_REPOS, TRAIN_REPOS, kind_of
+from core.kinds import KINDS, kind_of
+from trainer.dataset import TEST_REPOS, TRAIN_REPOS
 
 
 @pytest.mark.parametrize("labels, kind", [

@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from bot.classifier import MODEL_CARD, TransformerClassifier
-from bot.models import ModelPromotion, ModelVersion
+from core.card import MODEL_CARD
+from core.classifier import TransformerClassifier
+from core.tables import ModelPromotion, ModelVersion
 from trainer.registry import Registry, RegistryError
 
 

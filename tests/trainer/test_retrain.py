@@ -4,11 +4,16 @@ import datetime as dt
 
 import pytest
 
-from bot import store
-from bot.models import GLOBAL_SCOPE, TrainingRun
-from trainer.registry import Registry
-from trainer.retrain import (RetrainPolicy, examples_for_scope, other_repositories_examples, retrain_scope,
-                             scopes_due, split_recent)
+from core import store
+from core.tables import GLOBAL_SCOPE, TrainingRun
+from trainer.retrain import (
+    RetrainPolicy,
+    examples_for_scope,
+    other_repositories_examples,
+    retrain_scope,
+    scopes_due,
+    split_recent,
+)
 
 POLICY = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
                        max_length=32)

@@ -6,10 +6,11 @@ import json
 import pytest
 import torch
 
-from bot.classifier import MODEL_CARD, TransformerClassifier, load_classifier
+from core.card import MODEL_CARD
+from core.classifier import TransformerClassifier, load_classifier
+from core.issue_text import shorten_text
 from trainer.config import TrainConfig
 from trainer.dataset import Example
-from bot.issue_text import shorten_text
 from trainer.train import fine_tune, length_buckets, linear_schedule
 
 

@@ -38,7 +38,7 @@ def require_tables(database_url: str, tables: tuple[str, ...] = ("model_versions
     from sqlalchemy import inspect
     from sqlalchemy.exc import OperationalError
 
-    from bot.db import make_engine
+    from core.db import make_engine
 
     url = make_url(database_url)
     shown = url.render_as_string(hide_password=True)

@@ -1,4 +1,4 @@
-"""Issue text → scores per class, from the model the registry says is serving.
+"""Inference: issue text → scores per class, from a saved model directory of any kind.
 
 torch and transformers are imported inside functions only: the web process imports this module's
 names without paying for them, and a test asserts the request path never loads torch.
@@ -6,20 +6,12 @@ names without paying for them, and a test asserts the request path never loads t
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from bot.issue_text import shorten_text
-
-log = logging.getLogger(__name__)
-
-MODEL_CARD = "issue_sorter.json"  # written by trainer.registry beside the weights; describes the model
-BLEND_MEMBERS = ("encoder", "tfidf")  # a blend's member models, each in a subdirectory of that name
+from core.card import BLEND_MEMBERS, PIPELINE_FILE, ModelCard
+from core.issue_text import shorten_text
 
 
 class Classifier(Protocol):
@@ -30,26 +22,6 @@ class Classifier(Protocol):
         """One {class: probability} dict per text."""
 
 
-@dataclass
-class ModelCard:
-    """The self-description every registered model carries (labels, recipe, metrics, thresholds)."""
-
-    version: str
-    labels: list[str]
-    max_length: int = 256
-    kind: str = "transformer"  # transformer | tfidf | blend
-    base_model: str = ""
-    thresholds: dict[str, float] | None = None
-    extra: dict | None = None
-
-    @classmethod
-    def read(cls, directory: Path) -> ModelCard:
-        data = json.loads((Path(directory) / MODEL_CARD).read_text())
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known},
-                   extra={k: v for k, v in data.items() if k not in known})
-
-
 class TransformerClassifier:
     """A fine-tuned encoder with its tokenizer, on CPU (or CUDA when there is one)."""
 
@@ -57,7 +29,7 @@ class TransformerClassifier:
         self.model, self.tokenizer, self.card, self.device = model, tokenizer, card, device
         self.version, self.labels = card.version, list(card.labels)
         # serve the text cut the way the model was trained on it
-        self.head_and_tail = (card.extra or {}).get("train_config", {}).get("truncation") == "head+tail"
+        self.head_and_tail = card.train_config.get("truncation") == "head+tail"
 
     @classmethod
     def from_directory(cls, directory: Path | str, device: str | None = None) -> TransformerClassifier:
@@ -101,7 +73,7 @@ class TfidfClassifier:
     def from_directory(cls, directory: Path | str) -> TfidfClassifier:
         import joblib
 
-        return cls(joblib.load(Path(directory) / "pipeline.joblib"), ModelCard.read(Path(directory)))
+        return cls(joblib.load(Path(directory) / PIPELINE_FILE), ModelCard.read(Path(directory)))
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
         classes = list(self.pipeline.classes_)
@@ -116,7 +88,7 @@ def load_classifier(directory: Path | str) -> Classifier:
         return TfidfClassifier.from_directory(directory)
     if card.kind == "blend":
         encoder, tfidf = (load_classifier(directory / member) for member in BLEND_MEMBERS)
-        return BlendedClassifier(encoder, tfidf, (card.extra or {})["tfidf_share"], version=card.version)
+        return BlendedClassifier(encoder, tfidf, card.tfidf_share, version=card.version)
     return TransformerClassifier.from_directory(directory)
 
 
@@ -171,31 +143,3 @@ def _spread(tfidf_row: dict[str, float], encoder_row: dict[str, float]) -> dict[
     known_mass = sum(encoder_row[label] for label in tfidf_row)
     return {label: tfidf_row[label] * known_mass if label in tfidf_row else probability
             for label, probability in encoder_row.items()}
-
-
-class ServingModels:
-    """Per-process cache of the serving model of each scope; reloads only when the registry switches.
-
-    `resolve(scope)` returns (version, path) of the promoted model, or None; it is a cheap DB query, so
-    every job asks it and a `promote`/`rollback` reaches running workers without a restart.
-    """
-
-    def __init__(self, resolve: Callable[[str], tuple[str, str] | None],
-                 loader: Callable[[str], Classifier] = load_classifier):
-        self._resolve, self._loader = resolve, loader
-        self._loaded: dict[str, Classifier] = {}
-        self._lock = threading.Lock()
-        self.loads = 0  # how many times a model was read from disk in this process
-
-    def get(self, scope: str) -> Classifier | None:
-        found = self._resolve(scope)
-        if found is None:
-            return None
-        version, path = found
-        with self._lock:
-            current = self._loaded.get(scope)
-            if current is None or current.version != version:
-                log.info("loading model %s for scope %s from %s", version, scope, path)
-                self._loaded[scope] = self._loader(path)
-                self.loads += 1
-            return self._loaded[scope]

@@ -1,30 +1,23 @@
-"""The trainer's `issue-sorter` subcommands: train, bootstrap-model, select, evaluate, models, promote,
-rollback.
-
-`issue_sorter.cli` calls `add_commands(subparsers, load_settings)`; every subcommand sets `func`, which
-takes the parsed args and returns the exit code. Settings are loaded when a command runs, not at import.
-"""
+"""The model commands of `issue-sorter`: train, bootstrap-model, select, evaluate, models, promote, rollback."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import sys
 import time
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
 
-from bot.config import Settings
-from bot.db import make_sessionmaker, session_scope
-from bot.models import GLOBAL_SCOPE
+from core.db import make_sessionmaker, session_scope
+from core.settings import Settings
+from core.tables import GLOBAL_SCOPE
+from issue_sorter.command import add
 from trainer.config import BOOTSTRAP_RECIPE, TRUNCATIONS, TrainConfig
-from trainer.dataset import Example, data_fingerprint, load_database, load_file, split_by_repo
+from trainer.dataset import TEST_REPOS, Example, data_fingerprint, load_database, load_file, split_by_repo
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
-from trainer.kinds import TEST_REPOS
-from trainer.registry import Registry, RegistryError
+from trainer.registry import Registry
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # overrides where bootstrap-model finds its training CSV
@@ -36,39 +29,18 @@ TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--tfidf-share": ("tfidf_share", float),
 }
 
-LoadSettings = Callable[[], Settings]
-
-
-def add_commands(subparsers, load_settings: LoadSettings) -> None:
-    """Add the trainer's subcommands to the `issue-sorter` parser's subparsers."""
-    commands = [("train", "fine-tune on a labelled file and register the model", _train_parser, train),
-                ("bootstrap-model",
-                 "fine-tune the offline MiniLM on NLBSE, blend it with TF-IDF, register and promote it",
-                 _bootstrap_parser, bootstrap_model),
-                ("select", "compare encoders (and TF-IDF) on held-out projects; register the best",
-                 _select_parser, select),
-                ("evaluate", "score a registered model on a labelled file", _evaluate_parser, evaluate),
-                ("models", "list registered model versions", lambda p: None, models),
-                ("promote", "promote a version (through the gate unless --force)", _promote_parser, promote),
-                ("rollback", "serve again the version that served before the current one",
-                 _scope_argument, rollback)]
-    for name, help_text, configure, handler in commands:
-        parser = subparsers.add_parser(name, help=help_text, description=help_text)
-        configure(parser)
-        parser.set_defaults(func=partial(_run, handler, load_settings=load_settings))
-
-
-def _run(handler, args: argparse.Namespace, *, load_settings: LoadSettings) -> int:
-    """The boundary: errors we can explain become one line on stderr and exit code 1."""
-    from bot.migrate import DatabaseNotReady, require_tables
-
-    try:
-        settings = load_settings()
-        require_tables(settings.database_url)
-        return handler(args, settings) or 0
-    except (RegistryError, ValueError, FileNotFoundError, DatabaseNotReady) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+def add_commands(subparsers) -> None:
+    """Add the model commands to the `issue-sorter` tree."""
+    for name, handler, help_text, configure in [
+            ("train", train, "fine-tune on a labelled file and register the model", _train_parser),
+            ("bootstrap-model", bootstrap_model,
+             "fine-tune the offline MiniLM on NLBSE, blend it with TF-IDF, register and promote it", _bootstrap_parser),
+            ("select", select, "compare encoders (and TF-IDF) on held-out projects; register the best", _select_parser),
+            ("evaluate", evaluate, "score a registered model on a labelled file", _evaluate_parser),
+            ("models", models, "list registered model versions", lambda parser: None),
+            ("promote", promote, "promote a version (through the gate unless --force)", _promote_parser),
+            ("rollback", rollback, "serve again the version that served before the current one", _scope_argument)]:
+        configure(add(subparsers, name, handler, help_text))
 
 
 # ---- parsers ----

@@ -18,19 +18,22 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rq import Queue, SimpleWorker
+from rq import SimpleWorker
 from sqlalchemy import select
 
-from bot import context, store
+from bot import context
 from bot.app import create_app
-from bot.config import Settings
-from bot.db import session_scope
-from bot.migrate import upgrade
-from bot.models import GLOBAL_SCOPE, IssueRecord, ModelVersion, Prediction
-from bot.queueing import QUEUES, TRAINING_QUEUE
 from bot.signatures import sign_body
 from bot.worker import build_context
-from issue_sorter.fake_github import FakeGitHub
+from core import store
+from core.db import session_scope
+from core.migrate import upgrade
+from core.queues import QUEUES, RETRAIN, enqueue
+from core.settings import Settings
+from core.tables import IssueRecord, ModelVersion, Prediction
+from simulation.fake_github import FakeGitHub
+from trainer import context as training_context
+from trainer.worker import build_context as build_training_context
 
 log = logging.getLogger(__name__)
 DEFAULT_LABELS = {"bug": "bug", "feature": "enhancement", "question": "question", "docs": "documentation"}
@@ -72,11 +75,13 @@ def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, 
         _prepare(settings, base_model_dir)
         ctx = build_context(settings)
         context.configure(ctx)
+        training_context.configure(build_training_context(settings, redis=ctx.redis))
         try:
             run = _Run(options, settings, ctx, github)
             steps, retrains = run.feed(examples, progress)
         finally:
             context.configure(None)
+            training_context.configure(None)
     return summarize(steps, retrains, options)
 
 
@@ -98,7 +103,7 @@ def _prepare(settings: Settings, base_model_dir: Path) -> None:
 
 
 def _sessions(settings: Settings):
-    from bot.db import make_sessionmaker
+    from core.db import make_sessionmaker
 
     return make_sessionmaker(settings.database_url)
 
@@ -147,13 +152,12 @@ class _Run:
 
     def retrain(self, seen: int) -> dict:
         """The normal retraining path: a job on the training queue, run by the worker."""
-        queue = Queue(TRAINING_QUEUE, connection=self.ctx.redis)
-        job = queue.enqueue("trainer.jobs.retrain", kwargs={"scope": self.options.repo, "trigger": "replay"},
-                            job_timeout=6 * 3600)
+        job = enqueue(self.ctx.redis, RETRAIN, {"scope": self.options.repo, "trigger": "replay"})
         self.work()
         job.refresh()
-        log.info("after %d issues: %s", seen, job.return_value())
-        return {"seen": seen, "result": job.return_value(), "serving": self.serving()}
+        message = job.return_value()["summary"]
+        log.info("after %d issues: %s", seen, message)
+        return {"seen": seen, "result": message, "serving": self.serving()}
 
     def deliver(self, action: str, number: int, example, *, labels: list[str], label: str | None = None) -> None:
         self.deliveries += 1
@@ -175,8 +179,7 @@ class _Run:
 
     def serving(self) -> str | None:
         with session_scope(self.ctx.sessionmaker) as session:
-            row = store.serving_model_version(session, self.options.repo) or store.serving_model_version(
-                session, GLOBAL_SCOPE)
+            row = store.serving_model_for(session, self.options.repo)
             return row.version if row else None
 
 

@@ -7,16 +7,40 @@ import datetime as dt
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.models import (GLOBAL_SCOPE, Installation, IssueRecord, ModelPromotion, ModelVersion, Prediction,
-                        Repository, WebhookDelivery)
+from core.tables import (
+    GLOBAL_SCOPE,
+    Installation,
+    IssueRecord,
+    ModelPromotion,
+    ModelVersion,
+    Prediction,
+    Repository,
+    WebhookDelivery,
+)
 
 
 def serving_model_version(session: Session, scope: str = GLOBAL_SCOPE) -> ModelVersion | None:
     """The version serving `scope` now: the target of its newest promotion."""
-    promotion = session.scalars(
+    promotion = _newest_promotion(session, scope)
+    return promotion.model_version if promotion else None
+
+
+def serving_promotion_for(session: Session, repo: str | None) -> ModelPromotion | None:
+    """The promotion that makes a version serve `repo`: the repository's own, else the global one."""
+    own = _newest_promotion(session, repo) if repo and repo != GLOBAL_SCOPE else None
+    return own or _newest_promotion(session, GLOBAL_SCOPE)
+
+
+def serving_model_for(session: Session, repo: str | None) -> ModelVersion | None:
+    """The version that serves `repo`: its own promoted model, else the global one (None: none at all)."""
+    promotion = serving_promotion_for(session, repo)
+    return promotion.model_version if promotion else None
+
+
+def _newest_promotion(session: Session, scope: str) -> ModelPromotion | None:
+    return session.scalars(
         select(ModelPromotion).where(ModelPromotion.scope == scope)
         .order_by(ModelPromotion.promoted_at.desc(), ModelPromotion.id.desc()).limit(1)).first()
-    return promotion.model_version if promotion else None
 
 
 def ensure_installation(session: Session, installation_id: int, account_login: str | None = None) -> Installation:

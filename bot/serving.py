@@ -1,0 +1,50 @@
+"""The models a worker serves: loaded once per process, switched when the registry promotes another."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import NamedTuple
+
+from core.classifier import Classifier, load_classifier
+
+log = logging.getLogger(__name__)
+NO_MODEL = "no model is promoted: run `issue-sorter bootstrap-model` (or `issue-sorter train FILE --promote`)"
+
+
+class Served(NamedTuple):
+    """The promoted version that serves a repository, and the scope it was promoted for."""
+
+    scope: str
+    version: str
+    path: str
+
+
+class ServingModels:
+    """Per-process cache of the serving model of each scope; reloads only when the registry switches.
+
+    `resolve(repo)` names the version serving that repository (its own, else the global one; see
+    `core.store.serving_model_for`); it is a cheap DB query, so every job asks it and a `promote` or
+    `rollback` reaches running workers without a restart.
+    """
+
+    def __init__(self, resolve: Callable[[str | None], Served | None],
+                 loader: Callable[[str], Classifier] = load_classifier):
+        self._resolve, self._loader = resolve, loader
+        self._loaded: dict[str, Classifier] = {}
+        self._lock = threading.Lock()
+        self.loads = 0  # how many times a model was read from disk in this process
+
+    def for_repository(self, repo: str | None) -> Classifier | None:
+        """The classifier serving `repo` (None: the global one), or None when nothing is promoted."""
+        served = self._resolve(repo)
+        if served is None:
+            return None
+        with self._lock:
+            current = self._loaded.get(served.scope)
+            if current is None or current.version != served.version:
+                log.info("loading model %s for scope %s from %s", served.version, served.scope, served.path)
+                self._loaded[served.scope] = self._loader(served.path)
+                self.loads += 1
+            return self._loaded[served.scope]

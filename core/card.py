@@ -1,0 +1,88 @@
+"""The model card: the file that makes a saved model describe itself; read and written here only.
+
+Every registered model directory holds `issue_sorter.json` beside its weights: labels, kind (transformer,
+tfidf or blend), base model, tokens read, thresholds, the training recipe, metrics and data fingerprint.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODEL_CARD = "issue_sorter.json"  # beside the weights, in every model directory
+PIPELINE_FILE = "pipeline.joblib"  # a TF-IDF model's fitted sklearn pipeline
+BLEND_MEMBERS = ("encoder", "tfidf")  # a blend's member models, each in a subdirectory of that name
+KINDS_OF_MODEL = ("transformer", "tfidf", "blend")
+
+
+@dataclass
+class ModelCard:
+    """The self-description every registered model carries (labels, recipe, metrics, thresholds)."""
+
+    version: str
+    labels: list[str]
+    max_length: int = 256
+    kind: str = "transformer"  # transformer | tfidf | blend
+    base_model: str = ""
+    thresholds: dict[str, float] | None = None
+    extra: dict | None = None  # every other field of the file (metrics, tfidf_share, training, ...)
+
+    @classmethod
+    def read(cls, directory: Path | str) -> ModelCard:
+        data = read_card(directory)
+        known = set(cls.__dataclass_fields__) - {"extra"}
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known})
+
+    @property
+    def train_config(self) -> dict[str, Any]:
+        """The recipe it was trained with (TrainConfig.to_dict() for an encoder or a blend)."""
+        return dict((self.extra or {}).get("train_config") or {})
+
+    @property
+    def tfidf_share(self) -> float:
+        """A blend's TF-IDF share of the scores; 0 for a model of one kind."""
+        return float((self.extra or {}).get("tfidf_share", 0.0)) if self.kind == "blend" else 0.0
+
+
+def write_card(directory: Path, *, version: str, labels: list[str], kind: str, base_model: str,
+               max_length: int, thresholds: dict[str, float] | None, metrics: dict[str, Any] | None,
+               data_fingerprint: str, train_config: dict[str, Any] | None, **extra: Any) -> Path:
+    """Write the card; `ModelCard.read` and `core.classifier.load_classifier` read it back.
+
+    `extra` adds more top-level fields (e.g. `training`: seconds, steps and final loss).
+    """
+    if kind not in KINDS_OF_MODEL:
+        raise ValueError(f"a model's kind is one of {KINDS_OF_MODEL}, not {kind!r}")
+    card = {
+        "version": version, "labels": list(labels), "kind": kind, "base_model": base_model,
+        "max_length": max_length, "thresholds": thresholds or {},
+        "train_config": train_config or {}, "data_fingerprint": data_fingerprint,
+        "metrics": metrics or {}, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    } | extra
+    return _write(directory, card)
+
+
+def read_card(directory: Path | str) -> dict[str, Any]:
+    """The card as a plain dict, with a message naming the fix when there is none."""
+    path = Path(directory) / MODEL_CARD
+    if not path.is_file():
+        raise FileNotFoundError(f"{directory} holds no {MODEL_CARD}: save models with trainer.train.save "
+                                "or trainer.baseline.save so they describe themselves")
+    return json.loads(path.read_text())
+
+
+def update_card(directory: Path, **fields: Any) -> dict[str, Any]:
+    """Change some fields of an existing card (the registry renames copied models this way)."""
+    card = read_card(directory) | {key: value for key, value in fields.items() if value is not None}
+    _write(directory, card)
+    return card
+
+
+def _write(directory: Path | str, card: dict[str, Any]) -> Path:
+    path = Path(directory) / MODEL_CARD
+    path.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    return path

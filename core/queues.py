@@ -1,0 +1,73 @@
+"""The job contract between the processes: queue names, job names and the arguments each job takes.
+
+The web process, the bot's workers and the training worker never import each other's job functions:
+they enqueue by the names below, so enqueueing never loads a worker's code (nor torch). Each name is an
+import path that tests/test_job_contract.py imports and checks against its signature, so a rename
+fails a test instead of failing in production.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+from rq import Queue, Retry
+from rq.job import Job
+
+LABELING_QUEUE = "labeling"  # issues to classify and label: latency matters
+FEEDBACK_QUEUE = "feedback"  # label decisions, comments, backfills, replies: cheap, order-insensitive
+TRAINING_QUEUE = "training"  # fine-tuning runs: minutes each, one at a time, on the training worker
+BOT_QUEUES = (LABELING_QUEUE, FEEDBACK_QUEUE)  # what `issue-sorter worker` serves
+QUEUES = (*BOT_QUEUES, TRAINING_QUEUE)
+JOB_TIMEOUT = {LABELING_QUEUE: 300, FEEDBACK_QUEUE: 1800, TRAINING_QUEUE: 6 * 3600}  # seconds
+# A job that crashed (DB restarting, worker killed) is retried by RQ; GitHub's own transient errors
+# are rescheduled by the job itself at the time GitHub asks for (bot.queueing.reschedule).
+CRASH_RETRY = Retry(max=3, interval=[10, 60, 300])
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job: where it runs and the keyword arguments every caller passes."""
+
+    name: str  # import path of the job function
+    queue: str
+    arguments: frozenset[str]  # keyword arguments it must accept (callers may pass more, with defaults)
+
+    @property
+    def short_name(self) -> str:
+        """The function's name: the prefix of job ids and the `event` of processed deliveries."""
+        return self.name.rsplit(".", 1)[-1]
+
+
+def _spec(name: str, queue: str, *arguments: str) -> JobSpec:
+    return JobSpec(name, queue, frozenset(arguments))
+
+
+_DELIVERY = ("delivery_id", "installation_id", "repo", "number")  # what every issue delivery's job reads
+LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot")
+RECORD_ISSUE_EVENT = _spec("bot.jobs.record_issue_event", FEEDBACK_QUEUE, *_DELIVERY, "action", "snapshot",
+                           "label", "sender_login", "sender_is_bot", "via_app_id")
+HANDLE_COMMENT = _spec("bot.jobs.handle_comment", FEEDBACK_QUEUE, *_DELIVERY, "commenter_login",
+                       "commenter_is_bot", "body")
+BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, "delivery_id",
+                              "installation_id", "account_login", "repos")
+BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
+REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to", "result")
+RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
+RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
+JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
+        REPLY_TO_RETRAIN, RETRAIN, RETRAIN_DUE)
+
+
+def make_queue(redis: Redis, name: str) -> Queue:
+    """The RQ queue `name`, with its timeout."""
+    return Queue(name, connection=redis, default_timeout=JOB_TIMEOUT[name])
+
+
+def enqueue(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], **options: Any) -> Job:
+    """Enqueue `spec` on its queue; a missing argument is an error here, not in the worker."""
+    missing = spec.arguments - kwargs.keys()
+    if missing:
+        raise TypeError(f"{spec.name} needs {', '.join(sorted(missing))}")
+    return make_queue(redis, spec.queue).enqueue(spec.name, kwargs=kwargs, **options)
