@@ -1,7 +1,7 @@
 # One image for every role. Pick the role with the command:
 #   docker run IMAGE web       # gunicorn webhook receiver on $PORT
 #   docker run IMAGE worker    # RQ worker (labeling, feedback); scale it out as you like
-#   docker run IMAGE worker --queues training   # a worker for retraining runs
+#   docker run IMAGE training-worker   # the worker for retraining runs (loads no serving model)
 #   docker run IMAGE cron      # RQ's cron scheduler (periodic retraining); run exactly one
 #   docker run IMAGE migrate   # Alembic migrations, once per release
 # Secrets (GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET) come from the environment only.
@@ -14,6 +14,8 @@ WORKDIR /app
 # CPU wheel of torch first, from PyTorch's CPU index, so nothing pulls a multi-GB CUDA build.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY pyproject.toml README.md alembic.ini ./
+# simulation/ (the fake GitHub and the replay) is for tests and benchmarks: not in the image
+COPY core ./core
 COPY bot ./bot
 COPY trainer ./trainer
 COPY issue_sorter ./issue_sorter
