@@ -63,7 +63,7 @@ def cmd_training_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
     _require_redis(settings, "cron")
-    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "trainer.cron", "--url", settings.redis_url])
+    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron", "--url", settings.redis_url])
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,4 +1,4 @@
-"""RQ cron configuration (`issue-sorter cron` runs `rq cron trainer.cron`): periodic retraining.
+"""RQ cron configuration (`issue-sorter cron` runs `rq cron issue_sorter.cron`): the periodic jobs of both applications.
 
 The interval is the one setting read here: rq loads this module itself, so it cannot be passed in.
 """
