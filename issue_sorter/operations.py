@@ -81,7 +81,13 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from simulation.replay import ReplayOptions, replay, temporary_workdir, write_curve
+    try:
+        from simulation.replay import ReplayOptions, replay, temporary_workdir, write_curve
+    except ModuleNotFoundError as error:
+        if error.name != "simulation":
+            raise
+        raise SystemExit("issue-sorter replay needs the simulation package of a source checkout "
+                         "(the service's image leaves it out)") from None
     from trainer.dataset import load_file
 
     examples = [e for e in load_file(args.file) if e.repo in (None, args.repo)]

@@ -148,18 +148,16 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
 
 
 def challenger_config(champion: ModelVersion | None, policy: RetrainPolicy) -> TrainConfig:
-    """The challenger's recipe: the champion's own (read back from its model card), from the champion's
-    encoder, with the retraining's epochs; the same blend with TF-IDF."""
-    if champion is None:
+    """The challenger's recipe: the champion's own, read back from its model card, continued from the
+    champion's encoder for the retraining's epochs, with the same blend with TF-IDF."""
+    card = ModelCard.read(champion.path) if champion else None
+    if card is None or card.kind == "tfidf":  # nothing to continue from: the offline encoder, TrainConfig's recipe
         return TrainConfig(epochs=policy.epochs, max_length=policy.max_length or TrainConfig.max_length)
-    card = ModelCard.read(champion.path)
-    known = {field.name for field in dataclasses.fields(TrainConfig)}
-    recipe = {key: value for key, value in card.train_config.items() if key in known}
-    recipe |= {"base_model": str(encoder_directory(champion.path)), "epochs": policy.epochs, "max_steps": None,
-               "device": "auto", "tfidf_share": card.tfidf_share}
+    recipe = card.train_config | {"base_model": str(encoder_directory(champion.path)), "epochs": policy.epochs,
+                                  "max_steps": None, "device": "auto", "tfidf_share": card.tfidf_share}
     if policy.max_length:
         recipe["max_length"] = policy.max_length
-    return TrainConfig(**recipe)
+    return TrainConfig.from_dict(recipe)
 
 
 def _warm_start_order(labels: list[str], base_labels: Sequence[str]) -> list[str]:

@@ -11,13 +11,13 @@ from rq import SimpleWorker
 
 from bot import context
 from bot.app import create_app
-from core.queues import QUEUES
 from bot.signatures import sign_body
 from bot.worker import build_context
+from core.queues import QUEUES
 from simulation.fake_github import FakeGitHub
+from tests.conftest import WEBHOOK_SECRET, promote_model
 from trainer import context as training_context
 from trainer.worker import build_context as build_training_context
-from tests.conftest import WEBHOOK_SECRET, promote_model
 
 REPO = "Codertocat/Hello-World"
 INSTALLATION = 1

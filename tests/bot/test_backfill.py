@@ -9,8 +9,8 @@ from rq.scheduler import RQScheduler
 from sqlalchemy import select
 
 from bot.backfill import BACKFILL_DONE, training_label
-from core.queues import FEEDBACK_QUEUE
 from core.db import session_scope
+from core.queues import FEEDBACK_QUEUE
 from core.tables import Installation, IssueRecord, Repository
 from tests.bot.conftest import INSTALLATION, REPO, deliver, run_worker
 

@@ -9,11 +9,11 @@ from sqlalchemy import select
 
 from bot import context, feedback
 from bot.queueing import DELIVERY_KEY
-from core.queues import FEEDBACK_QUEUE
 from bot.repo_config import CONFIG_PATH
 from bot.worker import build_context
 from core import store
 from core.db import Base, make_sessionmaker, session_scope
+from core.queues import FEEDBACK_QUEUE
 from core.tables import IssueRecord, LabelEvent, WebhookDelivery
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 

@@ -9,13 +9,13 @@ from rq.scheduler import RQScheduler
 from sqlalchemy import select
 
 from bot import context
-from core.queues import LABELING_QUEUE
 from bot.worker import build_context
 from core import store
 from core.classifier import load_classifier
 from core.db import session_scope
 from core.issue_text import format_issue_text
 from core.kinds import labels_for_kinds
+from core.queues import LABELING_QUEUE
 from core.tables import Prediction, WebhookDelivery
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 

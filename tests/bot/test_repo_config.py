@@ -5,9 +5,9 @@ import pytest
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from sqlalchemy import select
 
-from core.queues import LABELING_QUEUE
 from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
 from core.db import session_scope
+from core.queues import LABELING_QUEUE
 from core.tables import Prediction, WebhookDelivery
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 

@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 from rq import Queue, SimpleWorker
 
-from core.queues import TRAINING_QUEUE
 from core import store
 from core.db import session_scope
+from core.queues import TRAINING_QUEUE
 from core.tables import TrainingRun
 from tests.bot.conftest import REPO, deliver, run_worker
 from tests.paths import NLBSE

@@ -8,8 +8,8 @@ from rq import Queue
 
 from bot.app import MAX_DELIVERY_BYTES, create_app
 from bot.queueing import DELIVERY_KEY
-from core.queues import LABELING_QUEUE
 from bot.signatures import sign_body
+from core.queues import LABELING_QUEUE
 from tests.conftest import WEBHOOK_SECRET
 
 pytestmark = pytest.mark.redis

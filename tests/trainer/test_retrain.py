@@ -101,3 +101,21 @@ def test_other_repositories_issues_of_known_kinds_are_offered_to_a_repositorys_t
     assert other_repositories_examples(session, GLOBAL_SCOPE, ["bug", "feature", "question"]) == []
     recent = other_repositories_examples(session, REPO, ["bug", "feature", "question"], limit=1)
     assert [(e.repo, e.label) for e in recent] == [("octo/other", "bug")]  # only the newest is read
+
+
+def test_a_challenger_is_trained_with_the_champions_recipe_read_back_from_its_card(tmp_path):
+    from core.card import write_card
+    from core.tables import ModelVersion
+    from trainer.config import TrainConfig
+    from trainer.retrain import challenger_config
+
+    recipe = TrainConfig(lr=5e-5, batch_size=8, max_length=128, truncation="head+tail", tfidf_share=0.7,
+                         epochs=3, max_steps=7, device="cuda")
+    write_card(tmp_path, version="champion", labels=["bug", "feature"], kind="blend", base_model="minilm",
+               max_length=128, thresholds=None, metrics=None, data_fingerprint="", train_config=recipe.to_dict(),
+               tfidf_share=0.7)
+    config = challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(epochs=1))
+    assert (config.lr, config.batch_size, config.max_length, config.truncation) == (5e-5, 8, 128, "head+tail")
+    assert config.tfidf_share == 0.7 and config.base_model == str(tmp_path / "encoder")
+    assert (config.epochs, config.max_steps, config.device) == (1, None, "auto")  # the retraining's own
+    assert challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(max_length=64)).max_length == 64

@@ -1,0 +1,88 @@
+"""Fakes for our own interfaces (bedevere's FakeGH habit): plain recording classes, no Redis, torch or HTTP.
+
+`FakeClassifier` gives deterministic scores; `FakeGitHub` is an in-memory `IssueWriter` that records
+every call. The integration tests keep the real encoder and the fake GitHub over real HTTP
+(simulation.fake_github); these are for the rules, in milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bot.issues import IssueSnapshot
+from core.card import ModelCard
+
+
+class FakeClassifier:
+    """Scores by keyword: the first rule whose word is in the text wins with `confidence`, the rest share
+    what is left; no rule matching gives every class the same score."""
+
+    def __init__(self, rules: Mapping[str, str], labels: Sequence[str] = ("bug", "feature", "question"), *,
+                 confidence: float = 0.9, version: str = "fake-1", thresholds: dict[str, float] | None = None):
+        self.rules, self.labels, self.confidence, self.version = dict(rules), list(labels), confidence, version
+        self.card = ModelCard(version=version, labels=self.labels, thresholds=thresholds)
+        self.seen: list[str] = []  # every text it was asked about
+
+    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        self.seen.extend(texts)
+        return [self._scores(text) for text in texts]
+
+    def _scores(self, text: str) -> dict[str, float]:
+        winner = next((label for word, label in self.rules.items() if word in text.lower()), None)
+        if winner is None:
+            return {label: 1 / len(self.labels) for label in self.labels}
+        rest = (1 - self.confidence) / (len(self.labels) - 1)
+        return {label: self.confidence if label == winner else rest for label in self.labels}
+
+
+@dataclass
+class FakeGitHub:
+    """An in-memory `bot.github_client.IssueWriter` for one installation; `calls` records each one."""
+
+    labels: dict[str, list[str]] = field(default_factory=dict)  # repo → its labels
+    issue_labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    files: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, path) → text
+    permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) → role
+    calls: list[tuple] = field(default_factory=list)
+
+    def writes(self) -> list[tuple]:
+        """The calls that change something on GitHub."""
+        return [call for call in self.calls if call[0] in ("add_labels", "remove_label", "create_label",
+                                                            "create_comment")]
+
+    def get_issue(self, repo: str, number: int) -> IssueSnapshot:
+        self.calls.append(("get_issue", repo, number))
+        return IssueSnapshot(number, "", "", "open", tuple(self.issue_labels.get((repo, number), ())), False,
+                             None, None)
+
+    def list_labels(self, repo: str) -> list[str]:
+        self.calls.append(("list_labels", repo))
+        return list(self.labels.get(repo, []))
+
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
+        self.calls.append(("add_labels", repo, number, tuple(labels)))
+        self.issue_labels.setdefault((repo, number), []).extend(labels)
+
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        self.calls.append(("remove_label", repo, number, label))
+        self.issue_labels.get((repo, number), []).remove(label)
+
+    def create_label(self, repo: str, name: str, color: str, description: str) -> None:
+        self.calls.append(("create_label", repo, name))
+        self.labels.setdefault(repo, []).append(name)
+
+    def create_comment(self, repo: str, number: int, body: str) -> None:
+        self.calls.append(("create_comment", repo, number, body))
+
+    def get_permission(self, repo: str, login: str) -> str:
+        self.calls.append(("get_permission", repo, login))
+        return self.permissions.get((repo, login), "none")
+
+    def get_file_text(self, repo: str, path: str) -> str | None:
+        self.calls.append(("get_file_text", repo, path))
+        return self.files.get((repo, path))
+
+    def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
+        self.calls.append(("list_issues_page", repo, page))
+        return []
