@@ -23,7 +23,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import LABELS, REPOS, TEST_SCORES, bootstrap_interval, load_split, run_record, write_report  # noqa: E402
+from bench.quality import (LABELS, REPOS, TEST_SCORES, bootstrap_interval, load_split,  # noqa: E402
+                           run_record, write_report)
 from bench.reblend_cv import Scores, folds_of  # noqa: E402
 from bench.recipe_cv import OOF_SCORES  # noqa: E402
 from bench.setfit_style import embed  # noqa: E402
@@ -125,9 +126,7 @@ def main() -> int:
             "with the member, test": round(test_scores.score(with_member), 4),
             "with the member, test 95": bootstrap_interval(test_scores.truth, predicted, test_scores.repos)}
         print(scope, result["scopes"][scope], flush=True)
-    write_report(args.out, "frozen-member", result, markdown(result))
-    print(markdown(result))
-    return 0
+    return write_report(args.out, "frozen-member", result, markdown(result))
 
 
 def markdown(result: dict) -> str:

@@ -307,11 +307,16 @@ def run_record(script: str, fields: dict) -> dict:
             "command": " ".join(["python", f"bench/{script}", *sys.argv[1:]]), **fields}
 
 
-def write_report(out: Path, stem: str, result: dict, text: str) -> None:
-    """<out>/<stem>.json (the result) and <out>/<stem>.md (the text people read)."""
+def write_report(out: Path, stem: str, result: dict, text: str) -> int:
+    """<out>/<stem>.json (the result) and <out>/<stem>.md (the text people read); prints the text and
+    returns the exit code of a benchmark that got this far (0)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / f"{stem}.md").write_text(text)
+    print(text.rstrip("\n"))
+    wall = f"wall {result['wall_minutes']} min; " if "wall_minutes" in result else ""
+    print(f"{wall}wrote {out / (stem + '.json')} and {out / (stem + '.md')}")
+    return 0
 
 
 RECIPE_ROWS = [  # (member, model, training data); {encoder} is the encoder's short name
@@ -404,10 +409,7 @@ def main() -> int:
         "members": {name: bench.result(name) for name in bench.scores}, "ablations": ablations,
         "published": PUBLISHED})
     write_scores(args.workdir / TEST_SCORES, bench.test, bench.scores)
-    write_report(out, "nlbse24", result, markdown(result))
-    print(markdown(result))
-    print(f"wall {result['wall_minutes']} min; wrote {out / 'nlbse24.json'} and {out / 'nlbse24.md'}")
-    return 0
+    return write_report(out, "nlbse24", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -182,9 +182,7 @@ def main() -> int:
     test = Scores(args.test) if args.test.exists() else None
     result = run_record("reblend_cv.py", {"n_issues": len(oof.truth), "members": MEMBERS,
                                           "rules": evaluate(oof, test)})
-    write_report(args.out, "reblend-cv", result, markdown(result))
-    print(markdown(result))
-    return 0
+    return write_report(args.out, "reblend-cv", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -24,18 +24,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (  # noqa: E402
-    LABELS,
-    QUICK,
-    REPOS,
-    Bench,
-    cpu_recipe,
-    load_split,
-    run_recipe,
-    run_record,
-    write_report,
-    write_scores,
-)
+from bench.quality import (LABELS, QUICK, REPOS, Bench, cpu_recipe, load_split, run_record,  # noqa: E402
+                           run_recipe, write_report, write_scores)
 from bench.validate_recipe import HOLD_OUT_EVERY, folds  # noqa: E402
 
 SHARES = tuple(round(0.1 * n, 1) for n in range(11))  # 0: the encoder alone; 1: TF-IDF alone
@@ -126,10 +116,7 @@ def main() -> int:
         "adapt": adapt, "labels": LABELS, "train_minutes": {m: round(s / 60, 2) for m, s in seconds.items()},
         "wall_minutes": round((time.perf_counter() - started) / 60, 1), "blends": table,
         "best_share_per_repo": best_share_per_repo(table)})
-    write_report(out, "recipe-cv", result, markdown(result))
-    print(markdown(result))
-    print(f"wall {result['wall_minutes']} min; wrote {out / 'recipe-cv.json'}")
-    return 0
+    return write_report(out, "recipe-cv", result, markdown(result))
 
 
 if __name__ == "__main__":

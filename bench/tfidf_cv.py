@@ -75,9 +75,7 @@ def main() -> int:
              "| other repositories' weight | out-of-fold mean-repo macro-F1 |", "|---|---|"]
     lines += [f"| {w}{' (own issues only)' if w == '0.0' else ' (the global model)' if w == '1.0' else ''} "
               f"| {score:.3f} |" for w, score in scores.items()]
-    write_report(out, "tfidf-cv", result, "\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0
+    return write_report(out, "tfidf-cv", result, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -25,17 +25,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.quality import (  # noqa: E402
-    LABELS,
-    OWN_TFIDF,
-    QUICK,
-    Bench,
-    cpu_recipe,
-    load_split,
-    run_recipe,
-    run_record,
-    write_report,
-)
+from bench.quality import (LABELS, OWN_TFIDF, QUICK, Bench, cpu_recipe,  # noqa: E402
+                           load_split, run_recipe, run_record, write_report)
 
 HOLD_OUT_EVERY = 5  # every 5th issue of a repository and label: 60 per repository, labels kept balanced
 SHARES = (0.5, 0.6, 0.7, 0.8)  # TF-IDF's share of a blend
@@ -167,9 +158,7 @@ def main() -> int:
             "wall_minutes": round((time.perf_counter() - started) / 60, 1),
             "candidates": candidate_blends(), "member_scores": _rounded(bench.scores),
             "blends": score_blends(bench.scores, validation)})
-    write_report(out, "validation", result, markdown(result))
-    print(markdown(result))
-    return 0
+    return write_report(out, "validation", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.github_client import PermanentGitHubError
 from bot.serving import ServingModels
 from core.settings import Settings
+from core.worker_context import ContextSlot
 
 
 @dataclass
@@ -33,16 +34,5 @@ class WorkerContext:
         return self.github_for(installation_id)
 
 
-_current: WorkerContext | None = None
-
-
-def configure(context: WorkerContext | None) -> None:
-    """Install the context jobs read; called once by the worker at start (and by tests)."""
-    global _current
-    _current = context
-
-
-def current() -> WorkerContext:
-    if _current is None:
-        raise RuntimeError("no WorkerContext: start jobs through `issue-sorter worker`")
-    return _current
+_slot: ContextSlot[WorkerContext] = ContextSlot("WorkerContext", "issue-sorter worker")
+configure, current = _slot.configure, _slot.current

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import datetime
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote
 
 import jwt
 import requests
 from github import Auth, Github, GithubException, GithubIntegration
 from github.Repository import Repository
+
+from bot.issues import IssueSnapshot
 
 SECONDARY_RATE_LIMIT_WAIT = 60.0  # seconds; GitHub's advice when a rate limit names no reset time
 # No answer, or half of one: the network or GitHub's front end, worth another try later.
@@ -39,29 +39,6 @@ class TransientGitHubError(GitHubError):
 
 class PermanentGitHubError(GitHubError):
     """Retrying cannot help (401, a missing permission, 404, 410, 422): record and drop."""
-
-
-@dataclasses.dataclass(frozen=True)
-class IssueSnapshot:
-    number: int
-    title: str
-    body: str  # "" when the issue has no body
-    state: str  # "open" | "closed"
-    labels: tuple[str, ...]
-    is_pull_request: bool  # the issues API lists pull requests too
-    author_login: str | None
-    created_at: datetime.datetime | None  # timezone-aware UTC
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> IssueSnapshot:
-        """Build from the issue object of GitHub's REST API."""
-        created = data.get("created_at")
-        return cls(number=data["number"], title=data.get("title") or "", body=data.get("body") or "",
-                   state=data.get("state") or "open",
-                   labels=tuple(label["name"] for label in data.get("labels", ())),
-                   is_pull_request=data.get("pull_request") is not None,
-                   author_login=(data.get("user") or {}).get("login"),
-                   created_at=datetime.datetime.fromisoformat(created) if created else None)
 
 
 class IssueWriter(Protocol):

@@ -12,6 +12,7 @@ from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.settings import Settings
+from core.worker_context import ContextSlot
 
 
 @dataclass
@@ -21,16 +22,5 @@ class TrainingContext:
     redis: Redis
 
 
-_current: TrainingContext | None = None
-
-
-def configure(context: TrainingContext | None) -> None:
-    """Install the context training jobs read; called once by the training worker (and by tests)."""
-    global _current
-    _current = context
-
-
-def current() -> TrainingContext:
-    if _current is None:
-        raise RuntimeError("no TrainingContext: start training jobs through `issue-sorter training-worker`")
-    return _current
+_slot: ContextSlot[TrainingContext] = ContextSlot("TrainingContext", "issue-sorter training-worker")
+configure, current = _slot.configure, _slot.current

@@ -10,7 +10,8 @@ import pytest
 import requests
 from github import Auth
 
-from bot.github_client import GitHubApp, IssueSnapshot, PermanentGitHubError, TransientGitHubError
+from bot.github_client import GitHubApp, PermanentGitHubError, TransientGitHubError
+from bot.issues import IssueSnapshot
 from simulation.fake_github import FakeGitHub, generate_app_keypair
 from tests.paths import API_RECORDINGS
 
