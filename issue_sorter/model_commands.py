@@ -9,19 +9,27 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.card import update_card
 from core.db import make_sessionmaker, session_scope
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add
+from trainer import publish
+from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
 from trainer.config import BOOTSTRAP_RECIPE, TRUNCATIONS, TrainConfig
-from trainer.dataset import TEST_REPOS, Example, data_fingerprint, load_database, load_file, split_by_repo
+from trainer.dataset import (
+    HUB_DATASET,
+    TEST_REPOS,
+    Example,
+    data_fingerprint,
+    load_database,
+    load_file,
+    split_by_repo,
+)
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
 from trainer.registry import Registry
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # overrides where bootstrap-model finds its training CSV
-BOOTSTRAP_DATA = REPO_ROOT / "../shared/data/nlbse24-issue-report-classification/issues_train.csv"
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
     "--batch-size": ("batch_size", int), "--lr": ("lr", float), "--seed": ("seed", int),
@@ -34,12 +42,17 @@ def add_commands(subparsers) -> None:
     for name, handler, help_text, configure in [
             ("train", train, "fine-tune on a labelled file and register the model", _train_parser),
             ("bootstrap-model", bootstrap_model,
-             "fine-tune the offline MiniLM on NLBSE, blend it with TF-IDF, register and promote it", _bootstrap_parser),
+             "fine-tune the offline MiniLM on public issues, blend it with TF-IDF, register and promote it",
+             _bootstrap_parser),
             ("select", select, "compare encoders (and TF-IDF) on held-out projects; register the best", _select_parser),
             ("evaluate", evaluate, "score a registered model on a labelled file", _evaluate_parser),
             ("models", models, "list registered model versions", lambda parser: None),
             ("promote", promote, "promote a version (through the gate unless --force)", _promote_parser),
-            ("rollback", rollback, "serve again the version that served before the current one", _scope_argument)]:
+            ("rollback", rollback, "serve again the version that served before the current one", _scope_argument),
+            ("push-model", push_model, "publish a registered version to the Hugging Face hub or a directory",
+             _push_parser),
+            ("pull-model", pull_model, "register a published model (hub id or directory); the gate decides",
+             _pull_parser)]:
         configure(add(subparsers, name, handler, help_text))
 
 
@@ -72,9 +85,10 @@ def _train_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path,
-                        help=f"training CSV (default: ${BOOTSTRAP_ENV} or {BOOTSTRAP_DATA})")
-    parser.add_argument("--eval", type=Path, help="held-out file (default: issues_test.csv beside the data)")
+    parser.add_argument("--data", help=f"a training file, or `{HUB}` for {HUB_DATASET} (default: ${BOOTSTRAP_ENV}, "
+                                       f"then ../shared beside the checkout, then the hub)")
+    parser.add_argument("--eval", type=Path, help="held-out file (default: issues_test.csv beside the data, or "
+                                                  "the hub's held-out projects)")
     parser.add_argument("--force", action="store_true", help="promote even if a better model serves")
     _training_arguments(parser, TrainConfig(**BOOTSTRAP_RECIPE))
 
@@ -98,6 +112,20 @@ def _evaluate_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-precision", type=float, default=0.9, help="precision the thresholds aim at")
 
 
+def _push_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("version")
+    parser.add_argument("target", help="hub id owner/name (needs `hf auth login` or HF_TOKEN) or a directory")
+
+
+def _pull_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", help="hub id owner/name or a directory written by push-model")
+    parser.add_argument("--revision", help="hub revision (branch, tag or commit) to pin")
+    parser.add_argument("--force", action="store_true", help="promote whatever the scores (admins)")
+    parser.add_argument("--trust-pickle", action="store_true",
+                        help="accept a hub model's pickled TF-IDF member (it runs code when loaded)")
+    _scope_argument(parser)
+
+
 def _promote_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("version")
     parser.add_argument("--force", action="store_true", help="skip the comparison with the serving model")
@@ -118,13 +146,13 @@ def train(args: argparse.Namespace, settings: Settings) -> int:
     eval_examples = load_file(args.eval) if args.eval else []
     promote = "gate" if args.promote else "force" if args.force else None
     train_and_register(settings, train_config_from(args), examples, eval_examples, scope=args.scope,
-                       promote=promote, trigger="manual", progress=not args.no_progress)
+                       promote=promote, trigger="manual", progress=not args.no_progress, data_source=str(args.file))
     return 0
 
 
 def train_and_register(settings: Settings, config: TrainConfig, examples: Sequence[Example],
                        eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
-                       progress: bool) -> str:
+                       progress: bool, data_source: str = "") -> str:
     """Fine-tune, evaluate on `eval_examples` if any, register; promote via the gate ("gate"/"force")."""
     from trainer.blend import train_model
 
@@ -135,6 +163,7 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
         registry = Registry(settings.model_dir, session)
         row = registry.register(trained, scope=scope, metrics=metrics, thresholds=metrics.get("thresholds"),
                                 data_fingerprint=data_fingerprint(examples))
+        update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)})
         print(f"registered {row.version} at {row.path}" + _score_text(metrics))
         if promote:
             held_out = eval_examples or load_database(session, scope)
@@ -153,23 +182,41 @@ def _score_text(metrics: dict) -> str:
 
 def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     """`bootstrap-model`: the first model, from public data, so the bot can label from day one."""
-    data = args.data or Path(os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DATA)
-    if not data.is_file():
-        raise FileNotFoundError(f"no bootstrap data at {data}: pass --data FILE or set {BOOTSTRAP_ENV}")
-    eval_path = args.eval or data.with_name("issues_test.csv")
-    examples = load_file(data)
-    eval_examples = load_file(eval_path) if eval_path.is_file() else []
+    source = choose_source(args.data, os.environ)
+    examples, eval_examples, described = load_source(source, seed=args.seed or TrainConfig.seed)
+    if args.eval:
+        eval_examples = load_file(args.eval)
     config = train_config_from(args, BOOTSTRAP_RECIPE)
-    print(f"bootstrap: fine-tuning {config.resolved_base_model()} on {len(examples)} issues from {data} "
-          f"({config.epochs} epochs, {config.max_length} tokens, batch {config.batch_size}, "
-          f"lr {config.lr:g}, "
-          f"TF-IDF share {config.tfidf_share:g}); "
-          f"held-out: {len(eval_examples)} issues" + (f" from {eval_path}" if eval_examples else ""))
+    print(f"bootstrap: fine-tuning {config.resolved_base_model()} on {len(examples)} issues from {described} "
+          f"({config.epochs} epochs, {config.max_length} tokens, batch {config.batch_size}, lr {config.lr:g}, "
+          f"TF-IDF share {config.tfidf_share:g}); held-out: {len(eval_examples)} issues")
     started = time.perf_counter()
     version = train_and_register(settings, config, examples, eval_examples, scope=GLOBAL_SCOPE,
                                  promote="force" if args.force else "gate", trigger="bootstrap",
-                                 progress=not args.no_progress)
+                                 progress=not args.no_progress, data_source=described)
     print(f"bootstrap done in {time.perf_counter() - started:.0f} s: {version}")
+    return 0
+
+
+def push_model(args: argparse.Namespace, settings: Settings) -> int:
+    """`push-model VERSION TARGET`: the version's directory and a model card, to the hub or a directory."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        row = Registry(settings.model_dir, session).get(args.version)
+    print(f"published {row.version} to {publish.push_model(Path(row.path), args.target)}")
+    return 0
+
+
+def pull_model(args: argparse.Namespace, settings: Settings) -> int:
+    """`pull-model SOURCE`: register a published model, then promote it through the gate (or --force)."""
+    directory = publish.pull_model(args.source, revision=args.revision, trust_pickle=args.trust_pickle)
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        registry = Registry(settings.model_dir, session)
+        row = registry.register(directory, scope=args.scope)
+        publish.record_origin(Path(row.path), args.source, args.revision)
+        print(f"registered {row.version} from {args.source}")
+        run = compare_and_promote(registry, row.version, load_database(session, args.scope), scope=args.scope,
+                                  force=args.force, trigger="pull")
+        print(("promoted " if run.promoted else "not promoted ") + run.message)
     return 0
 
 

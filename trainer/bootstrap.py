@@ -1,0 +1,88 @@
+"""Where the first model's issues come from: a file you name, `../shared` beside our checkouts, or the
+lesson's data set on the Hugging Face hub (its label rules, its split of projects, four kinds)."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from trainer.dataset import HUB_DATASET, TEST_REPOS, TRAIN_REPOS, Example, load_file, load_hub
+
+BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # a training file to use instead of looking
+SHARED_ENV = "ISSUE_SORTER_SHARED"  # where ../shared is, when not beside the checkout
+NLBSE_TRAIN = Path("data/nlbse24-issue-report-classification/issues_train.csv")
+HUB = "hub"
+HUB_PER_KIND = 400  # training issues per kind from the hub; the lesson takes 1,500, which is ~4x the CPU budget
+HUB_EVAL_PER_KIND = 400  # the lesson's test set: issues per kind of the projects it never trains on
+CHECKOUT = Path(__file__).resolve().parents[1]
+NO_DATA = (f"no bootstrap data: pass --data FILE, set {BOOTSTRAP_ENV}=FILE, or reach the Hugging Face hub "
+           f"({{endpoint}} is unreachable) so it can download {HUB_DATASET}")
+
+
+class NoBootstrapData(FileNotFoundError):
+    """Nothing to train the first model on; the message names the three ways to give it some."""
+
+
+def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Path = CHECKOUT,
+                  hub_reachable: Callable[[], bool] | None = None) -> Path | str:
+    """`data` (a file or "hub"), else $ISSUE_SORTER_BOOTSTRAP_DATA, else ../shared's NLBSE training file
+    where it exists, else the hub when it can be reached; otherwise a NoBootstrapData at once."""
+    named = data or environ.get(BOOTSTRAP_ENV)
+    if named == HUB:
+        return HUB
+    if named:
+        if not Path(named).is_file():
+            raise NoBootstrapData(f"no bootstrap data at {named}: pass --data FILE or set {BOOTSTRAP_ENV}")
+        return Path(named)
+    shared = Path(environ.get(SHARED_ENV) or checkout.parent / "shared") / NLBSE_TRAIN
+    if shared.is_file():
+        return shared
+    if (hub_reachable or is_hub_reachable)():
+        return HUB
+    raise NoBootstrapData(NO_DATA.format(endpoint=hub_endpoint()))
+
+
+def hub_endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def is_hub_reachable(timeout: float = 3.0) -> bool:
+    """A TCP connection to the hub within `timeout` (huggingface_hub itself retries for half a minute)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    url = urlsplit(hub_endpoint())
+    try:
+        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
+                                      timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def load_source(source: Path | str, *, download=None, seed: int = 42) -> tuple[list[Example], list[Example], str]:
+    """(training issues, held-out issues, what they are) for `choose_source`'s answer."""
+    if source == HUB:
+        kwargs = {"download": download} if download else {}
+        train = balanced(load_hub(TRAIN_REPOS, **kwargs), HUB_PER_KIND, seed)
+        held_out = balanced(load_hub(TEST_REPOS, **kwargs), HUB_EVAL_PER_KIND, seed)
+        return train, held_out, f"{HUB_DATASET} (train: {', '.join(TRAIN_REPOS)}; held out: {', '.join(TEST_REPOS)})"
+    path = Path(source)
+    test = path.with_name("issues_test.csv")
+    return load_file(path), load_file(test) if test.is_file() and test != path else [], str(path)
+
+
+def balanced(examples: Sequence[Example], per_kind: int, seed: int) -> list[Example]:
+    """At most `per_kind` issues of each label, drawn at random (seeded), in a shuffled order."""
+    rng = random.Random(seed)
+    chosen: list[Example] = []
+    for label in sorted({example.label for example in examples}):
+        of_label = [example for example in examples if example.label == label]
+        chosen += rng.sample(of_label, min(per_kind, len(of_label)))
+    rng.shuffle(chosen)
+    return chosen
