@@ -21,10 +21,12 @@ from core.settings import ConfigError, Settings
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
+ENV_FILE = Path(".env")
 
 
 def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True) -> int:
     VAR.mkdir(exist_ok=True)
+    _read_env_file(environ)
     _fill_embedded_defaults(environ)
     with _local_redis(environ):
         try:
@@ -35,6 +37,17 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True) ->
         _prepare(settings, environ, bootstrap)
         _announce(settings, environ)
         return _supervise(_start_processes(environ))
+
+
+def _read_env_file(environ: MutableMapping[str, str]) -> None:
+    """`.env` (written by `issue-sorter setup`) fills what the environment leaves unset."""
+    from dotenv import dotenv_values
+
+    if ENV_FILE.is_file():
+        for key, value in dotenv_values(ENV_FILE).items():
+            if value is not None and not environ.get(key):
+                environ[key] = value
+        print(f"read {ENV_FILE}")
 
 
 def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from core.queues import BOT_QUEUES
 from core.settings import Settings
 from issue_sorter.command import NO_SETTINGS, WEBHOOK, add
+
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def add_commands(commands) -> None:
@@ -28,6 +31,19 @@ def add_commands(commands) -> None:
                    "an RQ worker for retraining runs (loads no serving model)", database=False)
     training.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     add(commands, "cron", cmd_cron, "RQ's cron scheduler (periodic retraining); run exactly one", database=False)
+    setup = add(commands, "setup", cmd_setup, "register the GitHub App (manifest flow) and write .env",
+                settings=NO_SETTINGS, database=False)
+    setup.add_argument("--webhook-url", required=True,
+                       help="the public URL GitHub posts deliveries to: https://HOST/webhook, or a smee.io channel")
+    setup.add_argument("--public-url", help="this deployment's public https://HOST (the review page's sign-in)")
+    setup.add_argument("--org", help="register the App for this organisation (default: your user account)")
+    setup.add_argument("--name", help="the App's name (default: app.yml's; it must be unique on GitHub)")
+    setup.add_argument("--port", type=int, default=3000, help="local port of the setup page and GitHub's redirect")
+    setup.add_argument("--web-url", default="https://github.com", help="GitHub Enterprise Server: https://HOST")
+    setup.add_argument("--api-url", default="https://api.github.com", help="GitHub Enterprise Server: https://HOST/api/v3")
+    setup.add_argument("--manifest", type=Path, default=CHECKOUT / "app.yml", help="the manifest (default: app.yml)")
+    setup.add_argument("--force", action="store_true", help="register another App although .env has one")
+    setup.add_argument("--no-browser", action="store_true", help="print the page's address, open nothing")
     migrate = add(commands, "migrate", cmd_migrate, "apply database migrations", database=False)
     migrate.add_argument("revision", nargs="?", default="head")
 
@@ -64,6 +80,20 @@ def cmd_training_worker(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
     _require_redis(settings, "cron")
     os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron", "--url", settings.redis_url])
+
+
+def cmd_setup(args: argparse.Namespace, _settings: None) -> int:
+    from issue_sorter.setup import SetupError, next_steps, run_setup, start_registration
+
+    try:
+        registration = start_registration(args.manifest, webhook_url=args.webhook_url, port=args.port,
+                                          api_url=args.api_url, web_url=args.web_url, org=args.org,
+                                          public_url=args.public_url, name=args.name, force=args.force)
+        run_setup(registration, port=args.port, open_browser=not args.no_browser)
+    except SetupError as error:
+        raise SystemExit(f"issue-sorter setup: {error}") from None
+    print(next_steps(registration, args.org))
+    return 0
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:

@@ -35,6 +35,8 @@ DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
 NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
 APP_ENDPOINTS = {"access_token", "repo_installation"}  # authenticated by the App's JWT, not a token
+# GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
+MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 ROLE_RANK = {"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 FAILURE_MESSAGES = {
@@ -219,6 +221,8 @@ class FakeGitHub:
         self._failures: list[_Failure] = []
         self._requests: list[RecordedRequest] = []
         self._server = self._thread = None
+        self._manifest_codes: dict[str, tuple[dict[str, Any], str | None]] = {}  # code → (manifest, org)
+        self.registered_apps: list[dict[str, Any]] = []  # what the conversion answered, newest last
         self._flask = self._create_flask()
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -338,6 +342,9 @@ class FakeGitHub:
             ("POST", f"{issue}/comments", self._create_comment),
             ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
             ("GET", f"{repo}/contents/<path:path>", self._contents),
+            ("POST", "/settings/apps/new", self._new_app),
+            ("POST", "/organizations/<org>/settings/apps/new", self._new_org_app),
+            ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion),
         ]
         for method, rule, view in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
@@ -355,6 +362,8 @@ class FakeGitHub:
                 if failure.times <= 0:
                     self._failures.remove(failure)
                 return self._failure_response(failure)
+        if request.endpoint in MANIFEST_ENDPOINTS:
+            return None
         credentials = request.headers.get("Authorization", "").partition(" ")[2]
         if request.endpoint in APP_ENDPOINTS:
             if self._is_app_jwt(credentials):
@@ -378,6 +387,46 @@ class FakeGitHub:
             message = RATE_LIMIT_MESSAGE if rate_limited else message
             body = {"message": message, "documentation_url": DOCS_URL}
         return _json(body, failure.status, failure.headers)
+
+    # --- the manifest flow (github.com's new-App page, then the code conversion) --------------------
+    def _new_app(self) -> Response:
+        return self._register_manifest(None)
+
+    def _new_org_app(self, org: str) -> Response:
+        return self._register_manifest(org)
+
+    def _register_manifest(self, org: str | None) -> Response:
+        """What the user's browser meets after pressing the button: GitHub registers and redirects back."""
+        try:
+            manifest = json.loads(request.form["manifest"])
+            redirect = manifest["redirect_url"]
+            missing = [key for key in ("name", "url", "default_permissions") if not manifest.get(key)]
+        except (KeyError, ValueError, TypeError):
+            return _error(422, "Invalid manifest")
+        if missing or not (manifest.get("hook_attributes") or {}).get("url"):
+            return _error(422, "Invalid manifest", errors=missing or ["hook_attributes.url"])
+        code = secrets.token_hex(10)
+        self._manifest_codes[code] = (manifest, org)
+        query = urlencode({"code": code, **({"state": request.args["state"]} if "state" in request.args else {})})
+        return Response("", 302, headers={"Location": f"{redirect}?{query}"})
+
+    def _manifest_conversion(self, code: str) -> Response:
+        """POST /app-manifests/{code}/conversions: the App's credentials, once per code."""
+        if code not in self._manifest_codes:
+            return _error(404, "Not Found")
+        manifest, org = self._manifest_codes.pop(code)
+        slug = re.sub(r"[^a-z0-9]+", "-", manifest["name"].lower()).strip("-")
+        stamp = _timestamp(time.time())
+        app = {"id": self.app_id, "slug": slug, "node_id": f"A_{self.app_id}",
+               "owner": _user_json(self.url, org or "octocat", "Organization" if org else "User"),
+               "name": manifest["name"], "description": manifest.get("description", ""),
+               "external_url": manifest["url"], "html_url": f"{WEB_URL}/apps/{slug}", "created_at": stamp,
+               "updated_at": stamp, "permissions": manifest.get("default_permissions", {}),
+               "events": manifest.get("default_events", []), "installations_count": 0,
+               "client_id": f"Iv1.{secrets.token_hex(8)}", "client_secret": secrets.token_hex(20),
+               "webhook_secret": secrets.token_hex(20), "pem": self.private_key_pem}
+        self.registered_apps.append(app | {"manifest": manifest})
+        return _json(app, 201)
 
     def _is_app_jwt(self, token: str) -> bool:
         try:

@@ -1,0 +1,64 @@
+"""`issue-sorter run` as a user starts it, in a folder of its own, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from bot.signatures import sign_body
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_service(cwd: Path, env: dict[str, str], *, dry_run: bool = False) -> Iterator[str]:
+    """The service's base URL once /healthz says it is up; stopped with SIGTERM, which must exit 0."""
+    log_path = cwd / "run.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=cwd, env=env,
+                                   stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{env['PORT']}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                health = requests.get(f"{base}/healthz", timeout=1).json()
+                if health["database"] == "ok" and health["redis"] == "ok" and health["dry_run"] is dry_run:
+                    break
+            except (requests.RequestException, ValueError, KeyError):
+                time.sleep(0.3)
+        else:
+            pytest.fail("run did not come up:\n" + log_path.read_text()[-3000:])
+        yield base
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    assert code == 0, log_path.read_text()[-3000:]
+
+
+def deliver(base: str, event: str, payload: dict, delivery: str, secret: str) -> requests.Response:
+    body = json.dumps(payload).encode()
+    return requests.post(f"{base}/webhook", data=body, timeout=10, headers={
+        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+        "X-Hub-Signature-256": sign_body(body, secret)})
+
+
+def wait_for(condition, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return bool(condition())
