@@ -24,7 +24,7 @@ SECRET_FILE = VAR / "webhook-secret"
 ENV_FILE = Path(".env")
 
 
-def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True) -> int:
+def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, forward: str | None = None) -> int:
     VAR.mkdir(exist_ok=True)
     _read_env_file(environ)
     _fill_embedded_defaults(environ)
@@ -36,7 +36,9 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True) ->
             return 2
         _prepare(settings, environ, bootstrap)
         _announce(settings, environ)
-        return _supervise(_start_processes(environ))
+        if forward:
+            print(f"  relaying deliveries from {forward} to the receiver (`issue-sorter forward`)")
+        return _supervise(_start_processes(environ, forward))
 
 
 def _read_env_file(environ: MutableMapping[str, str]) -> None:
@@ -112,10 +114,11 @@ def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
         print(f"  GitHub App {settings.app_id} at {settings.api_url}: labels are applied")
 
 
-def _start_processes(environ: MutableMapping[str, str]) -> dict[str, subprocess.Popen]:
+def _start_processes(environ: MutableMapping[str, str], forward: str | None) -> dict[str, subprocess.Popen]:
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     env = dict(environ)
-    return {
+    relay = {"forward": subprocess.Popen(cli + ["forward", forward], env=env)} if forward else {}
+    return relay | {
         "web": subprocess.Popen(cli + ["web", "--workers", "2"], env=env),
         "worker": subprocess.Popen(cli + ["worker", "--queues", "labeling,feedback"], env=env),
         "trainer": subprocess.Popen(cli + ["training-worker"], env=env),

@@ -19,6 +19,12 @@ def add_commands(commands) -> None:
     run = add(commands, "run", cmd_run, "the whole service on embedded defaults (SQLite, local Redis)",
               settings=NO_SETTINGS, database=False)
     run.add_argument("--no-bootstrap", action="store_true", help="do not train a model when none is promoted")
+    run.add_argument("--forward", metavar="CHANNEL_URL",
+                     help="also relay deliveries from a webhook proxy channel (e.g. https://smee.io/...) to the web")
+    forward = add(commands, "forward", cmd_forward, "relay deliveries from a webhook proxy channel to the receiver",
+                  database=False)
+    forward.add_argument("channel", help="the channel's URL, e.g. https://smee.io/abc123 (GitHub's webhook URL)")
+    forward.add_argument("--to", help="the receiver (default: http://127.0.0.1:$PORT/webhook)")
     web = add(commands, "web", cmd_web, "the webhook receiver under gunicorn", settings=WEBHOOK, database=False)
     web.add_argument("--host", default="0.0.0.0")
     web.add_argument("--workers", type=int, default=2)
@@ -51,7 +57,7 @@ def add_commands(commands) -> None:
 def cmd_run(args: argparse.Namespace, _settings: None) -> int:
     from issue_sorter.run import run_service
 
-    return run_service(os.environ.copy(), bootstrap=not args.no_bootstrap)
+    return run_service(os.environ.copy(), bootstrap=not args.no_bootstrap, forward=args.forward)
 
 
 def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
@@ -80,6 +86,13 @@ def cmd_training_worker(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
     _require_redis(settings, "cron")
     os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron", "--url", settings.redis_url])
+
+
+def cmd_forward(args: argparse.Namespace, settings: Settings) -> int:
+    from issue_sorter.forward import forward
+
+    forward(args.channel, args.to or f"http://127.0.0.1:{settings.port}/webhook")
+    return 0
 
 
 def cmd_setup(args: argparse.Namespace, _settings: None) -> int:
