@@ -7,7 +7,8 @@ COMMONMARK = MarkdownIt("commonmark")
 
 def inline_tokens(markdown: str) -> list:
     """Every inline token of the rendered document, in order."""
-    return [child for token in COMMONMARK.parse(markdown) if token.type == "inline" for child in token.children]
+    inlines = [token for token in COMMONMARK.parse(markdown) if token.type == "inline"]
+    return [child for token in inlines for child in token.children]
 
 
 def text_outside_code(markdown: str) -> str:
