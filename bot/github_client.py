@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
@@ -41,6 +42,15 @@ class PermanentGitHubError(GitHubError):
     """Retrying cannot help (401, a missing permission, 404, 410, 422): record and drop."""
 
 
+@dataclasses.dataclass(frozen=True)
+class RepoFile:
+    """A file on the default branch, equal and hashed by its blob SHA alone (the same SHA, the same bytes)."""
+
+    sha: str
+    size: int = dataclasses.field(compare=False)  # bytes
+    content: bytes | None = dataclasses.field(compare=False, repr=False)  # None: GitHub sends none over 1 MB
+
+
 class IssueWriter(Protocol):
     """What the labeling code needs from GitHub, one installation at a time; repos are "owner/name"."""
 
@@ -58,7 +68,7 @@ class IssueWriter(Protocol):
 
     def get_permission(self, repo: str, login: str) -> str: ...
 
-    def get_file_text(self, repo: str, path: str) -> str | None: ...
+    def get_file(self, repo: str, path: str) -> RepoFile | None: ...
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]: ...
 
@@ -157,8 +167,8 @@ class PyGithubWriter:
                 return "none"
             raise
 
-    def get_file_text(self, repo: str, path: str) -> str | None:
-        """The decoded text of a file on the default branch; None when missing, a directory or over 1 MB."""
+    def get_file(self, repo: str, path: str) -> RepoFile | None:
+        """A file on the default branch (Contents API); None when it is missing or not a file."""
         try:
             with _github_errors():
                 content = self._repo(repo).get_contents(path)
@@ -166,9 +176,10 @@ class PyGithubWriter:
             if error.status == 404:
                 return None
             raise
-        if isinstance(content, list) or content.encoding != "base64":
+        if isinstance(content, list) or content.type != "file":  # a directory, a symlink, a submodule
             return None
-        return content.decoded_content.decode("utf-8")
+        raw = content.decoded_content if content.encoding == "base64" else None  # "none": over 1 MB
+        return RepoFile(sha=content.sha, size=content.size, content=raw)
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
         """One page (1-based) of all issues and pull requests, oldest first."""

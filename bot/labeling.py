@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from bot.feedback import removed_by_human
 from bot.issues import IssueSnapshot
+from bot.markdown import code_span
 from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT, RepoConfig
 from core import store
 from core.classifier import Classifier
@@ -40,6 +41,7 @@ class LabelingPolicy:
     comment_template: str | None = None
     skip_authors: tuple[str, ...] = ()
     never_again: frozenset[str] = frozenset()  # labels a human removed from this issue
+    held: str | None = None  # the repository's config is broken: apply nothing, say why (RepoConfig.held)
 
     def threshold_for(self, predicted: str) -> float:
         return self.per_label_thresholds.get(predicted, self.threshold)
@@ -55,7 +57,8 @@ def policy_for(settings: Settings, config: RepoConfig, classifier: Classifier, *
     return LabelingPolicy(threshold=config.threshold if config.threshold is not None else settings.threshold,
                           create_labels=settings.create_labels, dry_run=dry_run, mode=config.mode,
                           label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
-                          comment_template=config.comment_template, skip_authors=config.skip_authors)
+                          comment_template=config.comment_template, skip_authors=config.skip_authors,
+                          held=config.held)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ def skip_reason(issue: IssueSnapshot, classes: list[str], policy: LabelingPolicy
 
 def choose_label(scores: dict[str, float], repo_labels: list[str], policy: LabelingPolicy) -> Choice:
     predicted, score = max(scores.items(), key=lambda item: item[1])
+    if policy.held:  # fail closed: a broken allow or labels could let through what the maintainer forbade
+        return Choice(predicted, score, None, policy.held)
     choice = _map_to_repository(predicted, score, repo_labels, policy)
     threshold = policy.threshold_for(predicted)
     if score < threshold:
@@ -144,6 +149,8 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
 
 def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: int,
            policy: LabelingPolicy) -> str:
+    if policy.held:
+        return "held"
     if policy.mode == "suggest":
         if not (policy.dry_run or github is None):
             github.create_comment(repo, number, suggestion_comment(scores, policy))
@@ -157,18 +164,24 @@ def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: 
                             f"Issues of kind {choice.predicted}, as sorted by Issue Sorter")
     github.add_labels(repo, number, [choice.label])
     if policy.mode == "comment":
-        template = policy.comment_template or DEFAULT_COMMENT
-        github.create_comment(repo, number, template.format(label=choice.label, score=choice.score,
-                                                            suggestions=_suggestion_lines(scores)))
+        github.create_comment(repo, number, label_comment(choice, scores, policy))
     return "applied"
 
 
+def label_comment(choice: Choice, scores: dict[str, float], policy: LabelingPolicy) -> str:
+    """The comment of comment mode, after labelling; label names in it are code spans."""
+    template = policy.comment_template or DEFAULT_COMMENT
+    return template.format(label=code_span(choice.label), score=choice.score,
+                           suggestions=_suggestion_lines(scores))
+
+
 def suggestion_comment(scores: dict[str, float], policy: LabelingPolicy) -> str:
+    """The comment of suggest mode; every label name in it is a code span, so none can mention anyone."""
     template = policy.comment_template or SUGGEST_COMMENT
     top, score = max(scores.items(), key=lambda item: item[1])
-    return template.format(label=top, score=score, suggestions=_suggestion_lines(scores))
+    return template.format(label=code_span(top), score=score, suggestions=_suggestion_lines(scores))
 
 
 def _suggestion_lines(scores: dict[str, float], n: int = 3) -> str:
     ranked = sorted(scores.items(), key=lambda item: -item[1])[:n]
-    return "\n".join(f"- **{label}**: {score:.0%}" for label, score in ranked)
+    return "\n".join(f"- {code_span(label)}: {score:.0%}" for label, score in ranked)

@@ -1,21 +1,30 @@
 """Per-repository settings from `.github/issue-sorter.yml` (or the org's `.github` repository).
 
-Parsing is pure: text in, a RepoConfig and a list of problems out. A bad file never crashes a job:
-its problems are logged (and commented on the issue once a day, in comment/suggest mode) and safe
-defaults apply (`config_for`).
+Parsing is pure and bounded: text in, a RepoConfig and a list of problems out, in time linear in the file,
+which is capped at 64 KiB and may use no YAML anchors or aliases. A broken setting is dropped and the
+others are kept. When the file cannot be read, or a setting that restrains the bot (`GUARDS`) is broken,
+the config is *held*: the bot records its prediction as `held` and applies nothing on the repository
+until the file is fixed. Problems are logged, and commented on the issue once a day in comment/suggest
+mode (`config_for`); every value quoted in them is a short code span, so a file can ping nobody.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import hashlib
 import logging
 import re
+import reprlib
+import string
 from dataclasses import dataclass, field
 
 import yaml
 from redis import Redis
+from yaml.composer import ComposerError
 
-from bot.github_client import PermanentGitHubError
+from bot.github_client import PermanentGitHubError, RepoFile
+from bot.markdown import code_span
 from core.kinds import KINDS
 
 log = logging.getLogger(__name__)
@@ -24,11 +33,36 @@ CONFIG_PATH = ".github/issue-sorter.yml"
 WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the problems: one comment a day
 WARNING_MARKER = "<!-- issue-sorter:config -->"
 MODES = ("label", "comment", "suggest", "off")
-DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue **{label}** ({score:.0%} sure). "
+DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue {label} ({score:.0%} sure). "
                    "If that is wrong, change the label: the bot learns from it.")
 SUGGEST_COMMENT = "<!-- issue-sorter -->\nIssue Sorter's suggestions for this issue:\n\n{suggestions}"
 KNOWN_KEYS = {"mode", "labels", "learn_labels", "allow", "threshold", "target_precision", "comment_template",
               "skip_authors"}
+GUARDS = ("mode", "labels", "allow", "skip_authors")  # broken, they would let the bot do what they forbid
+MAX_CONFIG_BYTES = 64 * 1024  # real files are a few hundred bytes; this keeps every parse quick
+TOO_LARGE = f"{{}} is larger than {MAX_CONFIG_BYTES // 1024} KiB"
+MAX_DEPTH = 8  # YAML nesting; the deepest setting needs 3, and the composer recurses once per level
+MAX_REPORTED = 10  # problems listed in a report; the rest are counted
+MAX_TEMPLATE_CHARS = 4000
+MAX_TEMPLATE_FIELDS = 20  # with short specs this keeps a comment far below GitHub's 65536 characters
+MAX_SPEC_CHARS = 10
+LONG_NUMBER = re.compile(r"\d{4}")  # a width or precision of 4+ digits ("{score:>999999999}") is refused
+TEMPLATE_SAMPLES = {"label": "`bug`", "score": 0.9, "suggestions": "- `bug`: 90%"}  # the types at format time
+
+
+class _ShortRepr(reprlib.Repr):
+    """reprlib's bounded repr, which also bounds ints."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:  # "1:2:3:…" is a base-60 int of any size; repr refuses 4300+ digits
+            return f"<a {x.bit_length()}-bit number>"
+        return super().repr_int(x, level)
+
+
+_short = _ShortRepr()
+_short.maxstring = _short.maxother = _short.maxlong = 40
+_short.maxlist = _short.maxtuple = _short.maxdict = _short.maxset = 4
+_short.maxlevel = 2
 
 
 @dataclass(frozen=True)
@@ -42,92 +76,203 @@ class RepoConfig:
     comment_template: str | None = None  # {label}, {score}, {suggestions}
     skip_authors: tuple[str, ...] = ()  # e.g. dependabot[bot]
     source: str = "defaults"  # where it came from, for logs
+    held: str | None = None  # why nothing may be applied here: the file, or one of its GUARDS, is broken
 
     @property
     def wants_comments(self) -> bool:
         return self.mode in ("comment", "suggest")
 
 
+def describe(value: object) -> str:
+    """A value from a config file for a problem message: a short repr in a code span, never the whole."""
+    return code_span(_short.repr(value))
+
+
+# ---- parsing -----------------------------------------------------------------------------------------
+
 def parse_config(text: str | None, source: str = CONFIG_PATH) -> tuple[RepoConfig, list[str]]:
-    """(config, problems). Any problem means the defaults are used; comments mode is kept when asked."""
+    """(config, problems): every valid setting is kept; a broken file or guard holds the config."""
     if text is None:
         return RepoConfig(), []
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        return RepoConfig(source=source), [f"{source} is not valid YAML: {str(error).splitlines()[0]}"]
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        return _unusable(source, TOO_LARGE.format(source))
+    data, problem = _load_yaml(text, source)
+    if problem:
+        return _unusable(source, problem)
     if data is None:
         return RepoConfig(source=source), []
-    if not isinstance(data, dict):
-        return RepoConfig(source=source), [f"{source} must be a mapping of settings, not {type(data).__name__}"]
-    problems = [f"unknown setting {key!r} (known: {', '.join(sorted(KNOWN_KEYS))})"
-                for key in data if key not in KNOWN_KEYS]
-    values = _validated(data, problems)
-    if problems:
-        mode = values.get("mode", "label")
-        return RepoConfig(mode=mode if mode in MODES else "label", source=source), problems
-    return RepoConfig(source=source, **values), []
-
-
-def _validated(data: dict, problems: list[str]) -> dict:
     values: dict = {}
-    if "mode" in data:
-        values["mode"] = "off" if data["mode"] is False else data["mode"]  # YAML 1.1 reads bare off as false
-        if values["mode"] not in MODES:
-            problems.append(f"mode must be one of {', '.join(MODES)}, not {data['mode']!r}")
-    if "labels" in data:
-        labels = data["labels"]
-        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-            problems.append("labels must map kinds (bug, feature, question, docs) to label names")
-        else:
-            problems.extend(f"labels: unknown kind {k!r} (kinds: {', '.join(KINDS)})" for k in labels if k not in KINDS)
-            values["labels"] = dict(labels)
-    for key in ("learn_labels", "allow", "skip_authors"):
-        if key in data:
-            items = data[key]
-            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-                problems.append(f"{key} must be a list of names")
-            else:
-                values[key] = tuple(items)
-    for key in ("threshold", "target_precision"):
-        if key in data:
-            number = data[key]
-            if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 1:
-                problems.append(f"{key} must be a number between 0 and 1, not {number!r}")
-            else:
-                values[key] = float(number)
-    if "comment_template" in data:
-        template = data["comment_template"]
-        if not isinstance(template, str) or not _formats(template):
-            problems.append("comment_template must be text using only {label}, {score} and {suggestions}")
-        else:
-            values["comment_template"] = template
-    return values
+    problems: list[str] = []
+    broken: list[str] = []
+    for key, value in data.items():
+        check = CHECKS.get(key) if isinstance(key, str) else None
+        parsed, problem = check(key, value) if check else (None, _unknown_setting(key))
+        if problem is None:
+            values[key] = parsed
+            continue
+        problems.append(problem)
+        if key in GUARDS or _meant_guard(key, data):
+            broken.append(problem)
+    held = _held_reason(source, broken) if broken else None
+    return RepoConfig(source=source, held=held, **values), problems
 
 
-MAX_TEMPLATE_CHARS = 4000
-WIDE_FIELD = re.compile(r"\{[^{}]*:[^{}]*\d{4,}[^{}]*\}")  # "{score:>999999999}" would build a huge string
+@functools.lru_cache(maxsize=256)
+def parse_file(file: RepoFile, source: str) -> tuple[RepoConfig, tuple[str, ...]]:
+    """parse_config of a file from GitHub, cached by its blob SHA: an unchanged file is parsed once."""
+    text, problem = None, TOO_LARGE.format(source)
+    if file.content is not None and file.size <= MAX_CONFIG_BYTES:
+        try:
+            text, problem = file.content.decode("utf-8"), None
+        except UnicodeDecodeError as error:
+            problem = f"{source} is not UTF-8 text (byte {error.start})"
+    config, problems = _unusable(source, problem) if problem else parse_config(text, source)
+    return config, tuple(problems)
 
 
-def _formats(template: str) -> bool:
-    if len(template) > MAX_TEMPLATE_CHARS or WIDE_FIELD.search(template):
-        return False
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader without anchors or aliases (650 bytes of them expand to gigabytes) or deep nesting."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ComposerError(None, None, "anchors and aliases (&name, *name) are not allowed",
+                                event.start_mark)
+        if self.depth >= MAX_DEPTH:
+            raise ComposerError(None, None, f"nesting deeper than {MAX_DEPTH} levels", event.start_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _load_yaml(text: str, source: str) -> tuple[object, str | None]:
     try:
-        template.format(label="bug", score=0.9, suggestions="- bug")
-        return True
-    except (KeyError, IndexError, ValueError, AttributeError, TypeError):  # "{label.x}", "{score[0]}"
-        return False
+        data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader, with less
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = getattr(error, "problem", None) or str(error).splitlines()[0]
+        return None, f"{source} is not valid YAML{where}: {code_span(_shorten(what))}"
+    except (ValueError, OverflowError) as error:
+        # PyYAML builds values with Python's own types, which refuse "2024-13-45", a 5000-digit int or a
+        # base-60 float ("1:2:…:3.5") too big for a float
+        return None, f"{source} has a value YAML cannot build: {code_span(_shorten(str(error)))}"
+    if data is not None and not isinstance(data, dict):
+        return None, f"{source} must be a mapping of settings, not {type(data).__name__}"
+    return data, None
 
 
-def load_config(github, repo: str) -> tuple[RepoConfig, list[str]]:
+def _shorten(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _unusable(source: str, problem: str) -> tuple[RepoConfig, list[str]]:
+    return RepoConfig(source=source, held=_held_reason(source, [problem])), [problem]
+
+
+def _held_reason(source: str, broken: list[str]) -> str:
+    more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+    return f"{source} is broken, so nothing is applied until it is fixed: {broken[0]}{more}"
+
+
+def _meant(key: object) -> str | None:
+    """The known setting an unknown key most likely misspells ("alow", "Allow", "thresold"), if any."""
+    guesses = difflib.get_close_matches(key.lower(), KNOWN_KEYS, n=1) if isinstance(key, str) else []
+    return guesses[0] if guesses else None
+
+
+def _unknown_setting(key: object) -> str:
+    meant = _meant(key)
+    hint = f"did you mean {code_span(meant)}?" if meant else f"known: {', '.join(sorted(KNOWN_KEYS))}"
+    return f"unknown setting {describe(key)} ({hint})"
+
+
+def _meant_guard(key: object, data: dict) -> bool:
+    """A misspelt guard is a broken guard, unless the file sets the guard itself too."""
+    meant = None if key in KNOWN_KEYS else _meant(key)
+    return meant in GUARDS and meant not in data
+
+
+# ---- one check per setting: (key, value) → (parsed value, None) or (None, problem) -----------------------
+
+def _mode(key: str, value: object) -> tuple[object, str | None]:
+    mode = "off" if value is False else value  # YAML 1.1 reads bare off as false
+    if isinstance(mode, str) and mode in MODES:
+        return mode, None
+    return None, f"mode must be one of {', '.join(MODES)}, not {describe(value)}"
+
+
+def _labels(key: str, value: object) -> tuple[object, str | None]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        return None, "labels must map kinds (bug, feature, question, docs) to label names"
+    unknown = [kind for kind in value if kind not in KINDS]
+    if unknown:
+        return None, f"labels: unknown kind {describe(unknown[0])} (kinds: {', '.join(KINDS)})"
+    return dict(value), None
+
+
+def _names(key: str, value: object) -> tuple[object, str | None]:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value), None
+    return None, f"{key} must be a list of names, not {describe(value)}"
+
+
+def _fraction(key: str, value: object) -> tuple[object, str | None]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value), None
+    return None, f"{key} must be a number between 0 and 1, not {describe(value)}"
+
+
+def _template(key: str, value: object) -> tuple[object, str | None]:
+    if not isinstance(value, str):
+        return None, f"comment_template must be text, not {type(value).__name__}"
+    problem = template_problem(value)
+    return (None, f"comment_template: {problem}") if problem else (value, None)
+
+
+CHECKS = {"mode": _mode, "labels": _labels, "learn_labels": _names, "allow": _names, "skip_authors": _names,
+          "threshold": _fraction, "target_precision": _fraction, "comment_template": _template}
+
+
+def template_problem(template: str) -> str | None:
+    """What is wrong with a comment template, or None: fields {label}, {score}, {suggestions} only, each
+    with no attribute, index or conversion and a short format; checked by parsing, in linear time."""
+    if len(template) > MAX_TEMPLATE_CHARS:
+        return f"longer than {MAX_TEMPLATE_CHARS} characters"
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+                  if name is not None]
+    except ValueError as error:  # "Sorted as {": unbalanced braces
+        return f"not a format string ({error})"
+    if len(fields) > MAX_TEMPLATE_FIELDS:
+        return f"more than {MAX_TEMPLATE_FIELDS} fields"
+    for name, spec, conversion in fields:
+        if name not in TEMPLATE_SAMPLES:  # also "{label.upper}", "{label[2]}", "{0}" and "{}"
+            return f"unknown field {describe(name)}: use only {{label}}, {{score}} and {{suggestions}}"
+        if conversion is not None:
+            return f"{{{name}}} takes no conversion such as !r or !s"
+        if len(spec) > MAX_SPEC_CHARS or "{" in spec or LONG_NUMBER.search(spec):
+            return f"the format of {{{name}}} must be at most {MAX_SPEC_CHARS} characters, widths 3 digits"
+        try:
+            format(TEMPLATE_SAMPLES[name], spec)
+        except ValueError:  # "{score:d}", "{label:.2f}"
+            return f"{describe(spec)} is not a format for {{{name}}}"
+    return None
+
+
+# ---- loading and reporting ---------------------------------------------------------------------------
+
+def load_config(github, repo: str) -> tuple[RepoConfig, tuple[str, ...]]:
     """The repository's file, else the organisation's `.github` repository's, else defaults."""
-    text = github.get_file_text(repo, CONFIG_PATH) if github else None
-    source = f"{repo}/{CONFIG_PATH}"
-    if text is None and github:
-        org_repo = f"{repo.split('/')[0]}/.github"
-        text = github.get_file_text(org_repo, CONFIG_PATH)
-        source = f"{org_repo}/{CONFIG_PATH}"
-    return parse_config(text, source)
+    for owner in (repo, f"{repo.split('/')[0]}/.github"):
+        file = github.get_file(owner, CONFIG_PATH) if github else None
+        if file is not None:
+            return parse_file(file, f"{owner}/{CONFIG_PATH}")
+    return RepoConfig(), ()
 
 
 def config_for(github, repo: str, *, number: int, redis: Redis) -> RepoConfig:
@@ -142,10 +287,20 @@ def config_for(github, repo: str, *, number: int, redis: Redis) -> RepoConfig:
     return config
 
 
+def problem_report(config: RepoConfig, problems: tuple[str, ...] | list[str]) -> str:
+    """The message about a broken file, for the log and for the issue."""
+    source = code_span(config.source)
+    head = (f"Issue Sorter applies nothing on this repository until {source} is fixed:" if config.held
+            else f"Issue Sorter ignores these settings of {source} and uses its defaults for them:")
+    lines = [f"- {problem}" for problem in problems[:MAX_REPORTED]]
+    if len(problems) > MAX_REPORTED:
+        lines.append(f"- and {len(problems) - MAX_REPORTED} more")
+    return "\n".join([head, *lines])
+
+
 def _report_problems(github, repo: str, number: int, redis: Redis, config: RepoConfig,
-                     problems: list[str]) -> None:
-    message = (f"Issue Sorter could not use {config.source}, so it runs with safe defaults:\n"
-               + "\n".join(f"- {p}" for p in problems))
+                     problems: tuple[str, ...]) -> None:
+    message = problem_report(config, problems)
     log.warning("%s", message)
     digest = hashlib.sha256(message.encode()).hexdigest()[:16]
     if config.wants_comments and github and redis.set(WARNED_KEY.format(repo, digest), 1, nx=True, ex=86400):

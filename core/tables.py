@@ -81,7 +81,8 @@ class Prediction(Base):
     predicted: Mapped[str | None] = mapped_column(String(255))  # the model's top class
     label: Mapped[str | None] = mapped_column(String(255))  # the repository label it maps to
     applied: Mapped[bool] = mapped_column(Boolean, default=False)
-    outcome: Mapped[str] = mapped_column(String(32))  # applied | abstained | dry_run | dropped
+    # applied | abstained | suggested | held (the repository's config is broken) | dry_run | dropped
+    outcome: Mapped[str] = mapped_column(String(32))
     reason: Mapped[str] = mapped_column(Text, default="")
     decision: Mapped[str | None] = mapped_column(String(16))  # accepted | rejected | corrected (by a human)
     decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

@@ -33,6 +33,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 WEB_URL = "https://github.com"
 DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
+CONTENTS_MAX_BYTES = 1024 * 1024  # the Contents API sends no content for a file bigger than this
 NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
 APP_ENDPOINTS = {"access_token", "repo_installation"}  # authenticated by the App's JWT, not a token
 # GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
@@ -257,9 +258,11 @@ class FakeGitHub:
 
     # --- setting up state ------------------------------------------------------------------------
     def add_repo(self, full_name: str, labels: Iterable[str | Mapping[str, str]] = (), *,
-                 installation_id: int = DEFAULT_INSTALLATION_ID, files: Mapping[str, str] | None = None,
+                 installation_id: int = DEFAULT_INSTALLATION_ID,
+                 files: Mapping[str, str | bytes] | None = None,
                  collaborators: Mapping[str, str] | None = None) -> None:
-        """Labels are names or {"name", "color", "description"}; collaborators map login -> role name."""
+        """Labels are names or {"name", "color", "description"}; collaborators map login -> role name;
+        files map path -> text (stored as UTF-8) or bytes."""
         with self._lock:
             self._repos[full_name] = {"id": next(self._ids), "installation_id": installation_id, "labels": {},
                                       "issues": {}, "files": dict(files or {}),
@@ -587,11 +590,14 @@ class FakeGitHub:
         text = self._repos[full_name]["files"].get(path)
         if text is None:
             return _error(404, "Not Found")
-        raw, url = text.encode(), f"{self.url}/repos/{full_name}/contents/{path}"
-        sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
+        raw = text if isinstance(text, bytes) else text.encode()
+        sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()  # git's blob SHA, as GitHub's
+        url = f"{self.url}/repos/{full_name}/contents/{path}"
         git, html = f"{self.url}/repos/{full_name}/git/blobs/{sha}", f"{WEB_URL}/{full_name}/blob/main/{path}"
-        return _json({"type": "file", "encoding": "base64", "size": len(raw), "name": path.rsplit("/", 1)[-1],
-                      "path": path, "content": base64.encodebytes(raw).decode(), "sha": sha, "url": url,
+        too_big = len(raw) > CONTENTS_MAX_BYTES  # GitHub then sends an empty content with encoding "none"
+        content, encoding = ("", "none") if too_big else (base64.encodebytes(raw).decode(), "base64")
+        return _json({"type": "file", "encoding": encoding, "size": len(raw), "name": path.rsplit("/", 1)[-1],
+                      "path": path, "content": content, "sha": sha, "url": url,
                       "git_url": git, "html_url": html,
                       "download_url": f"https://raw.githubusercontent.com/{full_name}/main/{path}",
                       "_links": {"self": url, "git": git, "html": html}})

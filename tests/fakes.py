@@ -7,9 +7,11 @@ every call. The integration tests keep the real encoder and the fake GitHub over
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bot.github_client import RepoFile
 from bot.issues import IssueSnapshot
 from core.card import ModelCard
 
@@ -79,9 +81,13 @@ class FakeGitHub:
         self.calls.append(("get_permission", repo, login))
         return self.permissions.get((repo, login), "none")
 
-    def get_file_text(self, repo: str, path: str) -> str | None:
-        self.calls.append(("get_file_text", repo, path))
-        return self.files.get((repo, path))
+    def get_file(self, repo: str, path: str) -> RepoFile | None:
+        self.calls.append(("get_file", repo, path))
+        text = self.files.get((repo, path))
+        if text is None:
+            return None
+        data = text.encode()
+        return RepoFile(hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(), len(data), data)
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
         self.calls.append(("list_issues_page", repo, page))

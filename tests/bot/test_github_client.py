@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import subprocess
 import time
 
 import pytest
@@ -198,9 +199,21 @@ def test_get_permission_of_an_unknown_user_is_none(writer, fake_github):
     assert writer.get_permission(REPO, "ghost") == "none"
 
 
-def test_get_file_text_decodes_a_present_file_and_returns_none_for_a_missing_one(writer):
-    assert writer.get_file_text(REPO, ".github/issue-sorter.yml") == "threshold: 0.7\nnote: café\n"
-    assert writer.get_file_text(REPO, ".github/absent.yml") is None
+def test_get_file_returns_the_bytes_and_git_blob_sha_of_a_file_and_none_for_a_missing_one(writer):
+    file = writer.get_file(REPO, ".github/issue-sorter.yml")
+    raw = "threshold: 0.7\nnote: café\n".encode()
+    git_sha = subprocess.run(["git", "hash-object", "--stdin"], input=raw, capture_output=True,
+                             check=True).stdout.decode().strip()
+    assert (file.content, file.size, file.sha) == (raw, len(raw), git_sha)
+    assert writer.get_file(REPO, ".github/absent.yml") is None
+
+
+def test_get_file_over_one_megabyte_has_a_size_and_sha_but_no_content(writer, fake_github):
+    """GitHub's Contents API sends no content above 1 MB (encoding "none"); the file is not mistaken for
+    a missing one, which would send the bot on to the organisation's config."""
+    fake_github.add_repo(REPO, files={"big.yml": "#" * (1024 * 1024 + 1)}, installation_id=INSTALLATION_ID)
+    file = writer.get_file(REPO, "big.yml")
+    assert (file.content, file.size, len(file.sha)) == (None, 1024 * 1024 + 1, 40)
 
 
 # --- failures ----------------------------------------------------------------------------------------

@@ -2,7 +2,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.labeling import LabelingPolicy, choose_label, skip_reason
+from bot.labeling import (
+    Choice,
+    LabelingPolicy,
+    _apply,
+    choose_label,
+    label_comment,
+    policy_for,
+    skip_reason,
+    suggestion_comment,
+)
+from bot.repo_config import parse_config
+from tests.bot.commonmark import code_contents, text_outside_code
 
 KINDS3 = ["bug", "feature", "question"]
 
@@ -52,3 +63,61 @@ def test_issues_that_must_not_be_labelled_are_skipped(fields, reason):
 
 def test_unrelated_labels_do_not_stop_labelling():
     assert skip_reason(issue(labels=("good first issue", "area: ui")), KINDS3) is None
+
+
+# ---- a held repository: its config is broken, so nothing is applied -------------------------------------
+
+class RecordingWriter:
+    """Records every call the labelling code makes to GitHub."""
+
+    def __init__(self, labels=("bug", "enhancement", "question")):
+        self.calls, self._labels = [], list(labels)
+
+    def list_labels(self, repo):
+        return self._labels
+
+    def __getattr__(self, name):
+        return lambda *args: self.calls.append((name, *args))
+
+
+HELD = "o/r/.github/issue-sorter.yml is broken, so nothing is applied until it is fixed: allow must be a list"
+SCORES = {"bug": 0.9, "feature": 0.05, "question": 0.05}
+
+
+def test_a_held_config_reaches_the_policy(settings):
+    config, _ = parse_config("mode: comment\nallow: bug\n", "o/r/.github/issue-sorter.yml")
+    policy = policy_for(settings, config, SimpleNamespace(card=None), dry_run=False)
+    assert policy.held == config.held and policy.held.startswith(HELD) and policy.mode == "comment"
+
+
+@pytest.mark.parametrize("mode", ["label", "comment", "suggest"])
+def test_a_held_repository_gets_no_label_and_no_comment_whatever_its_mode(mode):
+    policy = LabelingPolicy(mode=mode, held=HELD, create_labels=True)
+    writer = RecordingWriter()
+    choice = choose_label(SCORES, writer.list_labels("o/r"), policy)
+    assert (choice.predicted, choice.label, choice.reason) == ("bug", None, HELD)
+    assert _apply(choice, SCORES, writer, "o/r", 1, policy) == "held" and writer.calls == []
+
+
+# ---- names in comments are code spans ------------------------------------------------------------------
+
+def test_a_label_name_in_the_comment_of_comment_mode_pings_nobody():
+    policy = LabelingPolicy(mode="comment", label_names={"bug": "@org/triage"})
+    writer = RecordingWriter(labels=["@org/triage"])
+    choice = choose_label(SCORES, writer.list_labels("o/r"), policy)
+    assert _apply(choice, SCORES, writer, "o/r", 1, policy) == "applied"
+    assert [call[0] for call in writer.calls] == ["add_labels", "create_comment"]
+    comment = writer.calls[-1][-1]
+    assert "@org/triage" in code_contents(comment) and "@" not in text_outside_code(comment)
+
+
+@pytest.mark.parametrize("template", [None, "{label} {score:.0%}\n\n{suggestions}"])
+def test_label_names_in_suggestions_and_templates_ping_nobody(template):
+    scores = {"@org/team": 0.6, "area: `ui`": 0.3, "@alice": 0.1}  # a repository-specific model's own labels
+    policy = LabelingPolicy(mode="suggest", comment_template=template)
+    comment = suggestion_comment(scores, policy)
+    assert "@" not in text_outside_code(comment)
+    assert set(scores) <= set(code_contents(comment))
+    choice = Choice("@org/team", 0.6, "@org/team", "the repository has this label")
+    label = label_comment(choice, scores, LabelingPolicy(comment_template=template))
+    assert "@" not in text_outside_code(label) and "@org/team" in code_contents(label)

@@ -1,14 +1,20 @@
 """`.github/issue-sorter.yml`: pure parsing, then each setting through the real pipeline (signed delivery →
 Redis → RQ worker with the real model → the fake GitHub, which serves the file)."""
 
+import hashlib
+import os
+
 import pytest
+import yaml
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from sqlalchemy import select
 
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config
+from bot.github_client import RepoFile
+from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, parse_file, problem_report
 from core.db import session_scope
 from core.queues import LABELING_QUEUE
 from core.tables import Prediction, WebhookDelivery
+from tests.bot.commonmark import code_contents, text_outside_code
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 ISSUES = {
@@ -52,40 +58,164 @@ def test_no_file_or_an_empty_one_means_defaults_without_problems(text):
 
 
 @pytest.mark.parametrize("text,problem", [
-    ("mode: loud", "mode must be one of label, comment, suggest, off, not 'loud'"),
-    ("mode: [label]", "mode must be one of"),
-    ("labels: [bug, enhancement]", "labels must map kinds"),
-    ("labels: {bug: 3}", "labels must map kinds"),
-    ("labels: {regression: defect}", "labels: unknown kind 'regression'"),
-    ("allow: defect", "allow must be a list of names"),
     ("learn_labels: {area: ui}", "learn_labels must be a list of names"),
-    ("skip_authors: [1, 2]", "skip_authors must be a list of names"),
-    ("threshold: 1.5", "threshold must be a number between 0 and 1, not 1.5"),
-    ("threshold: high", "threshold must be a number between 0 and 1, not 'high'"),
-    ("threshold: true", "threshold must be a number between 0 and 1, not True"),
+    ("threshold: 1.5", "threshold must be a number between 0 and 1, not `1.5`"),
+    ("threshold: high", "threshold must be a number between 0 and 1, not `'high'`"),
+    ("threshold: true", "threshold must be a number between 0 and 1, not `True`"),
     ("target_precision: -0.1", "target_precision must be a number between 0 and 1"),
     ("target_precision: .nan", "target_precision must be a number between 0 and 1"),
-    ("comment_template: 42", "comment_template must be text using only"),
-    ("comment_template: 'Sorted as {kind}'", "comment_template must be text using only"),
-    ("comment_template: 'Sorted as {'", "comment_template must be text using only"),
-    ("comment_template: '{label.upper.nope}'", "comment_template must be text using only"),
-    ("comment_template: '{score[0]}'", "comment_template must be text using only"),
-    ("colour: blue", "unknown setting 'colour' (known: allow, comment_template,"),
-    ("mode: [label", "is not valid YAML"),
-    ("mode: label\n  threshold: 0.5\n bad indent: x", "is not valid YAML"),
-    ("- label\n- comment", "must be a mapping of settings, not list"),
-    ("just some text", "must be a mapping of settings, not str"),
+    ("comment_template: 42", "comment_template must be text, not int"),
+    ("comment_template: 'Sorted as {kind}'", "unknown field `'kind'`"),
+    ("comment_template: 'Sorted as {'", "not a format string"),
+    ("colour: blue", "unknown setting `'colour'` (known: allow, comment_template,"),
+    ("thresold: 0.7", "unknown setting `'thresold'` (did you mean `threshold`?)"),
 ])
-def test_each_malformed_value_is_named_and_the_defaults_apply(text, problem):
+def test_a_malformed_setting_that_restrains_nothing_is_named_and_its_default_applies(text, problem):
     config, problems = parse_config(text)
     assert len(problems) == 1 and problem in problems[0]
     assert config == RepoConfig(source=CONFIG_PATH)
 
 
-def test_a_malformed_file_keeps_the_comment_mode_it_asked_for_and_lists_every_problem():
+@pytest.mark.parametrize("text,problem", [
+    ("mode: loud", "mode must be one of label, comment, suggest, off, not `'loud'`"),
+    ("mode: [label]", "mode must be one of"),
+    ("labels: [bug, enhancement]", "labels must map kinds"),
+    ("labels: {bug: 3}", "labels must map kinds"),
+    ("labels: {bug: defect, regression: defect}", "labels: unknown kind `'regression'`"),
+    ("allow: defect", "allow must be a list of names, not `'defect'`"),
+    ("skip_authors: [1, 2]", "skip_authors must be a list of names"),
+    ("alow: [defect]", "unknown setting `'alow'` (did you mean `allow`?)"),
+    ("Labels: {bug: defect}", "(did you mean `labels`?)"),
+    ("mode: [label", "is not valid YAML at line 1, column 13"),
+    ("mode: label\n  threshold: 0.5\n bad indent: x", "is not valid YAML"),
+    ("- label\n- comment", "must be a mapping of settings, not list"),
+    ("just some text", "must be a mapping of settings, not str"),
+    ("threshold: 2024-13-45", "has a value YAML cannot build: `month must be in 1..12`"),
+    ("threshold: " + "1" * 5000, "has a value YAML cannot build"),
+    ("threshold: " + "1:" * 20000 + "1.5", "has a value YAML cannot build"),
+    ("labels: !!python/object:os.system {}", "could not determine a constructor"),
+    ("labels: " + "[" * 30000, "nesting deeper than 8 levels"),  # no RecursionError
+])
+def test_a_broken_file_or_a_broken_restraint_holds_the_repository(text, problem):
+    """Fail closed: with `allow` or `labels` unreadable the defaults could apply a label the maintainer
+    forbade, so the config is held and the bot applies nothing until the file is fixed."""
+    config, problems = parse_config(text)
+    assert len(problems) == 1 and problem in problems[0]
+    assert config.held == f"{CONFIG_PATH} is broken, so nothing is applied until it is fixed: {problems[0]}"
+    assert config == RepoConfig(source=CONFIG_PATH, held=config.held)
+
+
+def test_a_broken_setting_no_longer_throws_away_the_valid_ones():
     config, problems = parse_config("mode: suggest\nallow: [bug]\nthreshold: 7\nfavourite: x\n")
-    assert config == RepoConfig(mode="suggest", source=CONFIG_PATH)  # allow dropped with the rest
-    assert len(problems) == 2 and "favourite" in problems[0] and "threshold" in problems[1]
+    assert config == RepoConfig(mode="suggest", allow=("bug",), source=CONFIG_PATH)
+    assert len(problems) == 2 and "threshold" in problems[0] and "favourite" in problems[1]
+
+
+def test_a_held_config_keeps_its_valid_settings_so_comment_mode_can_still_report():
+    config, problems = parse_config("mode: comment\nallow: defect\nthreshold: 0.8\nskip_authors: 3\n")
+    assert (config.mode, config.threshold, config.allow, config.skip_authors) == ("comment", 0.8, (), ())
+    assert config.held.endswith(f"{problems[0]} (and 1 more)") and len(problems) == 2
+
+
+def test_a_misspelt_restraint_beside_the_real_one_does_not_hold():
+    config, problems = parse_config("allow: [defect]\nAllow: [idea]\n")
+    assert config.allow == ("defect",) and config.held is None and "did you mean `allow`" in problems[0]
+
+
+# ---- bounded: a file costs linear time, and problem messages stay short --------------------------------
+
+BILLION_LAUGHS = "".join(  # ten levels of ten: 10**10 "lol"s, in the repr a problem message once made
+    [f'a: &a [{", ".join(["lol"] * 10)}]\n']
+    + [f"{name}: &{name} [{', '.join([f'*{prev}'] * 10)}]\n" for prev, name in zip("abcdefghi", "bcdefghij")]
+    + ["mode: *j\n"])
+
+
+def test_yaml_aliases_are_refused_so_a_billion_laughs_file_stays_small():
+    assert len(BILLION_LAUGHS) < 1000
+    config, problems = parse_config(BILLION_LAUGHS)
+    assert problems == [(f"{CONFIG_PATH} is not valid YAML at line 1, column 4: "
+                         "`anchors and aliases (&name, *name) are not allowed`")]
+    assert config.held and len(config.held) < 200
+
+
+def test_an_anchor_alone_is_refused_too():
+    assert "anchors and aliases" in parse_config("allow: &mine [defect]\n")[1][0]
+
+
+def test_a_file_over_64_kib_is_a_problem_and_is_not_parsed():
+    config, problems = parse_config("allow: [defect]\n" + "#" * (64 * 1024))
+    assert problems == [f"{CONFIG_PATH} is larger than 64 KiB"] and config.held and config.allow == ()
+
+
+@pytest.mark.parametrize("text", [
+    "mode: " + "x" * 50_000, "allow: [" + "x, " * 10_000 + "{a: " + "b" * 9000 + "}]",
+    "threshold: " + "1:" * 20_000 + "1",  # a base-60 int of 100,000 bits, whose repr Python refuses
+    "? " + "k" * 30_000 + "\n: 1\n",
+])
+def test_a_value_in_a_problem_message_is_described_briefly(text):
+    (problem,) = parse_config(text)[1]
+    assert len(problem) < 200, problem
+
+
+def test_problems_are_reported_in_code_spans_so_the_file_can_ping_nobody():
+    config, problems = parse_config("mode: '@org/team'\nallow: '@org/devs'\n'@org/all': 1\n")
+    report = problem_report(config, problems)
+    assert "@" not in text_outside_code(report)
+    assert code_contents(report)[:2] == [CONFIG_PATH, "'@org/team'"]
+
+
+def test_a_report_of_thousands_of_problems_lists_ten():
+    config, problems = parse_config("".join(f"k{i}: 1\n" for i in range(3000)))
+    report = problem_report(config, problems)
+    assert len(problems) == 3000 and report.count("\n- ") == 11 and report.endswith("- and 2990 more")
+
+
+# ---- the comment template: parsed, fields whitelisted ---------------------------------------------------
+
+@pytest.mark.parametrize("template", [
+    "{:" + "1" * 3998,  # 4 KB: 94 s per parse under the old regex check, which was cubic
+    "{score:" + "9" * 3990 + "}",
+    "{score:>999999999}", "{score:>1000}", "{score:.1000}", "x" * 5000, "{label} " * 21,
+    "{label[2]}", "{label.upper}", "{label.upper.nope}", "{score[0]}", "{0}", "{}", "{label!r}", "{score!s}",
+    "{score:{label}}", "{score:d}", "{label:.2f}", "{label:=>10}x{suggestions:,}", "{score:>>>>>>>>>>>>5}",
+])
+def test_templates_that_could_fail_after_labelling_or_build_huge_comments_are_refused(template):
+    config, problems = parse_config(yaml.safe_dump({"comment_template": template}))
+    assert len(problems) == 1 and problems[0].startswith("comment_template: ")
+    assert config.comment_template is None
+    assert config.held is None  # a refused template only means the default comment
+
+
+@pytest.mark.parametrize("template", [
+    "Sorted as {label} ({score:.0%})", "{label:>12}|{score:6.1%}\n{suggestions}",
+    "{{label}} is literal; {label} is not", "no fields at all", "{score:>999.3f}",
+])
+def test_templates_with_the_three_fields_and_short_formats_are_kept(template):
+    assert parse_config(yaml.safe_dump({"comment_template": template})) == (
+        RepoConfig(comment_template=template, source=CONFIG_PATH), [])
+
+
+# ---- cached by blob SHA ------------------------------------------------------------------------------
+
+def test_a_file_with_a_sha_already_parsed_is_not_parsed_again():
+    sha = hashlib.sha1(os.urandom(20)).hexdigest()  # never seen by this process's cache
+    first = parse_file(RepoFile(sha, 10, b"mode: off\n"), "o/r/x.yml")
+    before = parse_file.cache_info()
+    again = parse_file(RepoFile(sha, 14, b"mode: suggest\n"), "o/r/x.yml")  # same SHA: same bytes, on GitHub
+    assert again is first and again[0].mode == "off"
+    assert (parse_file.cache_info().hits, parse_file.cache_info().misses) == (before.hits + 1, before.misses)
+    changed = parse_file(RepoFile(sha[::-1], 14, b"mode: suggest\n"), "o/r/x.yml")
+    assert changed[0].mode == "suggest" and parse_file.cache_info().misses == before.misses + 1
+
+
+@pytest.mark.parametrize("file,problem", [
+    (RepoFile("1" * 40, 2 * 1024 * 1024, None), "is larger than 64 KiB"),  # GitHub sends no content over 1 MB
+    (RepoFile("2" * 40, 70 * 1024, b"#" * 70 * 1024), "is larger than 64 KiB"),
+    (RepoFile("3" * 40, 12, "mode: 'off'\n".encode("utf-16")), "is not UTF-8 text (byte 0)"),
+])
+def test_a_file_that_cannot_be_read_as_text_holds_the_repository(file, problem):
+    config, problems = parse_file(file, "o/r/.github/issue-sorter.yml")
+    assert len(problems) == 1 and problem in problems[0] and config.held
 
 
 # ---- through the pipeline ----------------------------------------------------------------------------
@@ -114,13 +244,15 @@ def nothing_failed_or_retried(redis) -> bool:
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_a_malformed_config_in_label_mode_labels_with_the_defaults_and_comments_nothing(
+def test_a_typo_in_threshold_keeps_the_allowlist_and_label_mode_comments_nothing(
         worker_context, fake_github, client, payload, redis):
-    use_config(fake_github, "allow: [wontfix]\nthreshold: 7\n")  # if allow applied, nothing would be labelled
+    use_config(fake_github, "allow: [wontfix]\nthreshold: 7\n")  # once, the typo threw the allowlist away
     open_issue(fake_github, client, payload)
     run_worker(redis)
-    assert len(fake_github.issue_labels(REPO, 1)) == 1
-    assert fake_github.comments(REPO, 1) == [] and nothing_failed_or_retried(redis)
+    assert fake_github.issue_labels(REPO, 1) == [] and fake_github.comments(REPO, 1) == []
+    (prediction,) = predictions(worker_context)
+    assert prediction.outcome == "abstained" and "allowlist" in prediction.reason
+    assert nothing_failed_or_retried(redis)
 
 
 @pytest.mark.redis
@@ -132,12 +264,44 @@ def test_a_malformed_config_in_comment_mode_is_reported_once_and_labelling_goes_
     open_issue(fake_github, client, payload, 2)
     run_worker(redis)
     warning, labelled = fake_github.comments(REPO, 1)
-    assert f"could not use {REPO}/{CONFIG_PATH}, so it runs with safe defaults" in warning
-    assert "- unknown setting 'favourite_colour'" in warning and "- threshold must be a number" in warning
+    assert f"ignores these settings of `{REPO}/{CONFIG_PATH}` and uses its defaults for them" in warning
+    assert "- unknown setting `'favourite_colour'`" in warning and "- threshold must be a number" in warning
     assert "Issue Sorter labelled this issue" in labelled
-    assert [c for c in fake_github.comments(REPO, 2) if "could not use" in c] == []
+    assert [c for c in fake_github.comments(REPO, 2) if "ignores these settings" in c] == []
     assert all(len(fake_github.issue_labels(REPO, n)) == 1 for n in (1, 2))
     assert nothing_failed_or_retried(redis)
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_a_broken_allowlist_holds_the_repository_says_why_once_and_the_file_is_parsed_once(
+        worker_context, fake_github, client, payload, redis):
+    use_config(fake_github, "mode: comment\nallow: defect\n", labels=["defect"])
+    before = parse_file.cache_info()
+    open_issue(fake_github, client, payload, 1)
+    open_issue(fake_github, client, payload, 2)
+    run_worker(redis)
+    assert [fake_github.issue_labels(REPO, n) for n in (1, 2)] == [[], []]
+    (warning,) = fake_github.comments(REPO, 1)
+    assert f"applies nothing on this repository until `{REPO}/{CONFIG_PATH}` is fixed" in warning
+    assert "- allow must be a list of names, not `'defect'`" in warning
+    assert fake_github.comments(REPO, 2) == []
+    held = predictions(worker_context)
+    assert [p.outcome for p in held] == ["held", "held"] and not any(p.applied for p in held)
+    assert all("is broken, so nothing is applied until it is fixed: allow must be" in p.reason for p in held)
+    assert parse_file.cache_info().misses == before.misses + 1  # the second job found it parsed
+    assert nothing_failed_or_retried(redis)
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_a_yaml_bomb_in_label_mode_holds_the_repository_quietly(worker_context, fake_github, client, payload,
+                                                               redis):
+    use_config(fake_github, BILLION_LAUGHS)
+    open_issue(fake_github, client, payload)
+    run_worker(redis)
+    assert fake_github.issue_labels(REPO, 1) == [] and fake_github.comments(REPO, 1) == []
+    assert [p.outcome for p in predictions(worker_context)] == ["held"] and nothing_failed_or_retried(redis)
 
 
 @pytest.mark.redis
@@ -150,7 +314,7 @@ def test_comment_mode_labels_and_explains_with_the_repositorys_template(worker_c
     (label,) = fake_github.issue_labels(REPO, 1)
     (prediction,) = predictions(worker_context)
     score = prediction.scores[prediction.predicted]
-    assert fake_github.comments(REPO, 1) == [f"Sorted as {label} ({score:.0%} sure)"]
+    assert fake_github.comments(REPO, 1) == [f"Sorted as `{label}` ({score:.0%} sure)"]
 
 
 @pytest.mark.redis
@@ -163,7 +327,7 @@ def test_suggest_mode_comments_the_ranked_kinds_and_labels_nothing(worker_contex
     assert fake_github.issue_labels(REPO, 1) == []
     (suggestion,) = fake_github.comments(REPO, 1)
     assert "suggestions" in suggestion
-    assert all(f"**{kind}**" in suggestion for kind in ("bug", "feature", "question"))
+    assert all(f"- `{kind}`: " in suggestion for kind in ("bug", "feature", "question"))
     assert [p.outcome for p in predictions(worker_context)] == ["suggested"]
 
 
@@ -221,9 +385,3 @@ def test_a_repository_without_a_file_uses_its_organisations_dot_github_config(wo
     assert fake_github.calls("GET", rf"/repos/{REPO}/contents/{CONFIG_PATH}")[0].status == 404
     assert fake_github.calls("GET", rf"/repos/Codertocat/\.github/contents/{CONFIG_PATH}")[0].status == 200
     assert fake_github.issue_labels(REPO, 1) == [] and len(fake_github.comments(REPO, 1)) == 1
-
-
-@pytest.mark.parametrize("template", ["{score:>999999999}", "x" * 5000])
-def test_templates_that_would_build_huge_comments_are_refused(template):
-    config, problems = parse_config(f"comment_template: '{template}'")
-    assert problems and config.comment_template is None

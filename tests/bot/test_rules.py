@@ -67,13 +67,13 @@ def test_a_label_outside_the_allowlist_is_never_applied(sessions, github):
 def test_suggest_mode_comments_with_the_scores_and_labels_nothing(sessions, github):
     assert label(sessions, github, 1, config="mode: suggest")[0] == "suggested"
     ((action, repo, number, body),) = github.writes()
-    assert action == "create_comment" and "**bug**: 90%" in body
+    assert action == "create_comment" and "`bug`: 90%" in body
 
 
 def test_comment_mode_labels_and_explains_with_the_repositorys_template(sessions, github):
     label(sessions, github, 1, config='mode: comment\ncomment_template: "Sorted as {label} ({score:.0%})"')
     assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
-    assert github.writes()[1][3] == "Sorted as bug (90%)"
+    assert github.writes()[1][3] == "Sorted as `bug` (90%)"  # label names in code spans ping nobody
 
 
 def test_the_configured_label_name_wins_over_name_matching(sessions, github):
