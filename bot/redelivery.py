@@ -98,11 +98,15 @@ class SweepResult:
 
 
 class Ledger:
-    """What we know of a delivery: processed (the database), queued (the receiver's marker), asked (ours)."""
+    """What we know of a delivery: processed (the database), queued (the receiver's marker), asked (ours).
 
-    def __init__(self, redis: Redis, sessions: sessionmaker[Session]):
+    With `again`, an earlier ask does not count: an operator's second try after a redelivery failed too.
+    """
+
+    def __init__(self, redis: Redis, sessions: sessionmaker[Session], *, again: bool = False):
         self._redis = redis
         self._sessions = sessions
+        self._again = again
 
     def handled(self, guids: Collection[str]) -> set[str]:
         """The guids processed, queued or already asked for: none of them needs asking."""
@@ -111,12 +115,13 @@ class Ledger:
             found = store.processed_deliveries(session, guids)
         pipe = self._redis.pipeline(transaction=False)
         for guid in guids:
-            pipe.exists(DELIVERY_KEY.format(guid), ASKED_KEY.format(guid))
+            pipe.exists(DELIVERY_KEY.format(guid), *(() if self._again else (ASKED_KEY.format(guid),)))
         return found | {guid for guid, count in zip(guids, pipe.execute()) if count}
 
     def claim(self, guid: str, now: dt.datetime) -> bool:
         """Note that we ask for `guid` now; False when a sweep already did."""
-        return bool(self._redis.set(ASKED_KEY.format(guid), now.isoformat(), nx=True, ex=ASKED_TTL_SECONDS))
+        return bool(self._redis.set(ASKED_KEY.format(guid), now.isoformat(), nx=not self._again,
+                                    ex=ASKED_TTL_SECONDS))
 
     def release(self, guid: str) -> None:
         """Forget an ask GitHub did not take (it was failing): the next sweep asks again."""
@@ -173,7 +178,9 @@ def list_since(github: HookDeliveries, since: dt.datetime, per_page: int = PER_P
 def sweep(github: HookDeliveries, ledger: Ledger, *, now: dt.datetime | None = None,
           since: dt.datetime | None = None, limit: int = MAX_ASKS, interval: float = ASK_INTERVAL,
           sleep: Callable[[float], None] = time.sleep) -> SweepResult:
-    """List, decide, ask: one sweep over GitHub's window (or from `since`, inside it)."""
+    """List, decide, ask: one sweep over GitHub's window (or from `since`, inside it); limit=0 only counts."""
+    if limit < 0:
+        raise ValueError(f"the number of asks per sweep cannot be negative, got {limit}")
     now = now or dt.datetime.now(dt.UTC)
     result = SweepResult(since=window_start(now, since))
     try:

@@ -30,7 +30,10 @@ def add_commands(commands) -> None:
     redeliver.add_argument("--since", metavar="DURATION_OR_ISO",
                            help="look back this far: 90m, 6h, 2d or an ISO 8601 time (default and limit: "
                                 "GitHub's three days)")
-    redeliver.add_argument("--max", type=int, help="asks at most (default 50); the next sweep asks the rest")
+    redeliver.add_argument("--max", type=int, help="asks at most (default 50; 0 only counts); the next sweep "
+                                                   "asks the rest")
+    redeliver.add_argument("--again", action="store_true",
+                           help="ask again for deliveries asked for before whose redelivery failed too")
     replay = add(commands, "replay", cmd_replay, "replay a labelled file through the pipeline; learning curve",
                  database=False)
     replay.add_argument("file", type=Path)
@@ -93,7 +96,8 @@ def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
     since = parse_since(args.since, now) if args.since else None
     app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
                     request_interval=settings.github_request_interval)
-    ledger = Ledger(Redis.from_url(settings.redis_url), make_sessionmaker(settings.database_url))
+    ledger = Ledger(Redis.from_url(settings.redis_url), make_sessionmaker(settings.database_url),
+                    again=args.again)
     result = sweep(app, ledger, now=now, since=since, limit=MAX_ASKS if args.max is None else args.max)
     if since is not None and result.since > since:
         print(f"GitHub redelivers only the past three days: looking back to {result.since:%Y-%m-%d %H:%M} "

@@ -275,10 +275,31 @@ def test_redeliver_prints_what_it_asked_for(cli_env, fake_github, capsys):
     assert "asked GitHub to redeliver 1 of 2 failed deliveries" in out and "(1 already handled" in out
 
 
-def test_redeliver_with_a_bad_since_names_the_forms_it_takes(cli_env, fake_github, capsys):
+def test_redeliver_again_asks_once_more_for_what_failed_after_an_earlier_ask(cli_env, fake_github, capsys):
+    fake_github.add_delivery(guid="still lost", status_code=503, delivered_at=ago(minutes=30))
+    fake_github.add_delivery(guid="now fine", status_code=503, delivered_at=ago(minutes=20))
+    assert main(["redeliver"]) == 0 and main(["redeliver"]) == 0
+    fake_github.add_delivery(guid="now fine", status_code=202, redelivery=True)  # a human's redelivery worked
+
+    assert main(["redeliver", "--again"]) == 0
+
+    assert asked_guids(fake_github) == ["still lost", "now fine", "still lost"]
+    assert "asked GitHub to redeliver 1 of 1 failed deliveries" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_redeliver_with_a_bad_since_or_max_says_so_and_asks_nothing(cli_env, fake_github, capsys):
+    fake_github.add_delivery(status_code=503)
     assert main(["redeliver", "--since", "last week"]) == 1
     assert "--since takes a duration such as 90m" in capsys.readouterr().err
+    assert main(["redeliver", "--max", "-1"]) == 1
+    assert "cannot be negative" in capsys.readouterr().err
     assert fake_github.requests == []
+
+
+def test_redeliver_with_max_0_only_counts(cli_env, fake_github, capsys):
+    fake_github.add_delivery(status_code=503)
+    assert main(["redeliver", "--max", "0"]) == 0
+    assert "redeliver 0 of 1 failed deliveries" in capsys.readouterr().out and asked_guids(fake_github) == []
 
 
 def test_redeliver_in_dry_run_says_it_cannot_and_asks_nothing(cli_env, fake_github):
