@@ -21,6 +21,7 @@ class WorkerContext:
     models: ServingModels  # loaded once per process, refreshed when the registry switches
     github_for: Callable[[int], object] | None  # installation id → IssueWriter; None in dry-run
     redis: Redis
+    github_app: object | None = None  # the App itself (bot.redelivery.HookDeliveries); None in dry-run
     retry_base_seconds: float = 30.0  # first back-off after a transient GitHub error; doubles each time
     max_attempts: int = 6  # transient errors after this many tries are given up (and logged)
     backfill_max_issues: int = 1000  # labelled issues read per repository on installation

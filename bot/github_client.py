@@ -6,8 +6,8 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
-from urllib.parse import quote
+from typing import Any, Protocol
+from urllib.parse import parse_qs, quote, urlparse
 
 import jwt
 import requests
@@ -82,6 +82,15 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
     except ValueError:  # an HTTP-date Retry-After, which GitHub does not send today
         pass
+    return None
+
+
+def _next_cursor(headers: Mapping[str, str]) -> str | None:
+    """The `cursor` of the Link header's rel="next" URL: how GitHub pages the App's deliveries."""
+    link = {key.lower(): value for key, value in headers.items()}.get("link", "")
+    for entry in requests.utils.parse_header_links(link) if link else ():
+        if entry.get("rel") == "next":
+            return (parse_qs(urlparse(entry["url"]).query).get("cursor") or [None])[0]
     return None
 
 
@@ -206,13 +215,40 @@ class GitHubApp:
         self._request_interval = request_interval  # seconds between calls: PyGithub's client-side throttle
         self._timeout = timeout  # seconds per HTTP request
         self._writers: dict[int, PyGithubWriter] = {}
+        self._integration: GithubIntegration | None = None
+
+    def _as_app(self) -> GithubIntegration:
+        """PyGithub's client authenticated as the App itself: a fresh JWT on every request."""
+        if self._integration is None:
+            self._integration = GithubIntegration(
+                auth=self._auth, base_url=self._api_url, timeout=self._timeout, retry=None,
+                seconds_between_requests=self._request_interval,
+                seconds_between_writes=self._request_interval)
+        return self._integration
 
     def installation_id_for(self, repo: str) -> int:
         """The installation that covers `repo` (GET /repos/{owner}/{repo}/installation, as the App)."""
         owner, name = repo.split("/", 1)
         with _github_errors():
-            integration = GithubIntegration(auth=self._auth, base_url=self._api_url, timeout=self._timeout)
-            return integration.get_repo_installation(owner, name).id
+            return self._as_app().get_repo_installation(owner, name).id
+
+    def list_deliveries_page(self, cursor: str | None = None,
+                             per_page: int = 100) -> tuple[list[dict], str | None]:
+        """One page of the App's webhook deliveries, newest first, and the cursor of the next (None: last).
+
+        GET /app/hook/deliveries; PyGithub 2.10 does not wrap it, so its requester calls it with the JWT.
+        """
+        params: dict[str, Any] = {"per_page": per_page, **({"cursor": cursor} if cursor else {})}
+        with _github_errors():
+            headers, data = self._as_app().requester.requestJsonAndCheck("GET", "/app/hook/deliveries",
+                                                                         parameters=params)
+        return list(data or []), _next_cursor(headers)
+
+    def redeliver(self, delivery_id: int) -> None:
+        """Ask GitHub to send one delivery again (POST /app/hook/deliveries/{id}/attempts, 202)."""
+        with _github_errors():
+            self._as_app().requester.requestJsonAndCheck("POST",
+                                                         f"/app/hook/deliveries/{int(delivery_id)}/attempts")
 
     def writer_for(self, installation_id: int) -> PyGithubWriter:
         """The writer acting as this installation (created on first use, then reused)."""

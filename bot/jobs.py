@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bot import backfill, commands, context, feedback, labeling, queueing
+from bot import backfill, commands, context, feedback, labeling, queueing, redelivery
 from bot.context import WorkerContext
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.issues import IssueSnapshot
@@ -85,6 +85,19 @@ def reply_to_retrain(*, reply_to: dict, result: dict) -> str:
     if github is not None:
         github.create_comment(reply_to["repo"], reply_to["number"], reply)
     return reply
+
+
+def redeliver_failed(*, max_asks: int = redelivery.MAX_ASKS) -> str:
+    """Cron: ask GitHub to redeliver the failed deliveries of its three-day window we never processed."""
+    ctx = context.current()
+    if ctx.github_app is None:
+        return "skipped: dry-run cannot list the App's webhook deliveries"
+    result = redelivery.sweep(ctx.github_app, redelivery.Ledger(ctx.redis, ctx.sessionmaker), limit=max_asks)
+    for delivery in result.asked:
+        log.info("asked GitHub to redeliver %s", delivery.describe())
+    if result.stopped:
+        log.warning("redelivery sweep stopped: %s", result.stopped)
+    return result.summary()
 
 
 def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:

@@ -17,7 +17,8 @@ from core.settings import Settings
 log = logging.getLogger(__name__)
 
 
-def build_context(settings: Settings, *, redis: Redis | None = None, github_for=None) -> context.WorkerContext:
+def build_context(settings: Settings, *, redis: Redis | None = None, github_for=None,
+                  github_app=None) -> context.WorkerContext:
     sessions = make_sessionmaker(settings.database_url)
 
     def resolve(repo: str | None) -> Served | None:
@@ -32,9 +33,10 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
 
         app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
                         request_interval=settings.github_request_interval)
-        github_for = app.writer_for
+        github_for, github_app = app.writer_for, app
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=ServingModels(resolve),
-                                 github_for=github_for, redis=redis or Redis.from_url(settings.redis_url))
+                                 github_for=github_for, redis=redis or Redis.from_url(settings.redis_url),
+                                 github_app=github_app)
 
 
 def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burst: bool = False) -> bool:

@@ -54,10 +54,11 @@ BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, 
                               "installation_id", "account_login", "repos")
 BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
 REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to", "result")
+REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
 RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
-        REPLY_TO_RETRAIN, RETRAIN, RETRAIN_DUE)
+        REPLY_TO_RETRAIN, REDELIVER_FAILED, RETRAIN, RETRAIN_DUE)
 
 
 def make_queue(redis: Redis, name: str) -> Queue:

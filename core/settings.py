@@ -34,6 +34,7 @@ class Settings:
     app_slug: str | None = None  # GITHUB_APP_SLUG: our bot login is "<slug>[bot]"; recognises our own events
     github_request_interval: float = 0.25  # GITHUB_REQUEST_INTERVAL: PyGithub's client-side throttle, seconds
     retrain_interval: int = 86400  # ISSUE_SORTER_RETRAIN_INTERVAL: seconds between checks for scopes due
+    redelivery_interval: int = 900  # ISSUE_SORTER_REDELIVERY_INTERVAL: seconds between redelivery sweeps
     retrain_min_new: int = 20  # ISSUE_SORTER_RETRAIN_MIN_NEW: new confirmed issues that make a scope due
     repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
     retrain_epochs: int = 2  # ISSUE_SORTER_RETRAIN_EPOCHS: epochs of each retraining run
@@ -77,6 +78,10 @@ class Settings:
         values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
         values["github_request_interval"] = _parse(environ, "GITHUB_REQUEST_INTERVAL", float, 0.25, problems)
         values["retrain_interval"] = _parse(environ, "ISSUE_SORTER_RETRAIN_INTERVAL", int, 86400, problems)
+        values["redelivery_interval"] = _parse(environ, "ISSUE_SORTER_REDELIVERY_INTERVAL", int, 900,
+                                               problems)
+        if values["redelivery_interval"] <= 0:
+            problems.append("ISSUE_SORTER_REDELIVERY_INTERVAL must be a positive number of seconds")
         values["retrain_min_new"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MIN_NEW", int, 20, problems)
         values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
         values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -95,3 +96,12 @@ def is_delivery_processed(session: Session, delivery_id: str) -> bool:
 def mark_delivery_processed(session: Session, delivery_id: str, event: str, action: str | None,
                             outcome: str) -> None:
     session.merge(WebhookDelivery(id=delivery_id, event=event, action=action, outcome=outcome))
+
+
+def processed_deliveries(session: Session, delivery_ids: Iterable[str]) -> set[str]:
+    """Which of these delivery ids the worker has processed."""
+    ids, found = list(delivery_ids), set()
+    for start in range(0, len(ids), 500):  # bounded IN lists: SQLite caps the parameters of one query
+        found.update(session.scalars(select(WebhookDelivery.id).where(
+            WebhookDelivery.id.in_(ids[start:start + 500]))))
+    return found

@@ -1,8 +1,9 @@
-"""Operator commands of the learning loop: retrain, backfill, stats, replay."""
+"""Operator commands of the learning loop and of deliveries: retrain, backfill, stats, replay, redeliver."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import random
 import sys
@@ -24,6 +25,15 @@ def add_commands(commands) -> None:
     stats = add(commands, "stats", cmd_stats, "live quality: suggestions, accepted, rejected, corrected")
     stats.add_argument("--repo", help="owner/name")
     stats.add_argument("--json", action="store_true")
+    redeliver = add(commands, "redeliver", cmd_redeliver,
+                    "ask GitHub to redeliver the failed webhook deliveries we never processed")
+    redeliver.add_argument("--since", metavar="DURATION_OR_ISO",
+                           help="look back this far: 90m, 6h, 2d or an ISO 8601 time (default and limit: "
+                                "GitHub's three days)")
+    redeliver.add_argument("--max", type=int, help="asks at most (default 50; 0 only counts); the next sweep "
+                                                   "asks the rest")
+    redeliver.add_argument("--again", action="store_true",
+                           help="ask again for deliveries asked for before whose redelivery failed too")
     replay = add(commands, "replay", cmd_replay, "replay a labelled file through the pipeline; learning curve",
                  database=False)
     replay.add_argument("file", type=Path)
@@ -69,6 +79,35 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     print(backfill(make_sessionmaker(settings.database_url), app.writer_for(installation_id), args.repo,
                    installation_id=installation_id, max_issues=args.max_issues))
     return 0
+
+
+def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
+    from redis import Redis
+
+    from bot.github_client import GitHubApp
+    from bot.redelivery import MAX_ASKS, Ledger, parse_since, sweep
+
+    if settings.dry_run:
+        raise SystemExit("redeliver cannot ask GitHub in dry-run: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY; "
+                         "nothing was asked")
+    if not settings.redis_url:
+        raise SystemExit("redeliver: REDIS_URL is not set (it knows what is queued and what was asked for)")
+    now = dt.datetime.now(dt.UTC)
+    since = parse_since(args.since, now) if args.since else None
+    app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
+                    request_interval=settings.github_request_interval)
+    ledger = Ledger(Redis.from_url(settings.redis_url), make_sessionmaker(settings.database_url),
+                    again=args.again)
+    result = sweep(app, ledger, now=now, since=since, limit=MAX_ASKS if args.max is None else args.max)
+    if since is not None and result.since > since:
+        print(f"GitHub redelivers only the past three days: looking back to {result.since:%Y-%m-%d %H:%M} "
+              "UTC")
+    for delivery in result.asked:
+        print(f"asked: {delivery.describe()}")
+    for delivery, why in result.refused:
+        print(f"refused: {delivery.describe()}: {why}")
+    print(result.summary())
+    return 1 if result.stopped else 0
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:

@@ -4,6 +4,10 @@ Used by the tests and by `issue-sorter replay`, so it needs nothing outside the 
 JWT with the App's public key: pass `public_key_pem`, or leave it out and give the bot `fake.private_key_pem`
 (a key pair the fake made). Installation tokens expire after `token_ttl` seconds; an expired, unknown or
 missing token gets 401, as on GitHub, so PyGithub's token refresh is exercised for real.
+
+It also keeps the App's webhook deliveries (`add_delivery`): GET /app/hook/deliveries pages them by
+cursor, and POST /app/hook/deliveries/{id}/attempts redelivers one, really sending it to `webhook_url`
+(signed with `webhook_secret`) when the fake knows its body, and listing the attempt as GitHub does.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import base64
 import dataclasses
 import datetime
 import hashlib
+import hmac
 import itertools
 import json
 import math
@@ -24,6 +29,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jwt
+import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask, Response, request
@@ -35,9 +41,11 @@ DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
 CONTENTS_MAX_BYTES = 1024 * 1024  # the Contents API sends no content for a file bigger than this
 NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
-APP_ENDPOINTS = {"access_token", "repo_installation"}  # authenticated by the App's JWT, not a token
+APP_ENDPOINTS = {"access_token", "repo_installation",  # authenticated by the App's JWT, not a token
+                 "list_hook_deliveries", "redeliver_hook_delivery"}
 # GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
 MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
+REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 ROLE_RANK = {"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 FAILURE_MESSAGES = {
@@ -193,6 +201,17 @@ def _issue_json(api: str, full_name: str, issue: Mapping[str, Any], labels: list
     return data
 
 
+def _delivery_json(attempt: Mapping[str, Any]) -> dict[str, Any]:
+    """GitHub's "Simple webhook delivery" (hook-delivery-item)."""
+    code = attempt["status_code"]
+    status = "OK" if 200 <= code < 300 else f"Invalid HTTP Response: {code}" if code else "failed to connect"
+    return {"id": attempt["id"], "guid": attempt["guid"], "delivered_at": _timestamp(attempt["delivered_at"]),
+            "redelivery": attempt["redelivery"], "duration": 0.05, "status": status, "status_code": code,
+            "event": attempt["event"], "action": attempt["action"],
+            "installation_id": attempt["installation_id"], "repository_id": attempt["repository_id"],
+            "throttled_at": None}
+
+
 def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     text = "" if body is None else json.dumps(body)
     return Response(text, status, headers=dict(headers or {}), content_type="application/json; charset=utf-8")
@@ -221,6 +240,9 @@ class FakeGitHub:
         self._tokens: dict[str, IssuedToken] = {}
         self._failures: list[_Failure] = []
         self._requests: list[RecordedRequest] = []
+        self._deliveries: dict[int, dict[str, Any]] = {}  # id -> attempt; "body" (bytes) is ours, not listed
+        self.webhook_url: str | None = None  # where redeliveries go; None: "failed to connect"
+        self.webhook_secret: str | None = None  # signs redeliveries' X-Hub-Signature-256
         self._server = self._thread = None
         self._manifest_codes: dict[str, tuple[dict[str, Any], str | None]] = {}  # code → (manifest, org)
         self.registered_apps: list[dict[str, Any]] = []  # what the conversion answered, newest last
@@ -284,6 +306,24 @@ class FakeGitHub:
                 "author": author, "is_pull_request": is_pull_request, "created_at": created, "comments": [],
                 "labels": [self._label(full_name, name)["name"] for name in labels]}
 
+    def add_delivery(self, event: str = "issues", action: str | None = "opened", *, guid: str | None = None,
+                     status_code: int = 202, delivered_at: datetime.datetime | None = None, body: Any = None,
+                     installation_id: int | None = DEFAULT_INSTALLATION_ID, repository_id: int | None = None,
+                     redelivery: bool = False) -> dict[str, Any]:
+        """Record a delivery attempt GitHub made, as GET /app/hook/deliveries will list it.
+
+        `status_code` is what the receiver answered (0: no answer); `body` (a dict or bytes) is the payload a
+        redelivery re-sends; `delivered_at` should be timezone-aware and defaults to now.
+        """
+        with self._lock:
+            moment = (delivered_at or datetime.datetime.now(datetime.UTC)).timestamp()
+            raw = json.dumps(body).encode() if isinstance(body, dict) else body
+            attempt = {"id": next(self._ids), "guid": guid or secrets.token_hex(16), "delivered_at": moment,
+                       "redelivery": redelivery, "status_code": status_code, "event": event, "action": action,
+                       "installation_id": installation_id, "repository_id": repository_id, "body": raw}
+            self._deliveries[attempt["id"]] = attempt
+            return _delivery_json(attempt)
+
     def fail_next(self, method: str, path_regex: str, status: int, *, times: int = 1,
                   headers: Mapping[str, str] | None = None, body: Any = None) -> None:
         """Answer the next `times` requests whose decoded path fully matches `path_regex` with `status`.
@@ -314,6 +354,12 @@ class FakeGitHub:
         """Every request answered so far, token requests and refusals included."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def deliveries(self) -> list[dict[str, Any]]:
+        """Every delivery attempt as GitHub lists it, newest first (redeliveries included)."""
+        with self._lock:
+            return [_delivery_json(attempt) for attempt in self._newest_first()]
 
     @property
     def issued_tokens(self) -> list[IssuedToken]:
@@ -348,6 +394,8 @@ class FakeGitHub:
             ("POST", "/settings/apps/new", self._new_app),
             ("POST", "/organizations/<org>/settings/apps/new", self._new_org_app),
             ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion),
+            ("GET", "/app/hook/deliveries", self._list_hook_deliveries),
+            ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery),
         ]
         for method, rule, view in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
@@ -475,6 +523,24 @@ class FakeGitHub:
                          for rel, n in rels)
         return items[(page - 1) * per_page:page * per_page], ({"Link": link} if link else {})
 
+    def _newest_first(self) -> list[dict[str, Any]]:
+        return sorted(self._deliveries.values(), key=lambda a: (a["delivered_at"], a["id"]), reverse=True)
+
+    def _send_webhook(self, attempt: Mapping[str, Any]) -> int:
+        """POST the delivery to `webhook_url` as GitHub would; the receiver's status, 0 for no answer."""
+        if not self.webhook_url or attempt["body"] is None:
+            return 0
+        body = attempt["body"]
+        headers = {"X-GitHub-Event": attempt["event"], "X-GitHub-Delivery": attempt["guid"],
+                   "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake"}
+        if self.webhook_secret:
+            digest = hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
+            headers["X-Hub-Signature-256"] = f"sha256={digest}"
+        try:
+            return requests.post(self.webhook_url, data=body, headers=headers, timeout=10).status_code
+        except requests.RequestException:
+            return 0
+
     # --- endpoints -------------------------------------------------------------------------------
     def _access_token(self, installation_id: int) -> Response:
         if installation_id not in self._installations:
@@ -501,6 +567,36 @@ class FakeGitHub:
             "created_at": _timestamp(0), "updated_at": _timestamp(0), "single_file_name": None,
             "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None,
             "suspended_at": None})
+
+    def _list_hook_deliveries(self) -> Response:
+        """Newest first; the Link header's rel="next" carries the cursor of the next page, as on GitHub."""
+        per_page = min(max(int(request.args.get("per_page", 30)), 1), 100)
+        attempts, cursor = self._newest_first(), request.args.get("cursor")
+        if cursor:
+            position = next((i for i, a in enumerate(attempts) if f"v1_{a['id']}" == cursor), None)
+            if position is None:
+                return _error(422, "Validation Failed",
+                              errors=[{"resource": "HookDelivery", "code": "invalid", "field": "cursor"}])
+            attempts = attempts[position:]
+        page, rest = attempts[:per_page], attempts[per_page:]
+        headers = {}
+        if rest:
+            query = urlencode({"per_page": per_page, "cursor": f"v1_{rest[0]['id']}"})
+            headers["Link"] = f'<{self.url}{request.path}?{query}>; rel="next"'
+        return _json([_delivery_json(a) for a in page], headers=headers)
+
+    def _redeliver_hook_delivery(self, delivery_id: int) -> Response:
+        """202 and a new attempt with the same guid (`redelivery: true`), after really sending it."""
+        original = self._deliveries.get(delivery_id)
+        if original is None:
+            return _error(404, "Not Found")
+        if original["delivered_at"] < time.time() - REDELIVERY_WINDOW:
+            return _error(422, "Validation Failed", errors=[{"resource": "HookDelivery", "code": "custom",
+                                                              "message": "delivery is too old to redeliver"}])
+        attempt = {**original, "id": next(self._ids), "delivered_at": time.time(), "redelivery": True,
+                   "status_code": self._send_webhook(original)}
+        self._deliveries[attempt["id"]] = attempt
+        return _json({}, 202)
 
     def _repository(self, owner: str, name: str) -> Response:
         full_name = f"{owner}/{name}"
