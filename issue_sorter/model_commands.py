@@ -19,9 +19,18 @@ from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
 from trainer.registry import Registry
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # overrides where bootstrap-model finds its training CSV
-BOOTSTRAP_DATA = REPO_ROOT / "../shared/data/nlbse24-issue-report-classification/issues_train.csv"
+
+
+def _checkout_bootstrap_data() -> Path | None:
+    """The NLBSE training file in ../shared beside a checkout; None for an installed package."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "pyproject.toml").is_file():  # site-packages: no checkout, no ../shared beside it
+        return None
+    return root.parent / "shared/data/nlbse24-issue-report-classification/issues_train.csv"
+
+
+BOOTSTRAP_DATA = _checkout_bootstrap_data()
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
     "--batch-size": ("batch_size", int), "--lr": ("lr", float), "--seed": ("seed", int),
@@ -73,7 +82,8 @@ def _train_parser(parser: argparse.ArgumentParser) -> None:
 
 def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path,
-                        help=f"training CSV (default: ${BOOTSTRAP_ENV} or {BOOTSTRAP_DATA})")
+                        help=f"training CSV (default: ${BOOTSTRAP_ENV} or "
+                             f"{BOOTSTRAP_DATA or 'none: an installed package has no ../shared'})")
     parser.add_argument("--eval", type=Path, help="held-out file (default: issues_test.csv beside the data)")
     parser.add_argument("--force", action="store_true", help="promote even if a better model serves")
     _training_arguments(parser, TrainConfig(**BOOTSTRAP_RECIPE))
@@ -153,9 +163,10 @@ def _score_text(metrics: dict) -> str:
 
 def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     """`bootstrap-model`: the first model, from public data, so the bot can label from day one."""
-    data = args.data or Path(os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DATA)
-    if not data.is_file():
-        raise FileNotFoundError(f"no bootstrap data at {data}: pass --data FILE or set {BOOTSTRAP_ENV}")
+    data = args.data or (Path(os.environ[BOOTSTRAP_ENV]) if os.environ.get(BOOTSTRAP_ENV) else BOOTSTRAP_DATA)
+    if data is None or not data.is_file():
+        where = f"at {data}" if data else "(an installed package has no checkout with ../shared beside it)"
+        raise FileNotFoundError(f"no bootstrap data {where}: pass --data FILE or set {BOOTSTRAP_ENV}")
     eval_path = args.eval or data.with_name("issues_test.csv")
     examples = load_file(data)
     eval_examples = load_file(eval_path) if eval_path.is_file() else []
