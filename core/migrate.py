@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import make_url
 
-ALEMBIC_INI = Path(__file__).resolve().parents[1] / "alembic.ini"
-
 
 def alembic_config(database_url: str) -> Config:
-    config = Config(str(ALEMBIC_INI))
+    """The Alembic config for `database_url`, with the scripts of the installed `migrations` package."""
+    # built in code, not read from alembic.ini: an installed package has no checkout around it, so
+    # migrations are found from any directory (alembic.ini stays for developers who run `alembic`)
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("migrations")))
+    config.set_main_option("path_separator", "os")
+    config.set_main_option("file_template", "%%(rev)s_%%(slug)s")  # as alembic.ini: 0002_add_x.py
     config.attributes["database_url"] = database_url
     config.attributes["configure_logging"] = False
     return config

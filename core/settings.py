@@ -55,10 +55,7 @@ class Settings:
         require_webhook_secret=False."""
         problems: list[str] = []
         values: dict = {}
-        secret = environ.get("GITHUB_WEBHOOK_SECRET", "")
-        if not secret and require_webhook_secret:
-            problems.append("GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks)")
-        values["webhook_secret"] = secret
+        values["webhook_secret"] = _read_webhook_secret(environ, problems, required=require_webhook_secret)
         values.update(_read_app_credentials(environ, problems))
         values["api_url"] = environ.get("GITHUB_API_URL", DEFAULT_API_URL).rstrip("/")
         if not values["api_url"].startswith(("http://", "https://")):
@@ -102,6 +99,21 @@ def _parse(environ: Mapping[str, str], name: str, kind: type, default, problems:
         return default
 
 
+def _read_webhook_secret(environ: Mapping[str, str], problems: list[str], *, required: bool) -> str:
+    secret = environ.get("GITHUB_WEBHOOK_SECRET", "")
+    path = environ.get("GITHUB_WEBHOOK_SECRET_PATH", "")
+    if not secret and path:
+        unreadable = len(problems)
+        secret = _read_file(environ, "GITHUB_WEBHOOK_SECRET_PATH", problems).strip()  # `echo` adds a newline
+        unreadable = len(problems) > unreadable
+        if not secret and required and not unreadable:
+            problems.append(f"GITHUB_WEBHOOK_SECRET_PATH names an empty file ({path})")
+    elif not secret and required:
+        problems.append("GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks; "
+                        "or GITHUB_WEBHOOK_SECRET_PATH, a file that holds it)")
+    return secret
+
+
 def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> dict:
     raw_id = environ.get("GITHUB_APP_ID", "")
     key = environ.get("GITHUB_PRIVATE_KEY", "")
@@ -113,12 +125,21 @@ def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> di
         else:
             problems.append(f"GITHUB_APP_ID must be the App's numeric id, got {raw_id!r}")
     if key_path and not key:
-        try:
-            key = Path(key_path).read_text()
-        except OSError as error:
-            problems.append(f"GITHUB_PRIVATE_KEY_PATH cannot be read: {error.strerror} ({key_path})")
+        key = _read_file(environ, "GITHUB_PRIVATE_KEY_PATH", problems)
     if key and "-----BEGIN" not in key:
         problems.append("GITHUB_PRIVATE_KEY is not PEM text (expected '-----BEGIN ... PRIVATE KEY-----')")
     if bool(raw_id) != bool(key or key_path):
         problems.append("GITHUB_APP_ID and GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH) must be set together")
     return {"app_id": app_id, "private_key": key or None}
+
+
+def _read_file(environ: Mapping[str, str], name: str, problems: list[str]) -> str:
+    """The text of the file that variable `name` names (a mounted secret); "" when unset or unreadable."""
+    path = environ.get(name, "")
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text()
+    except OSError as error:
+        problems.append(f"{name} cannot be read: {error.strerror} ({path})")
+        return ""

@@ -55,7 +55,7 @@ def _read_env_file(environ: MutableMapping[str, str]) -> None:
 def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
     environ.setdefault("DATABASE_URL", f"sqlite:///{(VAR / 'issue-sorter.db').resolve()}")
     environ.setdefault("MODEL_DIR", str((VAR / "models").resolve()))
-    if not environ.get("GITHUB_WEBHOOK_SECRET"):
+    if not environ.get("GITHUB_WEBHOOK_SECRET") and not environ.get("GITHUB_WEBHOOK_SECRET_PATH"):
         # A local run needs some secret; generate one once and keep it private in var/.
         if not SECRET_FILE.exists():
             SECRET_FILE.write_text(secrets.token_hex(32))

@@ -49,3 +49,19 @@ def test_secrets_never_appear_in_repr():
 
 def test_operator_commands_need_no_webhook_secret():
     assert Settings.from_env({}, require_webhook_secret=False).model_dir == Path("var/models")
+
+
+def test_the_webhook_secret_can_come_from_a_mounted_file(tmp_path):
+    secret = tmp_path / "github-webhook-secret"
+    secret.write_text("hush\n")  # as `echo hush > file` writes it
+    assert Settings.from_env({"GITHUB_WEBHOOK_SECRET_PATH": str(secret)}).webhook_secret == "hush"
+    assert Settings.from_env({"GITHUB_WEBHOOK_SECRET": "env", "GITHUB_WEBHOOK_SECRET_PATH": str(secret)}
+                             ).webhook_secret == "env"
+    secret.write_text("\n")
+    with pytest.raises(ConfigError, match="names an empty file"):
+        Settings.from_env({"GITHUB_WEBHOOK_SECRET_PATH": str(secret)})
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({"GITHUB_WEBHOOK_SECRET_PATH": str(tmp_path / "missing")})
+    missing = tmp_path / "missing"
+    assert raised.value.problems == [
+        f"GITHUB_WEBHOOK_SECRET_PATH cannot be read: No such file or directory ({missing})"]

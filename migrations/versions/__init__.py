@@ -1,0 +1,1 @@
+"""The revisions, one module each; Alembic skips this file."""

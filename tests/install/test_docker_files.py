@@ -1,0 +1,109 @@
+"""What a user of docker-compose.yml and the Dockerfile relies on, read from the files (no Docker daemon
+here): every long-running service restarts, waits for the one-shot migrate and has a health check; secrets are
+mounted files, never environment values; the image runs the installed wheel of every package."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import pytest
+import yaml
+
+from core.settings import Settings
+from issue_sorter.healthcheck import ROLES
+from tests.paths import REPO_ROOT
+
+COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+APP = {name: service for name, service in SERVICES.items() if service.get("image") == "issue-sorter"}
+LONG_RUNNING = sorted(set(SERVICES) - {"migrate"})
+# a service's command → the role its health check checks
+HEALTH_ROLE = {"web": "web", "worker": "worker", "training-worker": "worker", "cron": "cron"}
+DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
+FINAL_STAGE = DOCKERFILE.rsplit("\nFROM ", 1)[1]
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"
+
+
+def test_every_role_of_the_image_is_a_service():
+    assert {service["command"][0] for service in APP.values()} == set(HEALTH_ROLE) | {"migrate"}
+
+
+@pytest.mark.parametrize("name", LONG_RUNNING)
+def test_a_long_running_service_restarts_and_has_a_health_check(name):
+    service = SERVICES[name]
+    assert service["restart"] == "unless-stopped"
+    check = service["healthcheck"]
+    assert not check.get("disable") and check["test"][0] in ("CMD", "CMD-SHELL")
+
+
+@pytest.mark.parametrize("name", sorted(set(APP) - {"migrate"}))
+def test_an_app_service_waits_for_migrate_and_checks_its_own_role(name):
+    service = APP[name]
+    assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+    backing = {service["depends_on"][name]["condition"] for name in ("postgres", "redis")}
+    assert backing == {"service_healthy"}
+    test = service["healthcheck"]["test"]
+    assert test[:4] == ["CMD", "python", "-m", "issue_sorter.healthcheck"]
+    assert test[4] in ROLES and test[4] == HEALTH_ROLE[service["command"][0]]
+
+
+def test_migrate_runs_once_after_the_databases_and_waits_for_nothing_else():
+    migrate = SERVICES["migrate"]
+    assert migrate["command"] == ["migrate"] and migrate["restart"] == "no"
+    assert set(migrate["depends_on"]) == {"postgres", "redis"}
+
+
+def test_models_and_databases_live_in_named_volumes():
+    declared = set(COMPOSE["volumes"])
+    assert all("models:/models" in service["volumes"] for service in APP.values())
+    assert {volume.split(":")[0] for name in ("postgres", "redis") for volume in SERVICES[name]["volumes"]} \
+        <= declared
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_no_secret_is_an_environment_value(name):
+    for variable in SERVICES[name].get("environment", {}):
+        if variable == "POSTGRES_PASSWORD":
+            continue  # a fixed password of the compose network's own database, whose port is not published
+        secret = re.search("SECRET|PRIVATE_KEY|PASSWORD|TOKEN", variable)
+        assert not secret or variable.endswith("_PATH"), variable
+
+
+def test_the_app_reads_its_secrets_from_the_mounted_files(tmp_path):
+    web = APP["web"]
+    mounted = {f"/run/secrets/{name}" for name in web["secrets"]}
+    assert all(COMPOSE["secrets"][name]["file"] for name in web["secrets"])
+    environment = {name: _interpolated(value) for name, value in web["environment"].items()}
+    assert {environment["GITHUB_PRIVATE_KEY_PATH"], environment["GITHUB_WEBHOOK_SECRET_PATH"]} == mounted
+    # the same variables, with the secret files where this test can write them: Settings reads both
+    (tmp_path / "github-app-key").write_text(PEM)
+    (tmp_path / "github-webhook-secret").write_text("hush\n")
+    for variable in ("GITHUB_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET_PATH"):
+        environment[variable] = environment[variable].replace("/run/secrets", str(tmp_path))
+    settings = Settings.from_env(environment)
+    assert (settings.private_key, settings.webhook_secret, settings.dry_run) == (PEM, "hush", False)
+
+
+def test_the_image_has_a_health_check_a_user_and_no_secret():
+    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["python", "-m", "issue_sorter.healthcheck", "web"\]',
+                     FINAL_STAGE, re.MULTILINE)
+    users = re.findall(r"^USER (\S+)", FINAL_STAGE, re.MULTILINE)
+    assert users and users[-1] not in ("root", "0")
+    for line in re.findall(r"^(?:ENV|ARG) .*", DOCKERFILE, re.MULTILINE):
+        assert not re.search("SECRET|PRIVATE_KEY", line), line
+
+
+def test_the_image_installs_the_wheel_of_every_package_and_keeps_no_source_tree():
+    setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {pattern.rstrip("*") for pattern in setuptools["packages"]["find"]["include"]}
+    packages -= {"simulation"}  # for tests and benchmarks only
+    assert set(re.findall(r"^COPY (\w+) \./\1$", DOCKERFILE, re.MULTILINE)) == packages
+    # the image's commands import the installed package, as a maintainer's `pip install` would
+    assert re.findall(r"^COPY .*", FINAL_STAGE, re.MULTILINE) == ["COPY --from=wheel /wheels /wheels"]
+
+
+def _interpolated(value: str) -> str:
+    """Compose's ${NAME:?message} and ${NAME:-default}, with a value for the one the user must set."""
+    required = {"GITHUB_APP_ID": "12"}
+    return re.sub(r"\$\{(\w+)(?::-([^}]*)|:\?[^}]*)\}", lambda m: required.get(m[1], m[2] or ""), value)
