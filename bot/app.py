@@ -7,6 +7,7 @@ import logging
 from flask import Flask
 from redis import Redis
 from sqlalchemy.engine import Engine
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from bot import health, webhooks
 from core.db import make_engine
@@ -27,7 +28,18 @@ def create_app(settings: Settings, *, redis: Redis | None = None, engine: Engine
                              "engine": engine or make_engine(settings.database_url)}
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(health.blueprint)
+    app.register_error_handler(RequestEntityTooLarge, _too_large)
+    app.register_error_handler(HTTPException, _http_error)
     return app
+
+
+def _too_large(_error: RequestEntityTooLarge):
+    return {"error": f"delivery larger than GitHub's limit of {MAX_DELIVERY_BYTES} bytes"}, 413
+
+
+def _http_error(error: HTTPException):
+    # GitHub shows the answer in the delivery log: JSON like every other answer, not Flask's HTML page
+    return {"error": f"{error.name}: {error.description}"}, error.code
 
 
 def create_app_from_env() -> Flask:

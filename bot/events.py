@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import parse_qs
 
 from bot.issues import IssueSnapshot
 
 MAX_JOB_BODY_CHARS = 20_000  # what travels in the queue; the worker re-reads the issue from GitHub anyway
 
 
+JSON_TYPE = "application/json"
+FORM_TYPE = "application/x-www-form-urlencoded"  # GitHub's other webhook content type: payload=<JSON>
+
+
 class MalformedPayload(ValueError):
-    """The delivery is JSON but lacks a field its event must have."""
+    """The delivery is not a JSON object, or lacks a field its event must have."""
+
+
+class UnsupportedContentType(ValueError):
+    """The delivery is neither JSON nor GitHub's form encoding."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,35 @@ def _plain(data: dict[str, Any]) -> dict[str, Any]:
             for k, v in data.items()}
 
 
+def decode_body(body: bytes, mimetype: str) -> dict[str, Any]:
+    """The payload of a delivery sent as `application/json` (or with no type) or as GitHub's form encoding."""
+    if mimetype == FORM_TYPE:
+        body = _form_payload(body)
+    elif mimetype not in ("", JSON_TYPE):
+        raise UnsupportedContentType(f"Content-Type {mimetype!r} is not supported; set the webhook's content "
+                                     f"type to {JSON_TYPE} or {FORM_TYPE}")
+    try:
+        payload = json.loads(body)
+    except RecursionError:  # json recurses per nesting level: 100,000 "[" exhaust the stack
+        raise MalformedPayload("JSON nested too deeply") from None
+    except ValueError as error:  # JSONDecodeError, or bytes that are not UTF-8
+        raise MalformedPayload(f"not JSON ({error})") from None
+    if not isinstance(payload, dict):
+        raise MalformedPayload("payload is not a JSON object")
+    return payload
+
+
+def _form_payload(body: bytes) -> str:
+    try:
+        fields = parse_qs(body.decode("ascii"), strict_parsing=True, errors="strict")
+    except ValueError as error:  # not ASCII, not key=value pairs, or %-escapes that are not UTF-8
+        raise MalformedPayload(f"form body is not URL-encoded ({error})") from None
+    values = fields.get("payload", [])
+    if len(values) != 1:
+        raise MalformedPayload("a form-encoded delivery carries its JSON in one `payload` field")
+    return values[0]
+
+
 def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event | None:
     """The typed event, or None when the bot does not handle this event/action."""
     action = payload.get("action")
@@ -84,8 +123,8 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event |
             return _parse_installation(delivery_id, action, payload, "repositories")
         if event_name == "installation_repositories" and action == "added":
             return _parse_installation(delivery_id, action, payload, "repositories_added")
-    except (KeyError, TypeError, AttributeError) as error:
-        raise MalformedPayload(f"{event_name}.{action} payload lacks {error}") from error
+    except (KeyError, TypeError, AttributeError, ValueError) as error:  # ValueError: "number": "abc"
+        raise MalformedPayload(f"{event_name}.{action} payload lacks or mistypes {error}") from error
     return None
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, quote, urlparse
 
 import jwt
@@ -16,6 +16,7 @@ from github.Repository import Repository
 
 from bot.issues import IssueSnapshot
 
+T = TypeVar("T")
 SECONDARY_RATE_LIMIT_WAIT = 60.0  # seconds; GitHub's advice when a rate limit names no reset time
 # No answer, or half of one: the network or GitHub's front end, worth another try later.
 TRANSIENT_REQUEST_ERRORS = (requests.ConnectionError, requests.Timeout,
@@ -128,49 +129,69 @@ def _github_errors() -> Iterator[None]:
         raise TransientGitHubError(f"no answer from GitHub: {type(error).__name__}") from error
 
 
-class PyGithubWriter:
-    """`IssueWriter` over one `github.Github` client, usually authenticated as one installation."""
+class IssueTransferred(PermanentGitHubError):
+    """GitHub redirected the issue's URL (301) to an issue of another repository: it was transferred
+    (or, rarely, its repository was renamed while the job waited; the next delivery carries the new name)."""
 
-    def __init__(self, github: Github):
+
+class PyGithubWriter:
+    """`IssueWriter` over one `github.Github` client, usually authenticated as one installation.
+
+    `renew` builds a fresh client (a new installation token): GitHub answering 401 mid-job means the
+    token ran out or was revoked before PyGithub expected, so the call is renewed once and tried again.
+    """
+
+    def __init__(self, github: Github, renew: Callable[[], Github] | None = None):
         self._github = github
+        self._renew = renew
+
+    def _call(self, request: Callable[[], T]) -> T:
+        """`request()` with GitHub's errors translated; one token renewal on 401, then 401 is permanent."""
+        try:
+            with _github_errors():
+                return request()
+        except PermanentGitHubError as error:
+            if error.status != 401 or self._renew is None:
+                raise
+        self._github = self._renew()
+        with _github_errors():
+            return request()
 
     def _repo(self, repo: str) -> Repository:
         return self._github.get_repo(repo)  # lazy: no request until a method needs one
 
     def get_issue(self, repo: str, number: int) -> IssueSnapshot:
-        with _github_errors():
-            return IssueSnapshot.from_json(self._repo(repo).get_issue(number).raw_data)
+        """The issue; IssueTransferred when its URL redirects to another repository's issue."""
+        data = self._call(lambda: self._repo(repo).get_issue(number).raw_data)
+        # PyGithub follows GitHub's 301 for a transferred issue and returns the issue where it went.
+        moved_to = str(data.get("repository_url", "")).rsplit("/repos/", 1)[-1]
+        if moved_to and moved_to.lower() != repo.lower():
+            raise IssueTransferred(f"transferred to {moved_to}#{data.get('number')}", status=301)
+        return IssueSnapshot.from_json(data)
 
     def list_labels(self, repo: str) -> list[str]:
         """Every label of the repository, following the Link header through all pages."""
-        with _github_errors():
-            return [label.name for label in self._repo(repo).get_labels()]
+        return self._call(lambda: [label.name for label in self._repo(repo).get_labels()])
 
     def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
-        if not labels:
-            return
-        with _github_errors():
-            self._repo(repo).get_issue(number).add_to_labels(*labels)
+        if labels:
+            self._call(lambda: self._repo(repo).get_issue(number).add_to_labels(*labels))
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         # PyGithub's remove_from_labels leaves "/" unescaped, which breaks names like "area/api".
-        url = f"{self._repo(repo).url}/issues/{number}/labels/{quote(label, safe='')}"
-        with _github_errors():
-            self._github.requester.requestJsonAndCheck("DELETE", url)
+        self._call(lambda: self._github.requester.requestJsonAndCheck(
+            "DELETE", f"{self._repo(repo).url}/issues/{number}/labels/{quote(label, safe='')}"))
 
     def create_label(self, repo: str, name: str, color: str, description: str) -> None:
-        with _github_errors():
-            self._repo(repo).create_label(name, color, description)
+        self._call(lambda: self._repo(repo).create_label(name, color, description))
 
     def create_comment(self, repo: str, number: int, body: str) -> None:
-        with _github_errors():
-            self._repo(repo).get_issue(number).create_comment(body)
+        self._call(lambda: self._repo(repo).get_issue(number).create_comment(body))
 
     def get_permission(self, repo: str, login: str) -> str:
         """The login's role on the repository: admin|maintain|write|triage|read|none (also for 404)."""
         try:
-            with _github_errors():
-                return self._repo(repo).get_collaborator_role_name(login)
+            return self._call(lambda: self._repo(repo).get_collaborator_role_name(login))
         except PermanentGitHubError as error:
             if error.status == 404:
                 return "none"
@@ -179,8 +200,7 @@ class PyGithubWriter:
     def get_file(self, repo: str, path: str) -> RepoFile | None:
         """A file on the default branch (Contents API); None when it is missing or not a file."""
         try:
-            with _github_errors():
-                content = self._repo(repo).get_contents(path)
+            content = self._call(lambda: self._repo(repo).get_contents(path))
         except PermanentGitHubError as error:
             if error.status == 404:
                 return None
@@ -193,9 +213,8 @@ class PyGithubWriter:
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
         """One page (1-based) of all issues and pull requests, oldest first."""
         params = {"state": "all", "sort": "created", "direction": "asc", "per_page": per_page, "page": page}
-        with _github_errors():
-            _, data = self._github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/issues",
-                                                                 parameters=params)
+        _, data = self._call(lambda: self._github.requester.requestJsonAndCheck(
+            "GET", f"{self._repo(repo).url}/issues", parameters=params))
         return [IssueSnapshot.from_json(item) for item in data]
 
 
@@ -253,11 +272,15 @@ class GitHubApp:
     def writer_for(self, installation_id: int) -> PyGithubWriter:
         """The writer acting as this installation (created on first use, then reused)."""
         if installation_id not in self._writers:
-            github = Github(auth=self._auth.get_installation_auth(installation_id), base_url=self._api_url,
-                            timeout=self._timeout, per_page=100, lazy=True,
-                            # None: no urllib3 retries. PyGithub's default GithubRetry would sleep through
-                            # rate limits inside the job; the worker reschedules instead.
-                            retry=None, seconds_between_requests=self._request_interval,
-                            seconds_between_writes=self._request_interval)
-            self._writers[installation_id] = PyGithubWriter(github)
+            self._writers[installation_id] = PyGithubWriter(self._client(installation_id),
+                                                            renew=lambda: self._client(installation_id))
         return self._writers[installation_id]
+
+    def _client(self, installation_id: int) -> Github:
+        """A client with its own AppInstallationAuth, which fetches a token on first use and renews it."""
+        return Github(auth=self._auth.get_installation_auth(installation_id), base_url=self._api_url,
+                      timeout=self._timeout, per_page=100, lazy=True,
+                      # None: no urllib3 retries. PyGithub's default GithubRetry would sleep through
+                      # rate limits inside the job; the worker reschedules instead.
+                      retry=None, seconds_between_requests=self._request_interval,
+                      seconds_between_writes=self._request_interval)

@@ -14,6 +14,9 @@ def sign_body(body: bytes, secret: str) -> str:
 
 
 def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
-    if not header or not header.startswith(PREFIX) or not secret:
+    """True when `header` is GitHub's signature of `body`; False for anything else, never an exception."""
+    # GitHub's header is ASCII hex; compare_digest raises TypeError on non-ASCII str (the server hands
+    # header bytes over as latin-1 text), so such a header is simply wrong.
+    if not header or not header.isascii() or not header.startswith(PREFIX) or not secret:
         return False
     return hmac.compare_digest(sign_body(body, secret), header)

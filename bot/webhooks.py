@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 from flask import Blueprint, current_app, request
@@ -44,11 +43,10 @@ def receive():
     if event_name == "ping":
         return {"ok": True, "zen": "pong"}, 200
     try:
-        payload = json.loads(body)
-        event = events.parse(event_name, delivery_id, payload) if isinstance(payload, dict) else None
-        if not isinstance(payload, dict):
-            raise events.MalformedPayload("payload is not a JSON object")
-    except (ValueError, events.MalformedPayload) as error:
+        event = events.parse(event_name, delivery_id, events.decode_body(body, request.mimetype))
+    except events.UnsupportedContentType as error:
+        return {"error": str(error)}, 415
+    except events.MalformedPayload as error:
         return {"error": f"malformed payload: {error}"}, 400
     route = route_for(event) if event else None
     if route is None:

@@ -3,11 +3,17 @@
 Issue bodies are mostly template: instructions in HTML comments that reporters never delete, empty
 issue-form fields, long logs in code blocks. With a budget of a few hundred tokens those crowd out the
 words that decide the label, so the body is cleaned before it is cut (docs/BENCHMARKS.md, "Quality").
+
+The model reads the issue's text as GitHub sent it, NUL included (the database stores it without; WordPiece
+tokenizers drop NUL anyway, tests/bot/test_bad_input.py shows the same input either way). Only lone
+surrogates are removed here: the tokenizers cannot encode them and raise TypeError.
 """
 
 from __future__ import annotations
 
 import re
+
+from core.storable_text import without_surrogates
 
 MAX_BODY_CHARS = 20_000  # a model reads a few hundred tokens: never clean or tokenise a 25 MB body whole
 CODE_BLOCK_CHARS = 200  # a fenced block keeps its first characters: the language and the first line
@@ -25,7 +31,7 @@ _BLANK_LINES = re.compile(r"\n\s*\n+")
 def format_issue_text(title: str | None, body: str | None) -> str:
     """Title, blank line, cleaned body (bounded): what every model is trained on and served."""
     body = clean_issue_body((body or "")[:MAX_BODY_CHARS])
-    return f"{(title or '').strip()}\n\n{body}".strip()
+    return without_surrogates(f"{(title or '').strip()}\n\n{body}".strip())
 
 
 def clean_issue_body(body: str | None) -> str:

@@ -1,4 +1,7 @@
-"""Tables: what the App stores about installations, issues, its predictions and the models it serves."""
+"""Tables: what the App stores about installations, issues, its predictions and the models it serves.
+
+Every text column is a core.storable_text type: text PostgreSQL or UTF-8 refuses is cleaned on the way in.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +16,12 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
-    String,
-    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from core.db import Base
+from core.storable_text import StorableString, StorableText
 
 GLOBAL_SCOPE = "global"  # model scope shared by every repository without a model of its own
 
@@ -32,7 +34,7 @@ class Installation(Base):
     __tablename__ = "installations"
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)  # GitHub's id
-    account_login: Mapped[str | None] = mapped_column(String(255))
+    account_login: Mapped[str | None] = mapped_column(StorableString(255))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     removed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -41,7 +43,7 @@ class Repository(Base):
     __tablename__ = "repositories"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    full_name: Mapped[str] = mapped_column(String(255), unique=True)  # owner/name
+    full_name: Mapped[str] = mapped_column(StorableString(255), unique=True)  # owner/name
     installation_id: Mapped[int | None] = mapped_column(ForeignKey("installations.id"), index=True)
     backfill_next_page: Mapped[int | None] = mapped_column(Integer)  # resume point of an interrupted backfill
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -56,14 +58,15 @@ class IssueRecord(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), index=True)
     number: Mapped[int] = mapped_column(Integer)
-    title: Mapped[str] = mapped_column(Text, default="")
-    body: Mapped[str] = mapped_column(Text, default="")
-    author_login: Mapped[str | None] = mapped_column(String(255))
-    state: Mapped[str] = mapped_column(String(16), default="open")
+    title: Mapped[str] = mapped_column(StorableText, default="")
+    body: Mapped[str] = mapped_column(StorableText, default="")
+    author_login: Mapped[str | None] = mapped_column(StorableString(255))
+    state: Mapped[str] = mapped_column(StorableString(16), default="open")
     opened_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
-    confirmed_label: Mapped[str | None] = mapped_column(String(255))  # set by a human, never by the bot alone
+    # set by a human, never by the bot alone
+    confirmed_label: Mapped[str | None] = mapped_column(StorableString(255))
     confirmed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
-    confirmed_by: Mapped[str | None] = mapped_column(String(255))
+    confirmed_by: Mapped[str | None] = mapped_column(StorableString(255))
 
     repository: Mapped[Repository] = relationship()
 
@@ -76,15 +79,16 @@ class Prediction(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
     model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_versions.id"))
-    delivery_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    delivery_id: Mapped[str | None] = mapped_column(StorableString(64), index=True)
     scores: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)
-    predicted: Mapped[str | None] = mapped_column(String(255))  # the model's top class
-    label: Mapped[str | None] = mapped_column(String(255))  # the repository label it maps to
+    predicted: Mapped[str | None] = mapped_column(StorableString(255))  # the model's top class
+    label: Mapped[str | None] = mapped_column(StorableString(255))  # the repository label it maps to
     applied: Mapped[bool] = mapped_column(Boolean, default=False)
     # applied | abstained | suggested | held (the repository's config is broken) | dry_run | dropped
-    outcome: Mapped[str] = mapped_column(String(32))
-    reason: Mapped[str] = mapped_column(Text, default="")
-    decision: Mapped[str | None] = mapped_column(String(16))  # accepted | rejected | corrected (by a human)
+    outcome: Mapped[str] = mapped_column(StorableString(32))
+    reason: Mapped[str] = mapped_column(StorableText, default="")
+    # accepted | rejected | corrected (by a human)
+    decision: Mapped[str | None] = mapped_column(StorableString(16))
     decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -98,10 +102,10 @@ class LabelEvent(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
-    delivery_id: Mapped[str | None] = mapped_column(String(64), unique=True)
-    action: Mapped[str] = mapped_column(String(32))  # labeled | unlabeled | closed | transferred | ...
-    label: Mapped[str | None] = mapped_column(String(255))
-    actor_login: Mapped[str | None] = mapped_column(String(255))
+    delivery_id: Mapped[str | None] = mapped_column(StorableString(64), unique=True)
+    action: Mapped[str] = mapped_column(StorableString(32))  # labeled | unlabeled | closed | transferred...
+    label: Mapped[str | None] = mapped_column(StorableString(255))
+    actor_login: Mapped[str | None] = mapped_column(StorableString(255))
     actor_is_human: Mapped[bool] = mapped_column(Boolean, default=True)
     by_this_app: Mapped[bool] = mapped_column(Boolean, default=False)
     occurred_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -112,10 +116,10 @@ class WebhookDelivery(Base):
 
     __tablename__ = "webhook_deliveries"
 
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # X-GitHub-Delivery
-    event: Mapped[str] = mapped_column(String(64))
-    action: Mapped[str | None] = mapped_column(String(64))
-    outcome: Mapped[str] = mapped_column(String(64), default="")
+    id: Mapped[str] = mapped_column(StorableString(64), primary_key=True)  # X-GitHub-Delivery
+    event: Mapped[str] = mapped_column(StorableString(64))
+    action: Mapped[str | None] = mapped_column(StorableString(64))
+    outcome: Mapped[str] = mapped_column(StorableString(64), default="")
     processed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -125,13 +129,13 @@ class ModelVersion(Base):
     __tablename__ = "model_versions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    version: Mapped[str] = mapped_column(String(64), unique=True)
-    scope: Mapped[str] = mapped_column(String(255), default=GLOBAL_SCOPE, index=True)
-    path: Mapped[str] = mapped_column(Text)
-    base_model: Mapped[str] = mapped_column(Text, default="")
+    version: Mapped[str] = mapped_column(StorableString(64), unique=True)
+    scope: Mapped[str] = mapped_column(StorableString(255), default=GLOBAL_SCOPE, index=True)
+    path: Mapped[str] = mapped_column(StorableText)
+    base_model: Mapped[str] = mapped_column(StorableText, default="")
     labels: Mapped[list[str]] = mapped_column(JSON, default=list)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    data_fingerprint: Mapped[str] = mapped_column(String(64), default="")
+    data_fingerprint: Mapped[str] = mapped_column(StorableString(64), default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -141,9 +145,9 @@ class ModelPromotion(Base):
     __tablename__ = "model_promotions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    scope: Mapped[str] = mapped_column(String(255), default=GLOBAL_SCOPE, index=True)
+    scope: Mapped[str] = mapped_column(StorableString(255), default=GLOBAL_SCOPE, index=True)
     model_version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id"))
-    reason: Mapped[str] = mapped_column(Text, default="")
+    reason: Mapped[str] = mapped_column(StorableText, default="")
     promoted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     model_version: Mapped[ModelVersion] = relationship()
@@ -155,9 +159,10 @@ class TrainingRun(Base):
     __tablename__ = "training_runs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    scope: Mapped[str] = mapped_column(String(255), default=GLOBAL_SCOPE)
-    trigger: Mapped[str] = mapped_column(String(32), default="manual")  # manual | cron | comment | bootstrap
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running | finished | failed
+    scope: Mapped[str] = mapped_column(StorableString(255), default=GLOBAL_SCOPE)
+    # manual | cron | comment | bootstrap
+    trigger: Mapped[str] = mapped_column(StorableString(32), default="manual")
+    status: Mapped[str] = mapped_column(StorableString(16), default="running")  # running | finished | failed
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     n_examples: Mapped[int] = mapped_column(Integer, default=0)
@@ -166,4 +171,4 @@ class TrainingRun(Base):
     challenger_score: Mapped[float | None] = mapped_column(Float)
     champion_score: Mapped[float | None] = mapped_column(Float)
     promoted: Mapped[bool] = mapped_column(Boolean, default=False)
-    message: Mapped[str] = mapped_column(Text, default="")
+    message: Mapped[str] = mapped_column(StorableText, default="")

@@ -3,11 +3,13 @@
 Used by the tests and by `issue-sorter replay`, so it needs nothing outside the package. It checks the App's
 JWT with the App's public key: pass `public_key_pem`, or leave it out and give the bot `fake.private_key_pem`
 (a key pair the fake made). Installation tokens expire after `token_ttl` seconds; an expired, unknown or
-missing token gets 401, as on GitHub, so PyGithub's token refresh is exercised for real.
+missing token gets 401, as on GitHub, so PyGithub's token refresh is exercised for real. A transferred
+issue's old URLs answer 301 to /repositories/{id}/issues/{number}, as GitHub's do.
 
 It also keeps the App's webhook deliveries (`add_delivery`): GET /app/hook/deliveries pages them by
 cursor, and POST /app/hook/deliveries/{id}/attempts redelivers one, really sending it to `webhook_url`
 (signed with `webhook_secret`) when the fake knows its body, and listing the attempt as GitHub does.
+It plays the manifest flow of `issue-sorter setup` too: the new-App pages and the code conversion.
 """
 
 from __future__ import annotations
@@ -239,6 +241,7 @@ class FakeGitHub:
         self._installations: dict[int, set[str]] = {}
         self._tokens: dict[str, IssuedToken] = {}
         self._failures: list[_Failure] = []
+        self._moved: dict[tuple[str, int], tuple[int, int]] = {}  # (repo, number) → (new repo id, number)
         self._requests: list[RecordedRequest] = []
         self._deliveries: dict[int, dict[str, Any]] = {}  # id -> attempt; "body" (bytes) is ours, not listed
         self.webhook_url: str | None = None  # where redeliveries go; None: "failed to connect"
@@ -335,6 +338,22 @@ class FakeGitHub:
             self._failures.append(_Failure(method.upper(), re.compile(path_regex), status, times,
                                            dict(headers or {}), body))
 
+    def transfer_issue(self, full_name: str, number: int, new_full_name: str, new_number: int) -> None:
+        """Move an issue to another repository; its old URLs then answer 301 Moved Permanently."""
+        with self._lock:
+            issue = self._repos[full_name]["issues"].pop(number)
+            labels = [self._label(new_full_name, name)["name"] for name in issue["labels"]]
+            moved = {**issue, "number": new_number, "labels": labels}
+            self._repos[new_full_name]["issues"][new_number] = moved
+            self._moved[(full_name, number)] = (self._repos[new_full_name]["id"], new_number)
+
+    def expire_tokens(self) -> None:
+        """Refuse every installation token issued so far (401), as GitHub does once one runs out or is
+        revoked, while the client still believes it valid."""
+        with self._lock:
+            self._tokens = {token: dataclasses.replace(issued, expires_at=0)
+                            for token, issued in self._tokens.items()}
+
     # --- reading state ---------------------------------------------------------------------------
     def issue_labels(self, full_name: str, number: int) -> list[str]:
         with self._lock:
@@ -384,6 +403,7 @@ class FakeGitHub:
             ("GET", repo, self._repository),
             ("GET", f"{repo}/issues", self._list_issues),
             ("GET", issue, self._issue),
+            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id),
             ("GET", f"{repo}/labels", self._list_labels),
             ("POST", f"{repo}/labels", self._create_label),
             ("POST", f"{issue}/labels", self._add_labels),
@@ -425,9 +445,21 @@ class FakeGitHub:
             return _error(401, "Bad credentials")
         args = request.view_args or {}
         visible = self._installations[issued.installation_id]
-        if "owner" in args and f"{args['owner']}/{args['name']}" not in visible:
+        full_name = (f"{args['owner']}/{args['name']}" if "owner" in args
+                     else self._repo_name(args.get("repo_id")))
+        if full_name is not None and full_name not in visible:
             return _error(404, "Not Found")  # GitHub hides what the installation cannot see
+        moved = self._moved.get((full_name, args.get("number")))
+        if moved is not None:  # a transferred issue: every URL under the old one redirects
+            rest = request.path.split(f"/issues/{args['number']}", 1)[1]
+            location = f"{self.url}/repositories/{moved[0]}/issues/{moved[1]}{rest}"
+            body = {"message": "Moved Permanently", "url": location, "documentation_url": DOCS_URL}
+            return _json(body, 301, {"Location": location})
         return None
+
+    def _repo_name(self, repo_id: int | None) -> str | None:
+        """The full name of the repository with this id, None when there is none."""
+        return next((name for name, repo in self._repos.items() if repo["id"] == repo_id), None)
 
     def _failure_response(self, failure: _Failure) -> Response:
         body = failure.body
@@ -613,6 +645,10 @@ class FakeGitHub:
     def _issue(self, owner: str, name: str, number: int) -> Response:
         issue = self._repos[f"{owner}/{name}"]["issues"].get(number)
         return _json(self._issue_json(f"{owner}/{name}", issue)) if issue else _error(404, "Not Found")
+
+    def _issue_by_repo_id(self, repo_id: int, number: int) -> Response:
+        full_name = self._repo_name(repo_id)
+        return self._issue(*full_name.split("/"), number) if full_name else _error(404, "Not Found")
 
     def _list_labels(self, owner: str, name: str) -> Response:
         full_name = f"{owner}/{name}"

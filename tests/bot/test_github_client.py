@@ -115,7 +115,8 @@ def test_add_labels_with_nothing_to_add_makes_no_request(writer, fake_github):
     assert fake_github.requests == []
 
 
-@pytest.mark.parametrize("label", [ODD_LABEL, "area/api", "100% done", "good first issue 🐣"])
+@pytest.mark.parametrize("label", [ODD_LABEL, "area/api", "100% done", "good first issue 🐣",
+                                   "bug, confirmed", "🐛🐞", "x" * 50, "سؤال (question)"])
 def test_labels_with_spaces_and_odd_characters_are_added_and_removed(writer, fake_github, label):
     writer.add_labels(REPO, 1, [label])
     assert label in fake_github.issue_labels(REPO, 1)
@@ -270,7 +271,7 @@ def test_missing_permission_403_is_permanent(writer, fake_github):
     assert "Resource not accessible by integration" in str(caught.value)
 
 
-@pytest.mark.parametrize("status", [401, 404, 410, 422])
+@pytest.mark.parametrize("status", [404, 410, 422])
 def test_client_errors_are_permanent(writer, fake_github, status):
     fake_github.fail_next("GET", rf"/repos/{REPO}/issues/1", status)
 
@@ -278,6 +279,41 @@ def test_client_errors_are_permanent(writer, fake_github, status):
         writer.get_issue(REPO, 1)
 
     assert caught.value.status == status
+
+
+def test_a_token_github_refuses_early_is_renewed_once_and_the_call_tried_again(writer, fake_github):
+    """PyGithub renews a token only by its own clock; GitHub may refuse it before (clock skew, revoked)."""
+    writer.get_issue(REPO, 1)
+    fake_github.expire_tokens()
+
+    writer.add_labels(REPO, 1, ["enhancement"])
+
+    assert fake_github.issue_labels(REPO, 1) == ["bug", "enhancement"]
+    assert len(token_posts(fake_github)) == 2
+    assert [p.status for p in fake_github.calls("POST", rf"/repos/{REPO}/issues/1/labels")] == [401, 200]
+
+
+def test_a_401_after_renewal_is_permanent_after_one_renewal(writer, fake_github):
+    fake_github.fail_next("GET", rf"/repos/{REPO}/issues/1", 401, times=5)
+
+    with pytest.raises(PermanentGitHubError) as caught:
+        writer.get_issue(REPO, 1)
+
+    assert caught.value.status == 401
+    # the first token, one renewal, two tries: no more
+    assert len(fake_github.calls("GET", rf"/repos/{REPO}/issues/1")) == 2
+    assert len(token_posts(fake_github)) == 2
+
+
+def test_a_transferred_issue_is_permanent_301_naming_where_it_went(writer, fake_github):
+    fake_github.add_repo("octo-org/elsewhere", installation_id=INSTALLATION_ID)
+    fake_github.transfer_issue(REPO, 1, "octo-org/elsewhere", 9)
+
+    with pytest.raises(PermanentGitHubError) as caught:
+        writer.get_issue(REPO, 1)
+
+    assert caught.value.status == 301 and str(caught.value) == "transferred to octo-org/elsewhere#9"
+    assert [r.status for r in fake_github.requests if "/issues/" in r.path] == [301, 200]  # PyGithub follows
 
 
 def test_token_refusal_for_a_removed_installation_is_permanent(app, fake_github):

@@ -17,6 +17,7 @@ from core.issue_text import format_issue_text
 from core.kinds import labels_for_kinds
 from core.queues import LABELING_QUEUE
 from core.tables import Prediction, WebhookDelivery
+from simulation.fake_github import FAILURE_MESSAGES
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -110,7 +111,23 @@ def test_a_rate_limit_is_retried_at_githubs_reset_time(worker_context, fake_gith
     assert abs(when - reset) < 5
 
 
-@pytest.mark.parametrize("method,path,status", [("POST", "/labels", 403), ("GET", "", 404), ("GET", "", 410)])
+@pytest.mark.parametrize("status,headers,wait", [(429, {"Retry-After": "30"}, 30), (403, {}, 60)])
+def test_a_secondary_rate_limit_is_retried_when_github_says(worker_context, fake_github, client, payload,
+                                                           redis, status, headers, wait):
+    """A secondary limit sends Retry-After, or only its message (then GitHub's advice: a minute)."""
+    fake_github.fail_next("POST", rf"/repos/{REPO}/issues/1/labels", status, headers=headers,
+                          body={"message": FAILURE_MESSAGES[429]})
+    open_issue(fake_github, client, payload, 1, "d-secondary")
+    started = time.time()
+    run_worker(redis)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    when = scheduled.get_scheduled_time("label_issue--d-secondary--retry1").timestamp()
+    assert abs(when - started - wait) < 5 and fake_github.issue_labels(REPO, 1) == []
+    assert predictions(worker_context) == []  # rolled back: the retry classifies afresh
+
+
+@pytest.mark.parametrize("method,path,status", [("POST", "/labels", 403), ("GET", "", 404), ("GET", "", 410),
+                                                ("POST", "/labels", 422)])
 def test_permission_and_missing_issue_errors_are_recorded_and_dropped(worker_context, fake_github, client,
                                                                       payload, redis, method, path, status):
     fake_github.fail_next(method, rf"/repos/{REPO}/issues/1{path}", status)

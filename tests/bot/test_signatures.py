@@ -14,7 +14,8 @@ def test_signature_matches_githubs_documented_example():
 
 
 @pytest.mark.parametrize("header", [None, "", "sha256=", "sha1=757107ea0eb2509fc211221cce984b8a37570b6d",
-                                    GITHUB_EXAMPLE.upper(), GITHUB_EXAMPLE[:-1] + "f"])
+                                    GITHUB_EXAMPLE.upper(), GITHUB_EXAMPLE[:-1] + "f",
+                                    GITHUB_EXAMPLE[:-1] + "é", "sha256=\u00c3\u00a9"])
 def test_missing_or_wrong_signatures_are_rejected(header):
     assert not verify_signature(BODY, header, SECRET)
 
