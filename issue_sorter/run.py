@@ -21,6 +21,7 @@ from core.settings import ConfigError, Settings
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
+SESSION_SECRET_FILE = VAR / "session-secret"  # signs the review UI's sessions
 
 
 def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True) -> int:
@@ -41,12 +42,18 @@ def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
     environ.setdefault("DATABASE_URL", f"sqlite:///{(VAR / 'issue-sorter.db').resolve()}")
     environ.setdefault("MODEL_DIR", str((VAR / "models").resolve()))
     if not environ.get("GITHUB_WEBHOOK_SECRET"):
-        # A local run needs some secret; generate one once and keep it private in var/.
-        if not SECRET_FILE.exists():
-            SECRET_FILE.write_text(secrets.token_hex(32))
-            SECRET_FILE.chmod(0o600)
-        environ["GITHUB_WEBHOOK_SECRET"] = SECRET_FILE.read_text().strip()
+        environ["GITHUB_WEBHOOK_SECRET"] = _kept_secret(SECRET_FILE)
         environ["ISSUE_SORTER_SECRET_SOURCE"] = str(SECRET_FILE.resolve())
+    if not environ.get("ISSUE_SORTER_SESSION_SECRET"):
+        environ["ISSUE_SORTER_SESSION_SECRET"] = _kept_secret(SESSION_SECRET_FILE)
+
+
+def _kept_secret(path: Path) -> str:
+    """A local run needs some secret; generate one once and keep it private in var/."""
+    if not path.exists():
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 @contextlib.contextmanager
