@@ -1,4 +1,4 @@
-"""Flask factory: settings and services in, an app with /webhook and /healthz out."""
+"""Flask factory: settings and services in, an app with /webhook, /healthz and the /review page out."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from redis import Redis
 from sqlalchemy.engine import Engine
 
 from bot import health, webhooks
+from bot.review import web as review
 from core.db import make_engine
 from core.settings import Settings
 
@@ -27,6 +28,7 @@ def create_app(settings: Settings, *, redis: Redis | None = None, engine: Engine
                              "engine": engine or make_engine(settings.database_url)}
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(health.blueprint)
+    review.install(app, settings)
     return app
 
 
