@@ -104,6 +104,10 @@ def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
               "and nothing is written to GitHub")
     else:
         print(f"  GitHub App {settings.app_id} at {settings.api_url}: labels are applied")
+    if settings.review_enabled:
+        print(f"  review page: http://127.0.0.1:{settings.port}/review/ (sign in with GitHub)")
+    else:
+        print("  review page: off; set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client)")
 
 
 def _start_processes(environ: MutableMapping[str, str]) -> dict[str, subprocess.Popen]:

@@ -49,8 +49,8 @@ def review_app(review_settings, redis):
 
 
 def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | None,
-         scores: dict[str, float] | None = None, repo: str = REPO,
-         installation: int = INSTALLATION) -> Seeded:
+         scores: dict[str, float] | None = None, repo: str = REPO, installation: int = INSTALLATION,
+         reason: str = "the repository has this label") -> Seeded:
     """An issue on the fake GitHub and the bot's prediction for it, as classify_and_label stores them."""
     fake.add_issue(repo, number, title, "body", labels=[label] if outcome == "applied" and label else [])
     scores = scores or {"bug": 0.7, "feature": 0.2, "question": 0.1}
@@ -60,7 +60,7 @@ def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | 
                                    author_login="octocat", state="open")
         prediction = Prediction(issue_id=issue.id, scores=scores, predicted=max(scores, key=scores.get),
                                 label=label, applied=outcome == "applied", outcome=outcome,
-                                reason="seeded by the test")
+                                reason=reason)
         session.add(prediction)
         session.flush()
         return Seeded(prediction.id, number, title)

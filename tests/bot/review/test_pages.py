@@ -260,3 +260,45 @@ print(json.dumps({{"statuses": statuses, "heavy": heavy}}))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"statuses": [200, 302, 302], "heavy": []}
+
+
+def test_the_review_job_is_in_the_contract_with_its_arguments():
+    import importlib
+    import inspect
+
+    from core.queues import JOBS, REVIEW_PREDICTION
+
+    module, name = REVIEW_PREDICTION.name.rsplit(".", 1)
+    function = getattr(importlib.import_module(module), name)
+    assert REVIEW_PREDICTION in JOBS and REVIEW_PREDICTION.queue == "feedback"
+    assert inspect.signature(function).parameters["review"].kind is inspect.Parameter.VAR_KEYWORD
+    from bot.review.decide import Review
+
+    assert REVIEW_PREDICTION.arguments == set(Review.__dataclass_fields__) | {"installation_id"}
+
+
+def test_a_review_github_refuses_is_shown_and_decides_nothing(client, review_github, seeded, sessions,
+                                                              bare_context, redis):
+    sign_in(client, review_github, "maintainer")
+    review_github.fail_next("POST", r"/repos/.*/issues/1/labels", 403)
+    review(client, seeded["suggested"].prediction_id, "accept")
+    run_worker(redis)
+    assert decision(sessions, seeded["suggested"].prediction_id) == (None, None, None)
+    page = client.get(PAGE).get_data(as_text=True)
+    assert "last try: failed: GitHub answered 403" in page and TITLE in page  # still waiting, can be retried
+
+
+def test_a_review_of_a_decided_prediction_is_refused_by_the_worker(client, review_github, seeded, sessions,
+                                                                   bare_context, redis):
+    """Two maintainers click at once: the second review finds the decision made and writes nothing."""
+    sign_in(client, review_github, "maintainer")
+    review(client, seeded["abstained"].prediction_id, "relabel", "question")
+    run_worker(redis)
+    from bot.jobs import review_prediction
+
+    outcome = review_prediction(review_id="second", installation_id=1, repo=REPO, number=3,
+                                prediction_id=seeded["abstained"].prediction_id, choice="reject", label=None,
+                                reviewer_login="boss")
+    assert outcome.startswith("refused: already decided")
+    assert review_github.issue_labels(REPO, 3) == ["question"]
+    assert decision(sessions, seeded["abstained"].prediction_id) == (None, "question", "maintainer")
