@@ -302,3 +302,22 @@ def test_a_review_of_a_decided_prediction_is_refused_by_the_worker(client, revie
     assert outcome.startswith("refused: already decided")
     assert review_github.issue_labels(REPO, 3) == ["question"]
     assert decision(sessions, seeded["abstained"].prediction_id) == (None, "question", "maintainer")
+
+
+def test_decisions_come_newest_first_twenty_a_page(client, review_github, sessions):
+    for number in range(1, 26):
+        seed(sessions, review_github, number, f"Issue number {number}", outcome="suggested", label="bug")
+    sign_in(client, review_github, "maintainer")
+    first = client.get(PAGE).get_data(as_text=True)
+    assert "#25 Issue number 25" in first and "#6 Issue number 6" in first
+    assert "#5 Issue number 5" not in first
+    assert first.index("#25 Issue") < first.index("#24 Issue") and "page 1 of 2" in first
+    second = client.get(f"{PAGE}?page=2").get_data(as_text=True)
+    assert "#5 Issue number 5" in second and "#1 Issue number 1" in second and "#6 Issue" not in second
+
+
+def test_webhooks_need_no_csrf_token_when_the_review_page_is_on(client, payload):
+    from tests.bot.conftest import deliver, issue_payload
+
+    response = deliver(client, "issues", issue_payload(payload, "opened", 1, title="t"), "d-review-on")
+    assert response.status_code == 202 and "Set-Cookie" not in response.headers
