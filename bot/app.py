@@ -1,4 +1,4 @@
-"""Flask factory: settings and services in, an app with /webhook and /healthz out."""
+"""Flask factory: settings and services in, an app with /webhook, /healthz and the /review page out."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from bot import health, webhooks
+from bot.review import web as review
 from core.db import make_engine
 from core.settings import Settings
 
@@ -30,6 +31,7 @@ def create_app(settings: Settings, *, redis: Redis | None = None, engine: Engine
     app.register_blueprint(health.blueprint)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
     app.register_error_handler(HTTPException, _http_error)
+    review.install(app, settings)
     return app
 
 

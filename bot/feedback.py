@@ -2,7 +2,9 @@
 
 - a suggestion a human kept (the issue closed, or other labels changed, with ours still on) is *accepted*;
 - one a human removed is *rejected*, or *corrected* when a human put another label we know on the issue;
-- a label we know that a human put on an issue where we abstained (or never ran) is new training data.
+- a label we know that a human put on an issue where we abstained (or never ran) is new training data;
+- a suggestion (suggest mode: nothing written) is accepted or corrected by the first known label a human adds;
+- a review on the review page is stored as the label events it caused, attributed to the reviewer.
 Events of the App itself, and of any bot, are recorded but never count as a human's decision.
 """
 
@@ -86,6 +88,9 @@ def record_label_event(session: Session, issue: IssueRecord, *, action: str, lab
 def _human_added(session, issue, prediction, label, actor, current_labels, classes) -> str:
     if not is_known_label(label, classes):
         return _keep_if_reviewed(issue, prediction, actor, current_labels)
+    if prediction is not None and prediction.outcome == "suggested" and prediction.decision is None:
+        verdict = "accepted" if label == prediction.label else "corrected"
+        return _decide(issue, prediction, verdict, label, actor)
     if prediction is None or not prediction.applied:
         _confirm(issue, label, actor)
         return "new training data: a human labelled an issue the bot did not label"
@@ -106,6 +111,17 @@ def _human_removed(session, issue, prediction, label, actor, current_labels, cla
         return _decide(issue, prediction, "corrected", replacement, actor)
     prediction.decision, prediction.decided_at = "rejected", utcnow()
     return "rejected: a maintainer removed our label"
+
+
+def record_review_verdict(session: Session, issue: IssueRecord, prediction: Prediction, *, kept: bool,
+                          actor: Actor, delivery_id: str) -> str:
+    """A review that changed no label: the bot's label is kept as it is, or its suggestion dismissed."""
+    session.add(LabelEvent(issue_id=issue.id, delivery_id=delivery_id, action="kept" if kept else "dismissed",
+                           label=prediction.label, actor_login=actor.login, actor_is_human=True))
+    if kept:
+        return _decide(issue, prediction, "accepted", prediction.label, actor)
+    prediction.decision, prediction.decided_at = "rejected", utcnow()
+    return f"rejected: {actor.login} dismissed the suggestion"
 
 
 def _keep_if_reviewed(issue, prediction, actor, current_labels) -> str:

@@ -15,6 +15,7 @@ from bot.context import WorkerContext
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.issues import IssueSnapshot
 from bot.repo_config import config_for
+from bot.review import decide, pending
 from bot.serving import NO_MODEL
 from core import store
 from core.db import session_scope
@@ -24,6 +25,7 @@ from core.queues import (
     HANDLE_COMMENT,
     LABEL_ISSUE,
     RECORD_ISSUE_EVENT,
+    REVIEW_PREDICTION,
     JobSpec,
     enqueue,
 )
@@ -98,6 +100,27 @@ def redeliver_failed(*, max_asks: int = redelivery.MAX_ASKS) -> str:
     if result.stopped:
         log.warning("redelivery sweep stopped: %s", result.stopped)
     return result.summary()
+
+
+def review_prediction(**review) -> str:
+    """A click on the review page: write the label as the App, store the decision as the reviewer's."""
+    ctx = context.current()
+    github = ctx.github(review["installation_id"])
+    if github is None:
+        outcome = "skipped: dry-run cannot write to GitHub"
+    else:
+        try:
+            outcome = decide.carry_out(ctx.sessionmaker, github, decide.Review(
+                **{key: review[key] for key in decide.Review.__dataclass_fields__}))
+        except TransientGitHubError as error:
+            outcome = _reschedule(ctx, REVIEW_PREDICTION, review, error)
+            if not outcome.startswith("failed"):
+                return outcome  # the page keeps saying "queued" until the retry
+        except PermanentGitHubError as error:
+            outcome = f"failed: GitHub answered {error.status} ({error})"
+    pending.finish(ctx.redis, review["prediction_id"], outcome)
+    log.info("review of %s#%s by %s: %s", review["repo"], review["number"], review["reviewer_login"], outcome)
+    return outcome
 
 
 def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:

@@ -54,11 +54,13 @@ BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, 
                               "installation_id", "account_login", "repos")
 BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
 REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to", "result")
+REVIEW_PREDICTION = _spec("bot.jobs.review_prediction", FEEDBACK_QUEUE, "review_id", "installation_id",
+                          "repo", "number", "prediction_id", "choice", "label", "reviewer_login")
 REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
 RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
-        REPLY_TO_RETRAIN, REDELIVER_FAILED, RETRAIN, RETRAIN_DUE)
+        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, RETRAIN, RETRAIN_DUE)
 
 
 def make_queue(redis: Redis, name: str) -> Queue:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_WEB_URL = "https://github.com"
 DEFAULT_DATABASE_URL = "sqlite:///var/issue-sorter.db"
 DEFAULT_MODEL_DIR = "var/models"
 
@@ -39,6 +40,16 @@ class Settings:
     repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
     retrain_epochs: int = 2  # ISSUE_SORTER_RETRAIN_EPOCHS: epochs of each retraining run
     retrain_max_length: int | None = None  # ISSUE_SORTER_RETRAIN_MAX_LENGTH: tokens per issue; None: the champion's
+    client_id: str | None = None  # GITHUB_CLIENT_ID: the App's OAuth client; without it the review UI is off
+    client_secret: str | None = dataclasses.field(default=None, repr=False)  # GITHUB_CLIENT_SECRET
+    web_url: str = DEFAULT_WEB_URL  # GITHUB_WEB_URL: where users sign in (GitHub Enterprise: its own URL)
+    session_secret: str | None = dataclasses.field(default=None, repr=False)  # ISSUE_SORTER_SESSION_SECRET
+    trusted_proxies: int = 0  # ISSUE_SORTER_TRUSTED_PROXIES: proxies in front whose X-Forwarded-* we believe
+
+    @property
+    def review_enabled(self) -> bool:
+        """The review UI needs the App's OAuth client and a key to sign sessions with."""
+        return bool(self.client_id and self.client_secret and self.session_secret)
 
     @property
     def dry_run(self) -> bool:
@@ -83,6 +94,7 @@ class Settings:
         values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
         values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)
         values["retrain_max_length"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MAX_LENGTH", int, None, problems)
+        values.update(_read_review_settings(environ, problems))
         if problems:
             raise ConfigError(problems)
         return cls(**values)
@@ -133,6 +145,11 @@ def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> di
     return {"app_id": app_id, "private_key": key or None}
 
 
+def _secret(environ: Mapping[str, str], name: str, problems: list[str]) -> str | None:
+    """A secret from `name`, else from the file `name`_PATH names (a mounted secret); None when neither."""
+    return environ.get(name) or _read_file(environ, f"{name}_PATH", problems).strip() or None
+
+
 def _read_file(environ: Mapping[str, str], name: str, problems: list[str]) -> str:
     """The text of the file that variable `name` names (a mounted secret); "" when unset or unreadable."""
     path = environ.get(name, "")
@@ -143,3 +160,24 @@ def _read_file(environ: Mapping[str, str], name: str, problems: list[str]) -> st
     except OSError as error:
         problems.append(f"{name} cannot be read: {error.strerror} ({path})")
         return ""
+
+
+def _read_review_settings(environ: Mapping[str, str], problems: list[str]) -> dict:
+    values = {"client_id": environ.get("GITHUB_CLIENT_ID") or None,
+              "client_secret": _secret(environ, "GITHUB_CLIENT_SECRET", problems),
+              "web_url": (environ.get("GITHUB_WEB_URL") or DEFAULT_WEB_URL).rstrip("/"),
+              "session_secret": _secret(environ, "ISSUE_SORTER_SESSION_SECRET", problems),
+              "trusted_proxies": _parse(environ, "ISSUE_SORTER_TRUSTED_PROXIES", int, 0, problems)}
+    if bool(values["client_id"]) != bool(values["client_secret"]):
+        problems.append("GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client) must be set "
+                        "together")
+    if not values["web_url"].startswith(("http://", "https://")):
+        problems.append(f"GITHUB_WEB_URL must be an http(s) URL, got {values['web_url']!r}")
+    if values["client_id"] and not values["session_secret"]:
+        problems.append("ISSUE_SORTER_SESSION_SECRET is not set (the key that signs review sessions; "
+                        "`issue-sorter run` generates one)")
+    if values["session_secret"] and len(values["session_secret"]) < 32:
+        problems.append("ISSUE_SORTER_SESSION_SECRET must be at least 32 characters")
+    if values["trusted_proxies"] < 0:
+        problems.append("ISSUE_SORTER_TRUSTED_PROXIES must be 0 or more")
+    return values

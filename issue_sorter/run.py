@@ -22,6 +22,7 @@ from core.settings import ConfigError, Settings
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
 ENV_FILE = Path(".env")
+SESSION_SECRET_FILE = VAR / "session-secret"  # signs the review UI's sessions
 
 
 def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, forward: str | None = None) -> int:
@@ -56,12 +57,18 @@ def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
     environ.setdefault("DATABASE_URL", f"sqlite:///{(VAR / 'issue-sorter.db').resolve()}")
     environ.setdefault("MODEL_DIR", str((VAR / "models").resolve()))
     if not environ.get("GITHUB_WEBHOOK_SECRET") and not environ.get("GITHUB_WEBHOOK_SECRET_PATH"):
-        # A local run needs some secret; generate one once and keep it private in var/.
-        if not SECRET_FILE.exists():
-            SECRET_FILE.write_text(secrets.token_hex(32))
-            SECRET_FILE.chmod(0o600)
-        environ["GITHUB_WEBHOOK_SECRET"] = SECRET_FILE.read_text().strip()
+        environ["GITHUB_WEBHOOK_SECRET"] = _kept_secret(SECRET_FILE)
         environ["ISSUE_SORTER_SECRET_SOURCE"] = str(SECRET_FILE.resolve())
+    if not environ.get("ISSUE_SORTER_SESSION_SECRET"):
+        environ["ISSUE_SORTER_SESSION_SECRET"] = _kept_secret(SESSION_SECRET_FILE)
+
+
+def _kept_secret(path: Path) -> str:
+    """A local run needs some secret; generate one once and keep it private in var/."""
+    if not path.exists():
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 @contextlib.contextmanager
@@ -112,6 +119,10 @@ def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
               "and nothing is written to GitHub")
     else:
         print(f"  GitHub App {settings.app_id} at {settings.api_url}: labels are applied")
+    if settings.review_enabled:
+        print(f"  review page: http://127.0.0.1:{settings.port}/review/ (sign in with GitHub)")
+    else:
+        print("  review page: off; set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client)")
 
 
 def _start_processes(environ: MutableMapping[str, str], forward: str | None) -> dict[str, subprocess.Popen]:

@@ -10,6 +10,10 @@ It also keeps the App's webhook deliveries (`add_delivery`): GET /app/hook/deliv
 cursor, and POST /app/hook/deliveries/{id}/attempts redelivers one, really sending it to `webhook_url`
 (signed with `webhook_secret`) when the fake knows its body, and listing the attempt as GitHub does.
 It plays the manifest flow of `issue-sorter setup` too: the new-App pages and the code conversion.
+
+It also plays GitHub's web flow for the App's OAuth client (`add_oauth_client`): the authorize page approves
+at once as the user named by `sign_in_as`, and the user token it leads to sees the installations and
+repositories that user collaborates on, with their permissions.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ APP_ENDPOINTS = {"access_token", "repo_installation",  # authenticated by the Ap
 # GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
 MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
 REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
+OAUTH_ENDPOINTS = {"oauth_authorize", "oauth_access_token"}  # github.com's web flow: no token yet
+USER_ENDPOINTS = {"user", "user_installations", "user_installation_repositories"}  # a user token's own
+USER_REPO_ENDPOINTS = {"list_labels"}  # repository endpoints the fake also answers for a user token
+USER_TOKEN_TTL = 28800  # seconds; GitHub's user tokens for an App expire after eight hours
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 ROLE_RANK = {"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 FAILURE_MESSAGES = {
@@ -157,6 +165,27 @@ def _user_json(api: str, login: str, kind: str = "User") -> dict[str, Any]:
     }
 
 
+def _permission_levels(role: str) -> dict[str, bool]:
+    """The `permissions` object GitHub gives a repository or collaborator, for a role name."""
+    rank = ROLE_RANK.get(role, 0)
+    return {level: rank > i for i, level in enumerate(("pull", "triage", "push", "maintain", "admin"))}
+
+
+def _installation_json(api: str, installation_id: int, owner: str, app_id: int) -> dict[str, Any]:
+    account = _user_json(api, owner, "Organization")
+    return {
+        "id": installation_id, "account": account, "repository_selection": "selected",
+        "access_tokens_url": f"{api}/app/installations/{installation_id}/access_tokens",
+        "repositories_url": f"{api}/installation/repositories",
+        "html_url": f"{WEB_URL}/organizations/{owner}/settings/installations/{installation_id}",
+        "app_id": app_id, "app_slug": "issue-sorter", "target_id": account["id"],
+        "target_type": "Organization",
+        "permissions": {"issues": "write", "metadata": "read", "contents": "read"}, "events": ["issues"],
+        "created_at": _timestamp(0), "updated_at": _timestamp(0), "single_file_name": None,
+        "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None,
+        "suspended_at": None}
+
+
 def _repo_json(api: str, full_name: str, repo_id: int) -> dict[str, Any]:
     url, html, stamp = f"{api}/repos/{full_name}", f"{WEB_URL}/{full_name}", _timestamp(0)
     owner = _user_json(api, full_name.split("/")[0], "Organization")
@@ -246,6 +275,10 @@ class FakeGitHub:
         self._deliveries: dict[int, dict[str, Any]] = {}  # id -> attempt; "body" (bytes) is ours, not listed
         self.webhook_url: str | None = None  # where redeliveries go; None: "failed to connect"
         self.webhook_secret: str | None = None  # signs redeliveries' X-Hub-Signature-256
+        self._oauth_clients: dict[str, str] = {}  # client id -> secret
+        self._signing_in: str | None = None  # the login the authorize page approves as
+        self._codes: dict[str, tuple[str, str]] = {}  # OAuth code -> (login, client id), used once
+        self._user_tokens: dict[str, tuple[str, float]] = {}  # user token -> (login, expiry)
         self._server = self._thread = None
         self._manifest_codes: dict[str, tuple[dict[str, Any], str | None]] = {}  # code → (manifest, org)
         self.registered_apps: list[dict[str, Any]] = []  # what the conversion answered, newest last
@@ -354,6 +387,23 @@ class FakeGitHub:
             self._tokens = {token: dataclasses.replace(issued, expires_at=0)
                             for token, issued in self._tokens.items()}
 
+    def add_oauth_client(self, client_id: str, client_secret: str) -> None:
+        """The App's OAuth client, as `issue-sorter setup` would get it from the manifest flow."""
+        with self._lock:
+            self._oauth_clients[client_id] = client_secret
+
+    def sign_in_as(self, login: str | None) -> None:
+        """The user who is signed in to the fake github.com and approves the App at once; None: nobody."""
+        with self._lock:
+            self._signing_in = login
+
+    def user_token_for(self, login: str) -> str:
+        """A user token for `login`, as the web flow ends with (for tests that skip the browser)."""
+        with self._lock:
+            token = f"ghu_{secrets.token_hex(18)}"
+            self._user_tokens[token] = (login, time.time() + USER_TOKEN_TTL)
+            return token
+
     # --- reading state ---------------------------------------------------------------------------
     def issue_labels(self, full_name: str, number: int) -> list[str]:
         with self._lock:
@@ -416,6 +466,12 @@ class FakeGitHub:
             ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion),
             ("GET", "/app/hook/deliveries", self._list_hook_deliveries),
             ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery),
+            ("GET", "/login/oauth/authorize", self._oauth_authorize),
+            ("POST", "/login/oauth/access_token", self._oauth_access_token),
+            ("GET", "/user", self._user),
+            ("GET", "/user/installations", self._user_installations),
+            ("GET", "/user/installations/<int:installation_id>/repositories",
+             self._user_installation_repositories),
         ]
         for method, rule, view in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
@@ -436,6 +492,10 @@ class FakeGitHub:
         if request.endpoint in MANIFEST_ENDPOINTS:
             return None
         credentials = request.headers.get("Authorization", "").partition(" ")[2]
+        if request.endpoint in OAUTH_ENDPOINTS:
+            return None
+        if request.endpoint in USER_ENDPOINTS or credentials.startswith("ghu_"):
+            return self._check_user_token(credentials)
         if request.endpoint in APP_ENDPOINTS:
             if self._is_app_jwt(credentials):
                 return None
@@ -460,6 +520,26 @@ class FakeGitHub:
     def _repo_name(self, repo_id: int | None) -> str | None:
         """The full name of the repository with this id, None when there is none."""
         return next((name for name, repo in self._repos.items() if repo["id"] == repo_id), None)
+
+    def _check_user_token(self, credentials: str) -> Response | None:
+        login, expires = self._user_tokens.get(credentials, (None, 0.0))
+        if login is None or expires <= time.time():
+            return _error(401, "Bad credentials")
+        if request.endpoint in USER_ENDPOINTS:
+            return None
+        args = request.view_args or {}
+        if request.endpoint not in USER_REPO_ENDPOINTS or "owner" not in args:
+            return _error(403, "Resource not accessible by integration")
+        if self._role(f"{args['owner']}/{args['name']}", login) == "none":
+            return _error(404, "Not Found")
+        return None
+
+    def _role(self, full_name: str, login: str) -> str:
+        repo = self._repos.get(full_name)
+        return repo["collaborators"].get(login, "none") if repo else "none"
+
+    def _user_login(self) -> str:
+        return self._user_tokens[request.headers["Authorization"].partition(" ")[2]][0]
 
     def _failure_response(self, failure: _Failure) -> Response:
         body = failure.body
@@ -588,17 +668,8 @@ class FakeGitHub:
     def _repo_installation(self, owner: str, name: str) -> Response:
         if f"{owner}/{name}" not in self._repos:
             return _error(404, "Not Found")
-        iid, account = self._repos[f"{owner}/{name}"]["installation_id"], _user_json(self.url, owner)
-        return _json({
-            "id": iid, "account": account, "repository_selection": "selected",
-            "access_tokens_url": f"{self.url}/app/installations/{iid}/access_tokens",
-            "repositories_url": f"{self.url}/installation/repositories",
-            "html_url": f"{WEB_URL}/settings/installations/{iid}", "app_id": self.app_id,
-            "app_slug": "issue-sorter", "target_id": account["id"], "target_type": "User",
-            "permissions": {"issues": "write", "metadata": "read", "contents": "read"}, "events": ["issues"],
-            "created_at": _timestamp(0), "updated_at": _timestamp(0), "single_file_name": None,
-            "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None,
-            "suspended_at": None})
+        iid = self._repos[f"{owner}/{name}"]["installation_id"]
+        return _json(_installation_json(self.url, iid, owner, self.app_id))
 
     def _list_hook_deliveries(self) -> Response:
         """Newest first; the Link header's rel="next" carries the cursor of the next page, as on GitHub."""
@@ -711,10 +782,8 @@ class FakeGitHub:
 
     def _permission(self, owner: str, name: str, login: str) -> Response:
         # Someone who is not a collaborator reads as "none", as on a private repository.
-        role = self._repos[f"{owner}/{name}"]["collaborators"].get(login, "none")
-        rank = ROLE_RANK.get(role, 0)
-        levels = {level: rank > i for i, level in enumerate(("pull", "triage", "push", "maintain", "admin"))}
-        user = {**_user_json(self.url, login), "permissions": levels, "role_name": role}
+        role = self._role(f"{owner}/{name}", login)
+        user = {**_user_json(self.url, login), "permissions": _permission_levels(role), "role_name": role}
         return _json({"permission": ROLE_PERMISSION.get(role, "none"), "role_name": role, "user": user})
 
     def _contents(self, owner: str, name: str, path: str) -> Response:
@@ -733,3 +802,72 @@ class FakeGitHub:
                       "git_url": git, "html_url": html,
                       "download_url": f"https://raw.githubusercontent.com/{full_name}/main/{path}",
                       "_links": {"self": url, "git": git, "html": html}})
+
+    # --- the App's OAuth client and its user tokens ------------------------------------------------
+    def _oauth_authorize(self) -> Response:
+        """github.com's consent page, approved at once by the signed-in test user."""
+        client_id, redirect_uri = request.args.get("client_id", ""), request.args.get("redirect_uri", "")
+        if client_id not in self._oauth_clients or not redirect_uri.startswith(("http://", "https://")):
+            return Response("Not Found", 404, content_type="text/html; charset=utf-8")
+        if self._signing_in is None:
+            return Response("Sign in to GitHub", 200, content_type="text/html; charset=utf-8")
+        code = secrets.token_hex(10)
+        self._codes[code] = (self._signing_in, client_id)
+        state = {"state": request.args["state"]} if "state" in request.args else {}
+        query = urlencode({"code": code, **state})
+        separator = "&" if "?" in redirect_uri else "?"
+        return Response("", 302, headers={"Location": f"{redirect_uri}{separator}{query}"})
+
+    def _oauth_access_token(self) -> Response:
+        """Exchange a code for a user token; errors come back as 200 with `error`, as on GitHub."""
+        form = request.get_json(silent=True) if request.is_json else request.form.to_dict()
+        client_id, secret, code = (form or {}).get("client_id"), (form or {}).get("client_secret"), \
+            (form or {}).get("code")
+        if client_id not in self._oauth_clients or self._oauth_clients[client_id] != secret:
+            body = {"error": "incorrect_client_credentials",
+                    "error_description": "The client_id and/or client_secret passed are incorrect."}
+        elif code not in self._codes or self._codes[code][1] != client_id:
+            body = {"error": "bad_verification_code",
+                    "error_description": "The code passed is incorrect or expired."}
+        else:
+            login, _ = self._codes.pop(code)
+            token = self.user_token_for(login)
+            body = {"access_token": token, "expires_in": USER_TOKEN_TTL,
+                    "refresh_token": f"ghr_{secrets.token_hex(30)}", "refresh_token_expires_in": 15897600,
+                    "scope": "", "token_type": "bearer"}
+        if "application/json" in request.headers.get("Accept", ""):
+            return _json(body)
+        return Response(urlencode(body), 200, content_type="application/x-www-form-urlencoded; charset=utf-8")
+
+    def _user(self) -> Response:
+        login = self._user_login()
+        return _json({**_user_json(self.url, login), "name": None, "company": None, "blog": "",
+                      "location": None, "email": None, "hireable": None, "bio": None,
+                      "twitter_username": None, "public_repos": 0, "public_gists": 0,
+                      "followers": 0, "following": 0, "created_at": _timestamp(0),
+                      "updated_at": _timestamp(0)})
+
+    def _visible_repos(self, login: str, installation_id: int) -> list[str]:
+        return sorted(name for name in self._installations.get(installation_id, ())
+                      if self._role(name, login) != "none")
+
+    def _user_installations(self) -> Response:
+        """Installations of this App on accounts where the user can see at least one repository."""
+        login = self._user_login()
+        found = [(iid, self._visible_repos(login, iid)) for iid in sorted(self._installations)]
+        installations = [_installation_json(self.url, iid, repos[0].split("/")[0], self.app_id)
+                         for iid, repos in found if repos]
+        page, headers = self._page(installations)
+        return _json({"total_count": len(installations), "installations": page}, headers=headers)
+
+    def _user_installation_repositories(self, installation_id: int) -> Response:
+        """The installation's repositories the user can access, each with the user's `permissions`."""
+        login = self._user_login()
+        names = self._visible_repos(login, installation_id)
+        if not names:
+            return _error(404, "Not Found")
+        repos = [{**_repo_json(self.url, name, self._repos[name]["id"]),
+                  "permissions": _permission_levels(self._role(name, login))} for name in names]
+        page, headers = self._page(repos)
+        return _json({"total_count": len(repos), "repository_selection": "selected", "repositories": page},
+                     headers=headers)

@@ -65,3 +65,18 @@ def test_the_webhook_secret_can_come_from_a_mounted_file(tmp_path):
     missing = tmp_path / "missing"
     assert raised.value.problems == [
         f"GITHUB_WEBHOOK_SECRET_PATH cannot be read: No such file or directory ({missing})"]
+
+
+def test_the_review_page_needs_the_oauth_client_and_a_session_key():
+    assert not Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s"}).review_enabled
+    environ = {"GITHUB_WEBHOOK_SECRET": "s", "GITHUB_CLIENT_ID": "Iv1.abc", "GITHUB_CLIENT_SECRET": "shh",
+               "ISSUE_SORTER_SESSION_SECRET": "k" * 32, "GITHUB_WEB_URL": "https://ghe.example.com/"}
+    settings = Settings.from_env(environ)
+    assert settings.review_enabled and settings.web_url == "https://ghe.example.com"
+    assert "shh" not in repr(settings) and "k" * 32 not in repr(settings)
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({**environ, "GITHUB_CLIENT_SECRET": "", "ISSUE_SORTER_SESSION_SECRET": "short",
+                           "GITHUB_WEB_URL": "github.com"})
+    assert len(raised.value.problems) == 3  # the pair, the key's length, the URL
+    with pytest.raises(ConfigError, match="ISSUE_SORTER_SESSION_SECRET is not set"):
+        Settings.from_env({**environ, "ISSUE_SORTER_SESSION_SECRET": ""})

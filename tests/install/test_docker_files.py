@@ -75,14 +75,19 @@ def test_the_app_reads_its_secrets_from_the_mounted_files(tmp_path):
     mounted = {f"/run/secrets/{name}" for name in web["secrets"]}
     assert all(COMPOSE["secrets"][name]["file"] for name in web["secrets"])
     environment = {name: _interpolated(value) for name, value in web["environment"].items()}
-    assert {environment["GITHUB_PRIVATE_KEY_PATH"], environment["GITHUB_WEBHOOK_SECRET_PATH"]} == mounted
-    # the same variables, with the secret files where this test can write them: Settings reads both
-    (tmp_path / "github-app-key").write_text(PEM)
-    (tmp_path / "github-webhook-secret").write_text("hush\n")
-    for variable in ("GITHUB_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET_PATH"):
+    paths = {name: value for name, value in environment.items() if name.endswith("_PATH")}
+    assert set(paths.values()) == mounted
+    # the same variables, with the secret files where this test can write them: Settings reads each
+    contents = {"github-app-key": PEM, "github-webhook-secret": "hush\n", "github-client-secret": "shh\n",
+                "session-secret": "k" * 40 + "\n"}
+    for name, text in contents.items():
+        (tmp_path / name).write_text(text)
+    for variable in paths:
         environment[variable] = environment[variable].replace("/run/secrets", str(tmp_path))
+    environment["GITHUB_CLIENT_ID"] = "Iv1.abc"
     settings = Settings.from_env(environment)
     assert (settings.private_key, settings.webhook_secret, settings.dry_run) == (PEM, "hush", False)
+    assert (settings.client_secret, settings.session_secret, settings.review_enabled) == ("shh", "k" * 40, True)
 
 
 def test_the_image_has_a_health_check_a_user_and_no_secret():

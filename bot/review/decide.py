@@ -1,0 +1,97 @@
+"""A reviewer's click, carried out by the feedback worker: the App writes the label, the reviewer decides.
+
+The label changes are made on GitHub as the App's installation, then stored as the label events they are
+(bot.feedback.record_label_event), attributed to the reviewer, so a review and the same edit made on
+GitHub by hand leave the same decision behind. The web process never imports this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.feedback import Actor, is_known_label, record_label_event, record_review_verdict
+from bot.review.decisions import CHOICES
+from core import store
+from core.db import session_scope
+from core.tables import IssueRecord, Prediction
+
+
+@dataclasses.dataclass(frozen=True)
+class Review:
+    review_id: str  # names the label events this review stores, so a retried job stores them once
+    prediction_id: int
+    repo: str
+    number: int
+    choice: str  # one of CHOICES
+    label: str | None  # the label picked, for "relabel"
+    reviewer_login: str
+
+
+def label_changes(ours: str | None, choice: str, picked: str | None,
+                  current: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(labels to add, labels to remove) on the issue for a review of the bot's label `ours`."""
+    if choice == "accept":
+        return ([ours] if ours and ours not in current else []), []
+    if choice == "relabel":
+        removed = [ours] if ours in current and ours != picked else []
+        return ([picked] if picked not in current else []), removed
+    return [], ([ours] if ours in current else [])
+
+
+def refusal(prediction: Prediction | None, issue: IssueRecord | None, review: Review) -> str | None:
+    """Why this review cannot be carried out, or None."""
+    if prediction is None or issue is None or issue.repository.full_name != review.repo \
+            or issue.number != review.number:
+        return "refused: no such prediction on this issue"
+    if prediction.decision is not None or issue.confirmed_label is not None:
+        return f"refused: already decided ({prediction.decision or f'labelled {issue.confirmed_label!r}'})"
+    if review.choice not in CHOICES:
+        return f"refused: unknown choice {review.choice!r}"
+    if review.choice == "accept" and not prediction.label:
+        return "refused: the bot chose no label to accept"
+    if review.choice == "relabel" and not review.label:
+        return "refused: no label picked"
+    return None
+
+
+def carry_out(sessions: sessionmaker[Session], github, review: Review) -> str:
+    """Write the review's label changes on GitHub, then store them as the reviewer's label events."""
+    with session_scope(sessions) as session:
+        prediction = session.get(Prediction, review.prediction_id)
+        issue = prediction.issue if prediction else None
+        refused = refusal(prediction, issue, review)
+        if refused:
+            return refused
+        ours = prediction.label
+        classes = list(getattr(store.serving_model_for(session, review.repo), "labels", None) or [])
+    if review.choice == "relabel" and not (review.label in github.list_labels(review.repo)
+                                           and is_known_label(review.label, classes)):
+        return f"refused: {review.label!r} is not a label of {review.repo} that the bot knows"
+    current = github.get_issue(review.repo, review.number).labels
+    added, removed = label_changes(ours, review.choice, review.label, current)
+    for label in removed:
+        github.remove_label(review.repo, review.number, label)
+    if added:
+        github.add_labels(review.repo, review.number, added)
+    return _record(sessions, review, classes, current, added, removed)
+
+
+def _record(sessions, review: Review, classes: list[str], current: tuple[str, ...], added: list[str],
+            removed: list[str]) -> str:
+    actor = Actor(review.reviewer_login, is_human=True, is_this_app=False)
+    labels, concluded = list(current), []
+    with session_scope(sessions) as session:
+        prediction = session.get(Prediction, review.prediction_id)
+        changes = [("unlabeled", label) for label in removed] + [("labeled", label) for label in added]
+        for n, (action, label) in enumerate(changes):
+            labels = [x for x in labels if x != label] + ([label] if action == "labeled" else [])
+            concluded.append(record_label_event(
+                session, prediction.issue, action=action, label=label, actor=actor,
+                delivery_id=f"review:{review.review_id}:{n}", current_labels=tuple(labels), classes=classes))
+        if not changes:
+            concluded.append(record_review_verdict(session, prediction.issue, prediction,
+                                                   kept=review.choice == "accept", actor=actor,
+                                                   delivery_id=f"review:{review.review_id}:0"))
+    return concluded[-1]

@@ -1,0 +1,226 @@
+"""The review page's routes: sign in with GitHub, the reviewer's repositories, a repository's decisions.
+
+Every page but the sign-in ones needs a signed-in reviewer (else: a redirect to sign-in), and a repository
+page needs triage or more on it (else: 404, the same answer as for a repository that does not exist).
+A click on the page only enqueues a job; the feedback worker writes to GitHub.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import uuid
+
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from redis.exceptions import RedisError
+
+from bot.feedback import is_known_label
+from bot.review import pending
+from bot.review.access import RepositoryAccess, ReviewStore
+from bot.review.decisions import CHOICES, FILTERS, decisions_page, prediction_in, waiting_counts
+from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
+from core import store
+from core.db import session_scope
+from core.queues import CRASH_RETRY, REVIEW_PREDICTION, enqueue
+
+log = logging.getLogger(__name__)
+blueprint = Blueprint("review", __name__, url_prefix="/review", template_folder="templates")
+PUBLIC = {"review.sign_in", "review.sign_in_github", "review.oauth_callback"}
+
+
+def _settings():
+    return current_app.extensions["bot"]["settings"]
+
+
+def _redis():
+    return current_app.extensions["bot"]["redis"]
+
+
+def _db():
+    return session_scope(current_app.extensions["review"]["sessions"])
+
+
+def _client() -> UserClient:
+    return UserClient(_settings().api_url, g.reviewer.token)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path of the review page itself: never another site after sign-in."""
+    if target and target.startswith("/review/") and not target.startswith(("//", "/\\")):
+        return target
+    return url_for("review.repositories")
+
+
+@blueprint.before_request
+def require_reviewer():
+    if request.endpoint in PUBLIC:
+        return None
+    g.reviewer = ReviewStore(_redis()).reviewer(session.get("sid"))
+    if g.reviewer is None:
+        session.pop("sid", None)
+        target = request.full_path.rstrip("?") if request.method == "GET" else None
+        return redirect(url_for("review.sign_in", next=target))
+    if request.method == "POST":
+        current_app.extensions["csrf"].protect()
+    return None
+
+
+@blueprint.errorhandler(GitHubUserError)
+def github_failed(error: GitHubUserError):
+    if error.status == 401:  # the user revoked the App's access, or the token expired
+        if session.get("sid"):
+            ReviewStore(_redis()).sign_out(session["sid"])
+        session.clear()
+        flash("GitHub no longer accepts your sign-in; please sign in again.")
+        return redirect(url_for("review.sign_in"))
+    log.warning("review page: GitHub call failed: %s", error)
+    message = "GitHub did not answer as expected; try again soon."
+    return render_template("review/error.html", message=message), 502
+
+
+@blueprint.errorhandler(RedisError)
+def redis_failed(error: RedisError):
+    log.error("review page: Redis unavailable (%s)", type(error).__name__)
+    return render_template("review/error.html", message="The queue is unavailable; try again soon."), 503
+
+
+@blueprint.get("/sign-in")
+def sign_in():
+    return render_template("review/sign_in.html", next=_safe_next(request.args.get("next")))
+
+
+@blueprint.get("/sign-in/github")
+def sign_in_github():
+    """Step 1 of GitHub's web flow: send the browser to GitHub with a fresh state."""
+    settings, state = _settings(), secrets.token_urlsafe(32)
+    session["oauth_state"], session["next"] = state, _safe_next(request.args.get("next"))
+    return redirect(authorize_url(settings.web_url, settings.client_id,
+                                  url_for("review.oauth_callback", _external=True), state))
+
+
+@blueprint.get("/oauth/callback")
+def oauth_callback():
+    """Step 2: GitHub sent the browser back with a code; the state proves it is our own sign-in."""
+    expected, state = session.pop("oauth_state", None), request.args.get("state", "")
+    code = request.args.get("code")
+    if not expected or not hmac.compare_digest(expected, state) or not code:
+        flash("The sign-in did not complete; please try again.")
+        return redirect(url_for("review.sign_in"))
+    settings = _settings()
+    token = exchange_code(settings.web_url, settings.client_id, settings.client_secret, code,
+                          url_for("review.oauth_callback", _external=True))
+    login = UserClient(settings.api_url, token).user()["login"]
+    target = session.get("next") or url_for("review.repositories")
+    session.clear()  # a new session for the signed-in user: nothing of the anonymous one carries over
+    reviewer = ReviewStore(_redis()).sign_in(login, token)
+    session["sid"], session["login"], session.permanent = reviewer.sid, login, True
+    log.info("%s signed in to the review page", login)
+    return redirect(target)
+
+
+@blueprint.post("/sign-out")
+def sign_out():
+    ReviewStore(_redis()).sign_out(g.reviewer.sid)
+    session.clear()
+    flash("Signed out.")
+    return redirect(url_for("review.sign_in"))
+
+
+@blueprint.get("/")
+def repositories():
+    access = ReviewStore(_redis()).access(g.reviewer, _client())
+    with _db() as db:
+        counts = waiting_counts(db, access)
+    repos = sorted(access.values(), key=lambda found: found.full_name)
+    return render_template("review/repositories.html", repos=repos, counts=counts)
+
+
+def _reviewable(owner: str, name: str) -> RepositoryAccess:
+    """The reviewer's access to this repository; 404 without triage or more, as if it did not exist."""
+    found = ReviewStore(_redis()).access(g.reviewer, _client()).get(f"{owner}/{name}")
+    if found is None:
+        abort(404)
+    return found
+
+
+def _known_labels(repo: str) -> list[str]:
+    """The repository's labels that the bot can learn from: the ones a reviewer may pick."""
+    with _db() as db:
+        classes = list(getattr(store.serving_model_for(db, repo), "labels", None) or [])
+    return [label for label in ReviewStore(_redis()).labels(g.reviewer, _client(), repo)
+            if is_known_label(label, classes)]
+
+
+@blueprint.get("/<owner>/<name>")
+def repository(owner: str, name: str):
+    repo = _reviewable(owner, name)
+    which = request.args.get("filter", "waiting")
+    if which not in FILTERS:
+        abort(404)
+    with _db() as db:
+        found = decisions_page(db, repo.full_name, which, request.args.get("page", 1, type=int))
+    states = pending.states(_redis(), [row.prediction_id for row in found.rows])
+    labels = _known_labels(repo.full_name) if any(row.reviewable for row in found.rows) else []
+    return render_template("review/repository.html", repo=repo, found=found, which=which, filters=FILTERS,
+                           states=states, labels=labels, web_url=_settings().web_url,
+                           refresh=any("queued" in state for state in states.values()))
+
+
+@blueprint.post("/<owner>/<name>/predictions/<int:prediction_id>")
+def review(owner: str, name: str, prediction_id: int):
+    """One click: queue the review for the feedback worker, then back to the page, which says "queued"."""
+    repo = _reviewable(owner, name)
+    with _db() as db:
+        row = prediction_in(db, repo.full_name, prediction_id)
+    if row is None:
+        abort(404)
+    back = redirect(url_for("review.repository", owner=owner, name=name,
+                            filter=request.form.get("filter", "waiting"),
+                            page=request.form.get("page", 1, type=int)), 303)
+    choice, label = request.form.get("choice"), request.form.get("label") or None
+    problem = _review_problem(row, choice, label, repo.full_name)
+    if problem:
+        flash(problem)
+        return back
+    job = {"review_id": uuid.uuid4().hex, "installation_id": repo.installation_id, "repo": repo.full_name,
+           "number": row.number, "prediction_id": row.prediction_id, "choice": choice,
+           "label": label if choice == "relabel" else None, "reviewer_login": g.reviewer.login}
+    if not pending.mark_queued(_redis(), row.prediction_id, {"choice": choice, "label": job["label"],
+                                                               "by": g.reviewer.login}):
+        flash(f"A review of #{row.number} is queued already.")
+        return back
+    try:
+        enqueue(_redis(), REVIEW_PREDICTION, job, retry=CRASH_RETRY)
+    except RedisError:
+        pending.unmark(_redis(), row.prediction_id)
+        raise
+    flash(f"Queued: {_describe(choice, row.label, label)} on #{row.number}.")
+    return back
+
+
+def _review_problem(row, choice: str | None, label: str | None, repo: str) -> str | None:
+    if choice not in CHOICES:
+        return "Pick accept, another label, or reject."
+    if not row.reviewable:
+        return f"#{row.number} is decided already."
+    if choice == "accept" and not row.label:
+        return f"The bot chose no label on #{row.number}; pick one instead."
+    if choice == "relabel" and label not in _known_labels(repo):
+        return "Pick one of the repository's labels."
+    return None
+
+
+def _describe(choice: str, ours: str | None, picked: str | None) -> str:
+    return {"accept": f"accept {ours!r}", "relabel": f"label {picked!r}", "reject": "reject"}[choice]

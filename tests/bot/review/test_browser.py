@@ -1,0 +1,160 @@
+"""The review page in a real browser: headless Chromium (Debian's chromium + chromium-driver) driven by
+Selenium, against the app served on loopback and the fake GitHub's OAuth endpoints.
+
+Set REVIEW_SCREENSHOTS=docs/review to keep a screenshot of each page (README.md shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from werkzeug.serving import make_server
+
+from core.db import session_scope
+from core.tables import IssueRecord, LabelEvent, Prediction
+from tests.bot.conftest import REPO, run_worker
+from tests.bot.review.conftest import XSS_TITLE, seed
+from tests.conftest import IN_CI
+
+pytestmark = pytest.mark.browser
+SCREENSHOTS = os.environ.get("REVIEW_SCREENSHOTS")
+TITLE = "Crash when the config file is empty"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        message = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+        if IN_CI:
+            pytest.fail(message + "; CI must provide them")
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium  # Debian's browser: Selenium Manager must not fetch one
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,820"):
+        options.add_argument(argument)
+    chrome = webdriver.Chrome(service=Service(driver), options=options)
+    chrome.implicitly_wait(5)
+    yield chrome
+    chrome.quit()
+
+
+@pytest.fixture
+def served(review_app):
+    """The real app on a loopback port, as gunicorn would serve it (threads, real HTTP)."""
+    server = make_server("127.0.0.1", 0, review_app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def signed_out(browser):
+    browser.delete_all_cookies()
+    return browser
+
+
+def screenshot(browser, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
+
+
+def wait_for_url(browser, url: str) -> None:
+    """A click's navigation ends after click() returns: wait until the browser is at `url`'s path."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda driver: driver.current_url.split("?")[0].endswith(url))
+
+
+def sign_in(browser, url: str, fake, login: str) -> None:
+    fake.sign_in_as(login)
+    browser.get(f"{url}/review/")
+    assert "/review/sign-in" in browser.current_url
+    screenshot(browser, "sign-in")
+    browser.find_element("id", "sign-in").click()  # to the fake github.com, which approves and sends us back
+    wait_for_url(browser, f"{url}/review/")
+    assert browser.find_element("css selector", "header .who").text.startswith(login)
+
+
+def decided(sessions, fake, number: int, title: str, *, label: str, by: str) -> None:
+    """A prediction a maintainer already corrected on GitHub, for the page to show."""
+    row = seed(sessions, fake, number, title, outcome="applied", label="enhancement",
+               scores={"feature": 0.55, "bug": 0.3, "question": 0.15},
+               reason="'feature' is 'enhancement' in this repository")
+    with session_scope(sessions) as session:
+        prediction = session.get(Prediction, row.prediction_id)
+        issue = session.get(IssueRecord, prediction.issue_id)
+        prediction.decision, issue.confirmed_label, issue.confirmed_by = "corrected", label, by
+        session.add_all([LabelEvent(issue_id=issue.id, action=action, label=name, actor_login=by)
+                         for action, name in (("unlabeled", "enhancement"), ("labeled", label))])
+
+
+def test_a_triager_signs_in_accepts_a_suggestion_and_sees_it_done(signed_out, served, review_github, sessions,
+                                                                  bare_context, redis):
+    browser = signed_out
+    decided(sessions, review_github, 5, "Segfault on start-up", label="bug", by="maintainer")
+    seed(sessions, review_github, 6, "How do I configure the proxy?", outcome="abstained", label=None,
+         scores={"question": 0.41, "docs": 0.33, "bug": 0.26},
+         reason="top score 0.41 (question) is below 0.50")
+    xss = seed(sessions, review_github, 7, XSS_TITLE, outcome="suggested", label="bug")
+    suggestion = seed(sessions, review_github, 8, TITLE, outcome="suggested", label="bug",
+                      scores={"bug": 0.82, "feature": 0.1, "question": 0.08})
+
+    sign_in(browser, served, review_github, "helper")
+    screenshot(browser, "repositories")
+    browser.find_element("link text", REPO).click()
+    row = browser.find_element("id", f"prediction-{suggestion.prediction_id}")
+    assert TITLE in row.find_element("class name", "title").text
+    title = browser.find_element("css selector", f"#prediction-{xss.prediction_id} .title")
+    assert title.text == f"#7 {XSS_TITLE}"  # shown as text; a script would have opened an alert
+    assert browser.execute_script("return document.querySelectorAll('td script').length") == 0
+    screenshot(browser, "repository-waiting")
+
+    row.find_element("css selector", "button[value=accept]").click()
+    assert browser.find_element("class name", "flash").text == "Queued: accept 'bug' on #8."
+    row = browser.find_element("id", f"prediction-{suggestion.prediction_id}")
+    assert "queued" in row.find_element("class name", "review").text
+    assert review_github.issue_labels(REPO, 8) == []
+    screenshot(browser, "repository-queued")
+
+    run_worker(redis)
+    browser.get(f"{served}/review/{REPO}?filter=all")
+    row = browser.find_element("id", f"prediction-{suggestion.prediction_id}")
+    assert "accepted" in row.find_element("class name", "since").text
+    assert "helper added bug" in row.find_element("class name", "since").text
+    screenshot(browser, "repository-all")
+    assert review_github.issue_labels(REPO, 8) == ["bug"]
+    with session_scope(sessions) as session:
+        prediction = session.get(Prediction, suggestion.prediction_id)
+        issue = session.get(IssueRecord, prediction.issue_id)
+        assert (prediction.decision, issue.confirmed_label, issue.confirmed_by) == \
+            ("accepted", "bug", "helper")
+        actors = session.scalars(select(LabelEvent.actor_login).where(LabelEvent.issue_id == issue.id)).all()
+        assert actors == ["helper"]
+
+    browser.find_element("css selector", "header .who button").click()  # sign out
+    wait_for_url(browser, "/review/sign-in")
+    browser.get(f"{served}/review/{REPO}?filter=all")
+    assert "/review/sign-in" in browser.current_url and TITLE not in browser.page_source
+
+
+@pytest.mark.parametrize("login", ["reader", "outsider"])
+def test_a_reader_and_an_outsider_see_no_repository_and_no_title(signed_out, served, review_github, sessions,
+                                                                 login):
+    seed(sessions, review_github, 8, TITLE, outcome="suggested", label="bug")
+    sign_in(signed_out, served, review_github, login)
+    assert REPO not in signed_out.page_source
+    signed_out.get(f"{served}/review/{REPO}?filter=all")
+    assert "Not Found" in signed_out.page_source and TITLE not in signed_out.page_source
