@@ -118,7 +118,8 @@ def test_an_app_already_in_env_is_not_replaced_without_force(fake, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.e2e
-def test_the_service_started_from_env_labels_an_issue(fake, tmp_path, tiny_model_dir, payload):
+def test_the_readmes_steps_from_setup_to_the_first_label(fake, tmp_path, tiny_model_dir, payload):
+    """README, "Install on your repository": setup → the service from .env → installed → an issue → its label."""
     register(fake, tmp_path)
     var = tmp_path / "var"
     upgrade(f"sqlite:///{var / 'issue-sorter.db'}")
@@ -131,7 +132,12 @@ def test_the_service_started_from_env_labels_an_issue(fake, tmp_path, tiny_model
     delivery |= {"installation": {"id": 9}, "repository": delivery["repository"] | {"full_name": REPO}}
     delivery["issue"]["labels"] = []
     fake.add_issue(REPO, 1, delivery["issue"]["title"], delivery["issue"]["body"])
+    installed = payload("installation/created")
+    installed["installation"]["id"] = 9
+    installed["repositories"] = [{"id": 1, "name": "widgets", "full_name": REPO, "private": False}]
     with running_service(tmp_path, env) as base:
+        assert deliver(base, "installation", installed, "setup-0", secret).status_code == 202
         assert deliver(base, "issues", delivery, "setup-1", secret).status_code == 202
         assert wait_for(lambda: fake.issue_labels(REPO, 1))
+        assert wait_for(lambda: fake.calls("GET", rf"/repos/{REPO}/issues"))  # installing started the backfill
     assert "read .env" in (tmp_path / "run.log").read_text()
