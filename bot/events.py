@@ -128,7 +128,8 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event |
     return None
 
 
-ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted"}
+ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted",
+                 "typed", "untyped"}
 
 
 def _parse_issue(delivery_id: str, action: str | None, payload: dict) -> IssueEvent | None:
@@ -141,7 +142,8 @@ def _parse_issue(delivery_id: str, action: str | None, payload: dict) -> IssueEv
         repo=payload["repository"]["full_name"], number=int(issue["number"]),
         sender_login=sender.get("login"), sender_is_bot=sender.get("type") == "Bot",
         snapshot=IssueSnapshot.from_json(issue, max_body_chars=MAX_JOB_BODY_CHARS),
-        label=(payload.get("label") or {}).get("name"),
+        # typed / untyped: the issue type set or removed, which feedback treats like a label
+        label=(payload.get("label") or payload.get("type") or {}).get("name"),
         via_app_id=(issue.get("performed_via_github_app") or {}).get("id"),
     )
 

@@ -22,6 +22,8 @@ from core.kinds import kind_of_label
 from core.tables import IssueRecord, LabelEvent, Prediction, utcnow
 
 log = logging.getLogger(__name__)
+# An issue type set or removed (typed / untyped) is a maintainer's decision like a label's.
+ADDED, REMOVED = ("labeled", "typed"), ("unlabeled", "untyped")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
     serving = store.serving_model_for(session, event["repo"])
     return record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
-                              delivery_id=event["delivery_id"], current_labels=snapshot.labels,
+                              delivery_id=event["delivery_id"], current_labels=snapshot.labels + (
+                                  (snapshot.issue_type,) if snapshot.issue_type else ()),
                               classes=list(serving.labels) if serving else [])
 
 
@@ -75,9 +78,9 @@ def record_label_event(session: Session, issue: IssueRecord, *, action: str, lab
     if not actor.is_human:
         return "bot event: recorded, not a decision"
     prediction = store.latest_prediction(session, issue)
-    if action == "labeled" and label:
+    if action in ADDED and label:
         return _human_added(session, issue, prediction, label, actor, current_labels, classes)
-    if action == "unlabeled" and label:
+    if action in REMOVED and label:
         return _human_removed(session, issue, prediction, label, actor, current_labels, classes)
     if action == "closed" and prediction is not None and prediction.applied:
         if prediction.decision is None and prediction.label in current_labels:
@@ -134,7 +137,7 @@ def _keep_if_reviewed(issue, prediction, actor, current_labels) -> str:
 
 def _human_known_label_since(session, issue, prediction, current_labels, classes) -> str | None:
     added = session.scalars(select(LabelEvent.label).where(
-        LabelEvent.issue_id == issue.id, LabelEvent.action == "labeled", LabelEvent.actor_is_human.is_(True),
+        LabelEvent.issue_id == issue.id, LabelEvent.action.in_(ADDED), LabelEvent.actor_is_human.is_(True),
         LabelEvent.occurred_at >= prediction.created_at).order_by(LabelEvent.id.desc())).all()
     for label in added:
         if label in current_labels and label != prediction.label and is_known_label(label, classes):
@@ -161,4 +164,4 @@ def is_event_recorded(session: Session, delivery_id: str | None) -> bool:
 def removed_by_human(session: Session, issue: IssueRecord) -> set[str]:
     """Labels a human took off this issue: the bot never puts them back."""
     return set(session.scalars(select(LabelEvent.label).where(
-        LabelEvent.issue_id == issue.id, LabelEvent.action == "unlabeled", LabelEvent.actor_is_human.is_(True))))
+        LabelEvent.issue_id == issue.id, LabelEvent.action.in_(REMOVED), LabelEvent.actor_is_human.is_(True))))

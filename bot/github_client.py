@@ -67,6 +67,10 @@ class IssueWriter(Protocol):
 
     def create_comment(self, repo: str, number: int, body: str) -> None: ...
 
+    def list_issue_types(self, repo: str) -> list[str]: ...
+
+    def set_issue_type(self, repo: str, number: int, issue_type: str) -> None: ...
+
     def get_permission(self, repo: str, login: str) -> str: ...
 
     def get_file(self, repo: str, path: str) -> RepoFile | None: ...
@@ -176,6 +180,22 @@ class PyGithubWriter:
     def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
         if labels:
             self._call(lambda: self._repo(repo).get_issue(number).add_to_labels(*labels))
+
+    def list_issue_types(self, repo: str) -> list[str]:
+        """The issue types the repository offers (its organisation's); none where types are off (404)."""
+        try:
+            _, data = self._call(lambda: self._github.requester.requestJsonAndCheck(
+                "GET", f"{self._repo(repo).url}/issue-types"))
+        except PermanentGitHubError as error:
+            if error.status == 404:  # a user's repository, or an organisation without issue types
+                return []
+            raise
+        return [item["name"] for item in data if item.get("is_enabled", True)]
+
+    def set_issue_type(self, repo: str, number: int, issue_type: str) -> None:
+        """PATCH the issue's type by name (PyGithub 2.10's Issue.edit has no `type`)."""
+        self._call(lambda: self._github.requester.requestJsonAndCheck(
+            "PATCH", f"{self._repo(repo).url}/issues/{number}", input={"type": issue_type}))
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         # PyGithub's remove_from_labels leaves "/" unescaped, which breaks names like "area/api".

@@ -22,6 +22,7 @@ class IssueSnapshot:
     is_pull_request: bool  # the issues API lists pull requests too
     author_login: str | None
     created_at: dt.datetime | None  # timezone-aware UTC
+    issue_type: str | None = None  # the organisation's issue type (Bug, Feature, Task, ...), when set
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, max_body_chars: int | None = None) -> IssueSnapshot:
@@ -32,7 +33,8 @@ class IssueSnapshot:
                    labels=tuple(str(label["name"]) for label in data.get("labels") or () if "name" in label),
                    is_pull_request=data.get("pull_request") is not None,
                    author_login=(data.get("user") or {}).get("login"),
-                   created_at=parse_github_time(created) if created else None)
+                   created_at=parse_github_time(created) if created else None,
+                   issue_type=(data.get("type") or {}).get("name"))
 
     def to_job(self) -> dict[str, Any]:
         """Plain values for a job's arguments (readable by any version of this code)."""

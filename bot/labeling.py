@@ -35,6 +35,7 @@ class LabelingPolicy:
     create_labels: bool = False  # create the kind's label when the repository has none
     dry_run: bool = False  # classify and store, write nothing to GitHub
     mode: str = "label"  # label | comment | suggest | off (see bot.repo_config)
+    apply: str = "label"  # label | type (the organisation's issue type) | both
     label_names: dict[str, str] = field(default_factory=dict)  # kind → label, from the repo's config
     allow: tuple[str, ...] = ()  # when set, only these labels are applied
     per_label_thresholds: dict[str, float] = field(default_factory=dict)  # from a target precision
@@ -55,8 +56,10 @@ def policy_for(settings: Settings, config: RepoConfig, classifier: Classifier, *
     if config.target_precision is not None and card is not None and card.thresholds:
         thresholds = {label: float(t) for label, t in card.thresholds.items()}
     return LabelingPolicy(threshold=config.threshold if config.threshold is not None else settings.threshold,
-                          create_labels=settings.create_labels, dry_run=dry_run, mode=config.mode,
-                          label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
+                          # an organisation's issue types are its own: the bot creates labels, never types
+                          create_labels=settings.create_labels and config.apply != "type",
+                          dry_run=dry_run, mode=config.mode,
+                          apply=config.apply, label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
                           comment_template=config.comment_template, skip_authors=config.skip_authors,
                           held=config.held)
 
@@ -83,6 +86,9 @@ def skip_reason(issue: IssueSnapshot, classes: list[str], policy: LabelingPolicy
     for label in issue.labels:
         if label in classes or kind_of_label(label) in classes:
             return f"it already carries {label!r}"
+    sets_type = policy is not None and policy.apply in ("type", "both")
+    if sets_type and issue.issue_type and (issue.issue_type in classes or kind_of_label(issue.issue_type) in classes):
+        return f"it already has the type {issue.issue_type!r}"
     return None
 
 
@@ -132,10 +138,11 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
         return reason
     policy = replace(policy, never_again=frozenset(removed_by_human(session, record)))
     scores = classifier.predict([format_issue_text(issue.title, issue.body)])[0]
-    # dry-run cannot read the repository's labels: report the kind names it would map to
-    repo_labels = github.list_labels(repo) if github else list(classifier.labels)
-    choice = choose_label(scores, repo_labels, policy)
-    outcome = _apply(choice, scores, github, repo, number, policy)
+    choice = choose_label(scores, _names_to_choose_from(github, repo, classifier, policy), policy)
+    issue_type = _type_beside(choice, github, repo, policy) if policy.apply == "both" else None
+    if issue_type:
+        choice = replace(choice, reason=f"{choice.reason}; its issue type is {issue_type!r}")
+    outcome = _apply(choice, scores, github, repo, number, policy, issue_type)
     version = session.query(ModelVersion).filter_by(version=classifier.version).one_or_none()
     prediction = Prediction(issue_id=record.id, model_version_id=version.id if version else None,
                             delivery_id=delivery_id, scores=scores, predicted=choice.predicted,
@@ -147,8 +154,24 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
     return prediction
 
 
+def _names_to_choose_from(github, repo: str, classifier: Classifier, policy: LabelingPolicy) -> list[str]:
+    """The repository's labels, or its issue types with `apply: type`; dry-run cannot read either, so it
+    reports the kind names it would map to."""
+    if github is None:
+        return list(classifier.labels)
+    return github.list_issue_types(repo) if policy.apply == "type" else github.list_labels(repo)
+
+
+def _type_beside(choice: Choice, github, repo: str, policy: LabelingPolicy) -> str | None:
+    """With `apply: both`, the issue type that matches the chosen label's kind (by name, as labels are)."""
+    if choice.label is None or github is None or policy.held:
+        return None
+    types = github.list_issue_types(repo)
+    return _map_to_repository(choice.predicted, choice.score, types, LabelingPolicy()).label
+
+
 def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: int,
-           policy: LabelingPolicy) -> str:
+           policy: LabelingPolicy, issue_type: str | None = None) -> str:
     if policy.held:
         return "held"
     if policy.mode == "suggest":
@@ -159,10 +182,15 @@ def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: 
         return "abstained"
     if policy.dry_run or github is None:
         return "dry_run"
-    if choice.create:
-        github.create_label(repo, choice.label, KIND_COLORS.get(choice.predicted, "ededed"),
-                            f"Issues of kind {choice.predicted}, as sorted by Issue Sorter")
-    github.add_labels(repo, number, [choice.label])
+    if policy.apply == "type":  # an organisation's types cannot be created here: choose_label never asks
+        github.set_issue_type(repo, number, choice.label)
+    else:
+        if choice.create:
+            github.create_label(repo, choice.label, KIND_COLORS.get(choice.predicted, "ededed"),
+                                f"Issues of kind {choice.predicted}, as sorted by Issue Sorter")
+        github.add_labels(repo, number, [choice.label])
+    if issue_type:
+        github.set_issue_type(repo, number, issue_type)
     if policy.mode == "comment":
         github.create_comment(repo, number, label_comment(choice, scores, policy))
     return "applied"

@@ -33,12 +33,13 @@ CONFIG_PATH = ".github/issue-sorter.yml"
 WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the problems: one comment a day
 WARNING_MARKER = "<!-- issue-sorter:config -->"
 MODES = ("label", "comment", "suggest", "off")
+APPLY = ("label", "type", "both")  # what the predicted kind sets: a label, the issue type, or both
 DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue {label} ({score:.0%} sure). "
                    "If that is wrong, change the label: the bot learns from it.")
 SUGGEST_COMMENT = "<!-- issue-sorter -->\nIssue Sorter's suggestions for this issue:\n\n{suggestions}"
-KNOWN_KEYS = {"mode", "labels", "learn_labels", "allow", "threshold", "target_precision", "comment_template",
+KNOWN_KEYS = {"mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template",
               "skip_authors"}
-GUARDS = ("mode", "labels", "allow", "skip_authors")  # broken, they would let the bot do what they forbid
+GUARDS = ("mode", "apply", "labels", "allow", "skip_authors")  # broken, they would let the bot do what they forbid
 MAX_CONFIG_BYTES = 64 * 1024  # real files are a few hundred bytes; this keeps every parse quick
 TOO_LARGE = f"{{}} is larger than {MAX_CONFIG_BYTES // 1024} KiB"
 MAX_DEPTH = 8  # YAML nesting; the deepest setting needs 3, and the composer recurses once per level
@@ -68,8 +69,8 @@ _short.maxlevel = 2
 @dataclass(frozen=True)
 class RepoConfig:
     mode: str = "label"  # label | comment (label + a comment) | suggest (comment only) | off
-    labels: dict[str, str] = field(default_factory=dict)  # kind → this repository's label name
-    learn_labels: tuple[str, ...] = ()  # the repository's own labels to learn with a model of its own
+    apply: str = "label"  # label | type (the organisation's issue type) | both
+    labels: dict[str, str] = field(default_factory=dict)  # kind → this repository's label (or issue type) name
     allow: tuple[str, ...] = ()  # when set, only these labels are ever applied
     threshold: float | None = None  # overrides ISSUE_SORTER_THRESHOLD
     target_precision: float | None = None  # pick per-label thresholds that reach this precision
@@ -206,6 +207,12 @@ def _mode(key: str, value: object) -> tuple[object, str | None]:
     return None, f"mode must be one of {', '.join(MODES)}, not {describe(value)}"
 
 
+def _apply(key: str, value: object) -> tuple[object, str | None]:
+    if isinstance(value, str) and value in APPLY:
+        return value, None
+    return None, f"apply must be one of {', '.join(APPLY)}, not {describe(value)}"
+
+
 def _labels(key: str, value: object) -> tuple[object, str | None]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         return None, "labels must map kinds (bug, feature, question, docs) to label names"
@@ -234,7 +241,7 @@ def _template(key: str, value: object) -> tuple[object, str | None]:
     return (None, f"comment_template: {problem}") if problem else (value, None)
 
 
-CHECKS = {"mode": _mode, "labels": _labels, "learn_labels": _names, "allow": _names, "skip_authors": _names,
+CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "skip_authors": _names,
           "threshold": _fraction, "target_precision": _fraction, "comment_template": _template}
 
 

@@ -18,7 +18,8 @@ blueprint = Blueprint("webhooks", __name__)
 ROUTES: dict[tuple[type, str | None], JobSpec] = {
     (events.IssueEvent, "opened"): LABEL_ISSUE,
     **{(events.IssueEvent, action): RECORD_ISSUE_EVENT
-       for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted")},
+       for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted", "typed",
+                      "untyped")},
     (events.CommentEvent, None): HANDLE_COMMENT,
     (events.InstallationEvent, None): BACKFILL_INSTALLATION,
 }

@@ -221,6 +221,7 @@ def _issue_json(api: str, full_name: str, issue: Mapping[str, Any], labels: list
         "active_lock_reason": None, "body": issue["body"], "reactions": _reactions(f"{url}/reactions"),
         "timeline_url": f"{url}/timeline", "performed_via_github_app": None,
         "state_reason": "completed" if issue["state"] == "closed" else None,
+        "type": issue.get("type"),  # the organisation's issue type object, or None
     }
     if single:
         data["closed_by"] = None  # only the single-issue endpoint sends it
@@ -230,6 +231,13 @@ def _issue_json(api: str, full_name: str, issue: Mapping[str, Any], labels: list
                                 "html_url": html.replace("/issues/", "/pull/"), "diff_url": f"{html}.diff",
                                 "patch_url": f"{html}.patch", "merged_at": None}
     return data
+
+
+def _issue_type_json(name: str, type_id: int) -> dict[str, Any]:
+    """An issue type as GET /repos/{owner}/{repo}/issue-types lists it."""
+    stamp = _timestamp(0)
+    return {"id": type_id, "node_id": f"IT_{type_id}", "name": name, "description": None, "color": "gray",
+            "created_at": stamp, "updated_at": stamp, "is_enabled": True}
 
 
 def _delivery_json(attempt: Mapping[str, Any]) -> dict[str, Any]:
@@ -318,13 +326,15 @@ class FakeGitHub:
     def add_repo(self, full_name: str, labels: Iterable[str | Mapping[str, str]] = (), *,
                  installation_id: int = DEFAULT_INSTALLATION_ID,
                  files: Mapping[str, str | bytes] | None = None,
-                 collaborators: Mapping[str, str] | None = None) -> None:
+                 collaborators: Mapping[str, str] | None = None, issue_types: Iterable[str] = ()) -> None:
         """Labels are names or {"name", "color", "description"}; collaborators map login -> role name;
-        files map path -> text (stored as UTF-8) or bytes."""
+        files map path -> text (stored as UTF-8) or bytes; issue_types are the organisation's type names
+        (none: the repository has no issue types, and its /issue-types answers 404)."""
         with self._lock:
             self._repos[full_name] = {"id": next(self._ids), "installation_id": installation_id, "labels": {},
                                       "issues": {}, "files": dict(files or {}),
-                                      "collaborators": dict(collaborators or {})}
+                                      "collaborators": dict(collaborators or {}),
+                                      "issue_types": [_issue_type_json(n, next(self._ids)) for n in issue_types]}
             self._installations.setdefault(installation_id, set()).add(full_name)
             for label in labels:
                 spec = {"name": label} if isinstance(label, str) else label
@@ -453,6 +463,8 @@ class FakeGitHub:
             ("GET", repo, self._repository),
             ("GET", f"{repo}/issues", self._list_issues),
             ("GET", issue, self._issue),
+            ("PATCH", issue, self._update_issue),
+            ("GET", f"{repo}/issue-types", self._list_issue_types),
             ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id),
             ("GET", f"{repo}/labels", self._list_labels),
             ("POST", f"{repo}/labels", self._create_label),
@@ -739,6 +751,29 @@ class FakeGitHub:
             label = self._label(full_name, label_name, color, spec.get("description"))
             return _json(_label_json(self.url, full_name, label), 201)
         return _error(422, "Validation Failed", errors=[{"resource": "Label", "code": code, "field": field}])
+
+    def _list_issue_types(self, owner: str, name: str) -> Response:
+        types = self._repos[f"{owner}/{name}"]["issue_types"]
+        return _json(types) if types else _error(404, "Not Found")
+
+    def _update_issue(self, owner: str, name: str, number: int) -> Response:
+        """PATCH an issue: the fake knows `type` (a type name, or None to remove it)."""
+        repo, body = self._repos[f"{owner}/{name}"], request.get_json(silent=True) or {}
+        issue = repo["issues"].get(number)
+        if issue is None:
+            return _error(404, "Not Found")
+        if "type" in body:
+            found = [t for t in repo["issue_types"] if body["type"] and t["name"].lower() == str(body["type"]).lower()]
+            if body["type"] is not None and not found:
+                return _error(422, "Validation Failed", errors=[{"resource": "Issue", "field": "type",
+                                                                  "code": "invalid"}])
+            issue["type"] = found[0] if found else None
+        return _json(self._issue_json(f"{owner}/{name}", issue))
+
+    def issue_type(self, full_name: str, number: int) -> str | None:
+        """The name of the issue's type, None when it has none."""
+        with self._lock:
+            return (self._repos[full_name]["issues"][number].get("type") or {}).get("name")
 
     def _add_labels(self, owner: str, name: str, number: int) -> Response:
         """Body is a bare list (what PyGithub sends) or {"labels": [...]}; unknown labels are created."""

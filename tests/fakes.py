@@ -46,12 +46,13 @@ class FakeGitHub:
     issue_labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     files: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, path) → text
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) → role
+    issue_types: dict[str, list[str]] = field(default_factory=dict)  # repo → its organisation's types
     calls: list[tuple] = field(default_factory=list)
 
     def writes(self) -> list[tuple]:
         """The calls that change something on GitHub."""
         return [call for call in self.calls if call[0] in ("add_labels", "remove_label", "create_label",
-                                                            "create_comment")]
+                                                            "create_comment", "set_issue_type")]
 
     def get_issue(self, repo: str, number: int) -> IssueSnapshot:
         self.calls.append(("get_issue", repo, number))
@@ -76,6 +77,13 @@ class FakeGitHub:
 
     def create_comment(self, repo: str, number: int, body: str) -> None:
         self.calls.append(("create_comment", repo, number, body))
+
+    def list_issue_types(self, repo: str) -> list[str]:
+        self.calls.append(("list_issue_types", repo))
+        return list(self.issue_types.get(repo, []))
+
+    def set_issue_type(self, repo: str, number: int, issue_type: str) -> None:
+        self.calls.append(("set_issue_type", repo, number, issue_type))
 
     def get_permission(self, repo: str, login: str) -> str:
         self.calls.append(("get_permission", repo, login))

@@ -24,7 +24,7 @@ ISSUES = {
 VALID = """\
 mode: comment
 labels: {bug: defect, feature: idea, question: ask, docs: manual}
-learn_labels: [area/ui, area/api]
+apply: both
 allow: [defect, idea]
 threshold: 0.7
 target_precision: 0.9
@@ -40,7 +40,7 @@ def test_a_valid_file_sets_every_setting():
     assert problems == []
     assert config == RepoConfig(mode="comment", labels={"bug": "defect", "feature": "idea", "question": "ask",
                                                         "docs": "manual"},
-                                learn_labels=("area/ui", "area/api"), allow=("defect", "idea"), threshold=0.7,
+                                apply="both", allow=("defect", "idea"), threshold=0.7,
                                 target_precision=0.9, comment_template="Sorted as {label} ({score:.0%})",
                                 skip_authors=("dependabot[bot]",), source="o/r/.github/issue-sorter.yml")
 
@@ -58,7 +58,6 @@ def test_no_file_or_an_empty_one_means_defaults_without_problems(text):
 
 
 @pytest.mark.parametrize("text,problem", [
-    ("learn_labels: {area: ui}", "learn_labels must be a list of names"),
     ("threshold: 1.5", "threshold must be a number between 0 and 1, not `1.5`"),
     ("threshold: high", "threshold must be a number between 0 and 1, not `'high'`"),
     ("threshold: true", "threshold must be a number between 0 and 1, not `True`"),
@@ -67,7 +66,7 @@ def test_no_file_or_an_empty_one_means_defaults_without_problems(text):
     ("comment_template: 42", "comment_template must be text, not int"),
     ("comment_template: 'Sorted as {kind}'", "unknown field `'kind'`"),
     ("comment_template: 'Sorted as {'", "not a format string"),
-    ("colour: blue", "unknown setting `'colour'` (known: allow, comment_template,"),
+    ("colour: blue", "unknown setting `'colour'` (known: allow, apply, comment_template,"),
     ("thresold: 0.7", "unknown setting `'thresold'` (did you mean `threshold`?)"),
 ])
 def test_a_malformed_setting_that_restrains_nothing_is_named_and_its_default_applies(text, problem):
@@ -79,6 +78,7 @@ def test_a_malformed_setting_that_restrains_nothing_is_named_and_its_default_app
 @pytest.mark.parametrize("text,problem", [
     ("mode: loud", "mode must be one of label, comment, suggest, off, not `'loud'`"),
     ("mode: [label]", "mode must be one of"),
+    ("apply: types", "apply must be one of label, type, both, not `'types'`"),  # the defaults would label
     ("labels: [bug, enhancement]", "labels must map kinds"),
     ("labels: {bug: 3}", "labels must map kinds"),
     ("labels: {bug: defect, regression: defect}", "labels: unknown kind `'regression'`"),
