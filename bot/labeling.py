@@ -34,7 +34,7 @@ class LabelingPolicy:
     threshold: float = 0.5  # below this top probability the bot abstains
     create_labels: bool = False  # create the kind's label when the repository has none
     dry_run: bool = False  # classify and store, write nothing to GitHub
-    mode: str = "label"  # label | comment | suggest | off (see bot.repo_config)
+    mode: str = "label"  # label | comment | suggest | shadow | off (see bot.repo_config)
     apply: str = "label"  # label | type (the organisation's issue type) | both
     label_names: dict[str, str] = field(default_factory=dict)  # kind → label, from the repo's config
     allow: tuple[str, ...] = ()  # when set, only these labels are applied
@@ -174,6 +174,8 @@ def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: 
            policy: LabelingPolicy, issue_type: str | None = None) -> str:
     if policy.held:
         return "held"
+    if policy.mode == "shadow":  # the maintainers judge it first, on the review page, before it writes
+        return "shadow"
     if policy.mode == "suggest":
         if not (policy.dry_run or github is None):
             github.create_comment(repo, number, suggestion_comment(scores, policy))

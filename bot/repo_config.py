@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 CONFIG_PATH = ".github/issue-sorter.yml"
 WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the problems: one comment a day
 WARNING_MARKER = "<!-- issue-sorter:config -->"
-MODES = ("label", "comment", "suggest", "off")
+MODES = ("label", "comment", "suggest", "shadow", "off")  # shadow: classify and record, write nothing
 APPLY = ("label", "type", "both")  # what the predicted kind sets: a label, the issue type, or both
 DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue {label} ({score:.0%} sure). "
                    "If that is wrong, change the label: the bot learns from it.")

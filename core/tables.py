@@ -84,7 +84,8 @@ class Prediction(Base):
     predicted: Mapped[str | None] = mapped_column(StorableString(255))  # the model's top class
     label: Mapped[str | None] = mapped_column(StorableString(255))  # the repository label it maps to
     applied: Mapped[bool] = mapped_column(Boolean, default=False)
-    # applied | abstained | suggested | held (the repository's config is broken) | dry_run | dropped
+    # applied | abstained | suggested | shadow (mode: shadow, nothing written) | held (the repository's
+    # config is broken) | dry_run | dropped
     outcome: Mapped[str] = mapped_column(StorableString(32))
     reason: Mapped[str] = mapped_column(StorableText, default="")
     # accepted | rejected | corrected (by a human)

@@ -14,8 +14,8 @@ from core.tables import IssueRecord, LabelEvent, Prediction, Repository
 
 PER_PAGE = 20
 FILTERS = ("waiting", "corrected", "all")  # the page's tabs; "waiting" first, as the default
-WAITING_OUTCOMES = ("suggested", "abstained")  # the bot wrote nothing: a human has to decide
-REVIEWABLE_OUTCOMES = ("applied", "suggested", "abstained")
+WAITING_OUTCOMES = ("suggested", "abstained", "shadow")  # the bot wrote nothing: a human has to decide
+REVIEWABLE_OUTCOMES = ("applied", "suggested", "abstained", "shadow")
 CHOICES = ("accept", "relabel", "reject")  # a review: keep the bot's label, pick another, or reject it
 
 

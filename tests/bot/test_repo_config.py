@@ -76,7 +76,7 @@ def test_a_malformed_setting_that_restrains_nothing_is_named_and_its_default_app
 
 
 @pytest.mark.parametrize("text,problem", [
-    ("mode: loud", "mode must be one of label, comment, suggest, off, not `'loud'`"),
+    ("mode: loud", "mode must be one of label, comment, suggest, shadow, off, not `'loud'`"),
     ("mode: [label]", "mode must be one of"),
     ("apply: types", "apply must be one of label, type, both, not `'types'`"),  # the defaults would label
     ("labels: [bug, enhancement]", "labels must map kinds"),

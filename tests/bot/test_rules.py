@@ -70,6 +70,14 @@ def test_suggest_mode_comments_with_the_scores_and_labels_nothing(sessions, gith
     assert action == "create_comment" and "`bug`: 90%" in body
 
 
+def test_shadow_mode_classifies_and_records_every_issue_and_writes_nothing(sessions, github):
+    assert label(sessions, github, 1, config="mode: shadow")[:2] == ("shadow", "bug")
+    assert label(sessions, github, 3, config="mode: shadow")[0] == "shadow"  # below the threshold too
+    assert github.writes() == []
+    with session_scope(sessions) as session:
+        assert session.scalars(select(Prediction.applied)).all() == [False, False]
+
+
 def test_comment_mode_labels_and_explains_with_the_repositorys_template(sessions, github):
     label(sessions, github, 1, config='mode: comment\ncomment_template: "Sorted as {label} ({score:.0%})"')
     assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
