@@ -1,4 +1,4 @@
-"""Flask factory: settings and services in, an app with /webhook, /healthz and the /review page out."""
+"""Flask factory: settings and services in, an app with /webhook, /healthz, /metrics and /review out."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from redis import Redis
 from sqlalchemy.engine import Engine
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from bot import health, webhooks
+from bot import health, metrics, webhooks
 from bot.review import web as review
 from core.db import make_engine
 from core.settings import Settings
@@ -29,6 +29,8 @@ def create_app(settings: Settings, *, redis: Redis | None = None, engine: Engine
                              "engine": engine or make_engine(settings.database_url)}
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(health.blueprint)
+    app.register_blueprint(metrics.blueprint)
+    app.after_request(metrics.count_delivery)
     app.register_error_handler(RequestEntityTooLarge, _too_large)
     app.register_error_handler(HTTPException, _http_error)
     review.install(app, settings)

@@ -8,6 +8,7 @@ reschedule it at the time GitHub asks for, permanent ones are recorded and dropp
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from bot import backfill, commands, context, feedback, labeling, queueing, redelivery
@@ -17,7 +18,7 @@ from bot.issues import IssueSnapshot
 from bot.repo_config import config_for
 from bot.review import decide, pending
 from bot.serving import NO_MODEL
-from core import store
+from core import metrics, store
 from core.db import session_scope
 from core.queues import (
     BACKFILL_REPOSITORY,
@@ -125,14 +126,24 @@ def review_prediction(**review) -> str:
 
 def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:
     ctx = context.current()
+    started = time.perf_counter()
+    try:
+        return _once_timed(ctx, spec, event, work)
+    finally:
+        metrics.observe_job(ctx.redis, spec.short_name, time.perf_counter() - started)
+
+
+def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:
     with session_scope(ctx.sessionmaker) as session:
         if store.is_delivery_processed(session, event["delivery_id"]):
             return "skipped: delivery already processed"
     try:
         outcome = work(ctx, event)
     except TransientGitHubError as error:
+        metrics.count_github_error(ctx.redis, error.status)
         return _reschedule(ctx, spec, event, error)
     except PermanentGitHubError as error:
+        metrics.count_github_error(ctx.redis, error.status)
         outcome = f"dropped: GitHub answered {error.status} ({error})"
         log.warning("%s#%s (delivery %s) %s", event.get("repo"), event.get("number"), event["delivery_id"], outcome)
     with session_scope(ctx.sessionmaker) as session:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
 
+from core import metrics
 from core.db import session_scope
 from core.queues import REPLY_TO_RETRAIN, enqueue
 from core.tables import GLOBAL_SCOPE
@@ -18,10 +20,12 @@ def retrain(*, scope: str = GLOBAL_SCOPE, trigger: str = "manual", force: bool =
             reply_to: dict | None = None) -> dict:
     """Retrain one scope; with `reply_to` (a `/issue-sorter retrain` comment), the bot answers there."""
     ctx = context.current()
+    started = time.perf_counter()
     with session_scope(ctx.sessionmaker) as session:
         result = retrain_scope(session, Registry(ctx.settings.model_dir, session), scope,
                                policy=RetrainPolicy.from_settings(ctx.settings), force=force, trigger=trigger)
         outcome = result.to_dict()
+    metrics.observe_job(ctx.redis, "retrain", time.perf_counter() - started)
     if reply_to:
         enqueue(ctx.redis, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": outcome})
     log.info("%s", result.message)

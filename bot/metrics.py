@@ -1,0 +1,121 @@
+"""GET /metrics in Prometheus's text format (the maintained prometheus-client): deliveries by event and
+outcome, queue depths, failed jobs, live workers, job durations, labels applied and abstained, GitHub API
+errors. Read at scrape time from Redis (core.metrics) and the database, so it counts every process."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from flask import Blueprint, Response, current_app, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from redis.exceptions import RedisError
+from rq import Queue, Worker
+from rq.registry import FailedJobRegistry
+from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from core import metrics
+from core.queues import QUEUES
+from core.tables import Prediction
+
+blueprint = Blueprint("metrics", __name__)
+WORKER_ALIVE_SECONDS = 120  # a worker whose last heartbeat is older is counted dead (RQ beats every ~10 s)
+STATUS_OUTCOMES = {200: "ping", 204: "ignored", 400: "malformed", 401: "rejected", 413: "too_large",
+                   415: "unsupported", 503: "unavailable"}
+
+
+def count_delivery(response):
+    """After each /webhook answer: one delivery of this event, by outcome (an app.after_request hook)."""
+    if request.endpoint == "webhooks.receive":
+        outcome = STATUS_OUTCOMES.get(response.status_code, str(response.status_code))
+        if response.status_code == 202:
+            outcome = "queued" if (response.get_json(silent=True) or {}).get("queued") else "duplicate"
+        metrics.count_delivery(current_app.extensions["bot"]["redis"],
+                               request.headers.get("X-GitHub-Event", "") or "none", outcome)
+    return response
+
+
+@blueprint.get("/metrics")
+def exposition():
+    services = current_app.extensions["bot"]
+    registry = CollectorRegistry()
+    registry.register(Collector(services["redis"], lambda: Session(services["engine"])))
+    return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+
+
+def live_workers(redis, now: dt.datetime | None = None) -> dict[str, int]:
+    """Workers with a recent heartbeat, per queue they serve."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    alive = {queue: 0 for queue in QUEUES}
+    for worker in Worker.all(connection=redis):
+        beat = worker.last_heartbeat
+        if beat is None or (now - beat.replace(tzinfo=beat.tzinfo or dt.timezone.utc)).total_seconds() > \
+                WORKER_ALIVE_SECONDS:
+            continue
+        for queue in worker.queue_names():
+            alive[queue] = alive.get(queue, 0) + 1
+    return alive
+
+
+class Collector:
+    """Yields every metric afresh at each scrape; a service that cannot be read yields nothing of its own."""
+
+    def __init__(self, redis, session_factory):
+        self.redis, self.session_factory = redis, session_factory
+
+    def collect(self):
+        try:
+            yield from self._from_redis()
+        except RedisError:
+            pass  # /healthz says Redis is down; the database's metrics still come
+        try:
+            yield from self._from_database()
+        except SQLAlchemyError:
+            pass
+
+    def _from_redis(self):
+        deliveries = CounterMetricFamily("issue_sorter_deliveries", "Webhook deliveries answered, by event and "
+                                         "outcome", labels=["event", "outcome"])
+        for field, count in self.redis.hgetall(metrics.DELIVERIES_KEY).items():
+            event, _, outcome = field.decode().partition("|")
+            deliveries.add_metric([event, outcome], int(count))
+        yield deliveries
+        depth = GaugeMetricFamily("issue_sorter_queue_depth", "Jobs waiting, by queue", labels=["queue"])
+        failed = GaugeMetricFamily("issue_sorter_failed_jobs", "Jobs in RQ's failed registry", labels=["queue"])
+        for name in QUEUES:
+            depth.add_metric([name], Queue(name, connection=self.redis).count)
+            failed.add_metric([name], FailedJobRegistry(name, connection=self.redis).count)
+        yield depth
+        yield failed
+        workers = GaugeMetricFamily("issue_sorter_workers_alive", "Workers with a recent heartbeat, by queue",
+                                    labels=["queue"])
+        for queue, count in live_workers(self.redis).items():
+            workers.add_metric([queue], count)
+        yield workers
+        yield self._job_durations()
+        errors = CounterMetricFamily("issue_sorter_github_errors", "GitHub API errors met by jobs, by status",
+                                     labels=["status"])
+        for status, count in self.redis.hgetall(metrics.GITHUB_ERRORS_KEY).items():
+            errors.add_metric([status.decode()], int(count))
+        yield errors
+
+    def _job_durations(self):
+        family = HistogramMetricFamily("issue_sorter_job_duration_seconds", "How long jobs ran, by job",
+                                       labels=["job"])
+        for job in sorted(name.decode() for name in self.redis.smembers(metrics.JOBS_KEY)):
+            data = {key.decode(): float(value) for key, value in
+                    self.redis.hgetall(metrics.JOB_KEY.format(job)).items()}
+            buckets = [(repr(bound), data.get(repr(bound), 0.0)) for bound in metrics.DURATION_BUCKETS]
+            family.add_metric([job], buckets + [("+Inf", data.get("count", 0.0))], data.get("sum", 0.0))
+        return family
+
+    def _from_database(self):
+        outcomes = CounterMetricFamily("issue_sorter_predictions", "Issues classified, by what the bot did "
+                                       "(applied, abstained, suggested, shadow, held, ...)", labels=["outcome"])
+        with self.session_factory() as session:
+            for outcome, count in session.execute(select(Prediction.outcome, func.count()).group_by(
+                    Prediction.outcome)):
+                outcomes.add_metric([outcome], count)
+        yield outcomes
