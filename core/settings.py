@@ -45,6 +45,7 @@ class Settings:
     web_url: str = DEFAULT_WEB_URL  # GITHUB_WEB_URL: where users sign in (GitHub Enterprise: its own URL)
     session_secret: str | None = dataclasses.field(default=None, repr=False)  # ISSUE_SORTER_SESSION_SECRET
     trusted_proxies: int = 0  # ISSUE_SORTER_TRUSTED_PROXIES: proxies in front whose X-Forwarded-* we believe
+    admins: tuple[str, ...] = ()  # ISSUE_SORTER_ADMINS: GitHub logins who see the operator's page
 
     @property
     def review_enabled(self) -> bool:
@@ -95,6 +96,8 @@ class Settings:
         values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)
         values["retrain_max_length"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MAX_LENGTH", int, None, problems)
         values.update(_read_review_settings(environ, problems))
+        values["admins"] = tuple(login.strip() for login in environ.get("ISSUE_SORTER_ADMINS", "").split(",")
+                                 if login.strip())
         if problems:
             raise ConfigError(problems)
         return cls(**values)

@@ -224,3 +224,35 @@ def _review_problem(row, choice: str | None, label: str | None, repo: str) -> st
 
 def _describe(choice: str, ours: str | None, picked: str | None) -> str:
     return {"accept": f"accept {ours!r}", "relabel": f"label {picked!r}", "reject": "reject"}[choice]
+
+
+# ---- the operator's page: the instance's admins only (ISSUE_SORTER_ADMINS); anyone else gets 404 -----
+
+def _operator() -> None:
+    if g.reviewer.login not in _settings().admins:
+        abort(404)
+
+
+@blueprint.get("/operator")
+def operator_page():
+    from bot.metrics import live_workers
+    from bot.review import operator
+
+    _operator()
+    with _db() as db:
+        runs, serving = operator.training_runs(db), operator.serving_models(db)
+        page = render_template("review/operator.html", queues=operator.queue_rows(_redis()),
+                               alive=live_workers(_redis()), failed=operator.failed_jobs(_redis()),
+                               workers=operator.worker_rows(_redis()), runs=runs, serving=serving)
+    return page
+
+
+@blueprint.post("/operator/jobs/<queue>/<job_id>/retry")
+def operator_retry(queue: str, job_id: str):
+    from bot.review import operator
+
+    _operator()
+    retried = operator.retry_failed(_redis(), queue, job_id)
+    flash(f"{job_id} is queued again." if retried else f"{job_id} is no longer among the failed jobs.")
+    log.info("%s retried failed job %s of %s: %s", g.reviewer.login, job_id, queue, retried)
+    return redirect(url_for("review.operator_page"), 303)
