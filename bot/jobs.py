@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot import backfill, commands, context, feedback, labeling, queueing, redelivery
+from bot import backfill, commands, context, feedback, labeling, preview, queueing, redelivery
 from bot.context import WorkerContext
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.issues import IssueSnapshot
@@ -122,6 +122,18 @@ def review_prediction(**review) -> str:
     pending.finish(ctx.redis, review["prediction_id"], outcome)
     log.info("review of %s#%s by %s: %s", review["repo"], review["number"], review["reviewer_login"], outcome)
     return outcome
+
+
+def preview_repository(*, repo: str) -> str:
+    """The review page's preview: the serving model against the repository's confirmed labels."""
+    ctx = context.current()
+    classifier = ctx.models.for_repository(repo)
+    if classifier is None:
+        return f"skipped: {NO_MODEL}"
+    with session_scope(ctx.sessionmaker) as session:
+        result = preview.preview(session, classifier, repo)
+    preview.store_preview(ctx.redis, result)
+    return f"preview of {repo}: {result['issues']} issues, agreement {result['agreement']}"
 
 
 def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:

@@ -57,10 +57,13 @@ REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to"
 REVIEW_PREDICTION = _spec("bot.jobs.review_prediction", FEEDBACK_QUEUE, "review_id", "installation_id",
                           "repo", "number", "prediction_id", "choice", "label", "reviewer_login")
 REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
+PREVIEW = _spec("bot.jobs.preview_repository", LABELING_QUEUE, "repo")  # needs the loaded model
 RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
+PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scope", "requested_by")
+ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
-        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, RETRAIN, RETRAIN_DUE)
+        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, PREVIEW, RETRAIN, RETRAIN_DUE, PROMOTE, ROLLBACK)
 
 
 def make_queue(redis: Redis, name: str) -> Queue:

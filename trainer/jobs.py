@@ -10,7 +10,9 @@ from core.db import session_scope
 from core.queues import REPLY_TO_RETRAIN, enqueue
 from core.tables import GLOBAL_SCOPE
 from trainer import context
-from trainer.registry import Registry
+from trainer.dataset import load_database
+from trainer.gate import compare_and_promote
+from trainer.registry import Registry, RegistryError
 from trainer.retrain import RetrainPolicy, retrain_scope, scopes_due
 
 log = logging.getLogger(__name__)
@@ -39,3 +41,27 @@ def retrain_due() -> str:
         due = scopes_due(session, RetrainPolicy.from_settings(ctx.settings))
     results = [retrain(scope=scope, trigger="cron")["message"] for scope in due]
     return f"{len(due)} scopes due: " + "; ".join(results) if due else "nothing due"
+
+
+def promote_version(*, version: str, scope: str, requested_by: str) -> str:
+    """The review page's promote button: through the gate, on the scope's human-confirmed issues."""
+    ctx = context.current()
+    with session_scope(ctx.sessionmaker) as session:
+        run = compare_and_promote(Registry(ctx.settings.model_dir, session), version,
+                                  load_database(session, scope), scope=scope, trigger="review")
+        message = ("promoted " if run.promoted else "not promoted ") + run.message
+    log.info("%s asked to promote %s for %s: %s", requested_by, version, scope, message)
+    return message
+
+
+def rollback_scope(*, scope: str, requested_by: str) -> str:
+    """The review page's rollback button: the version that served before the current one serves again."""
+    ctx = context.current()
+    try:
+        with session_scope(ctx.sessionmaker) as session:
+            promotion = Registry(ctx.settings.model_dir, session).rollback(scope)
+            message = f"{scope} now served by {promotion.model_version.version}"
+    except RegistryError as error:  # nothing to roll back to: said, not a failed job
+        message = f"not rolled back: {error}"
+    log.info("%s rolled back %s: %s", requested_by, scope, message)
+    return message

@@ -256,3 +256,54 @@ def operator_retry(queue: str, job_id: str):
     flash(f"{job_id} is queued again." if retried else f"{job_id} is no longer among the failed jobs.")
     log.info("%s retried failed job %s of %s: %s", g.reviewer.login, job_id, queue, retried)
     return redirect(url_for("review.operator_page"), 303)
+
+
+# ---- a repository's quality: charts, its models, and the buttons of those who manage it -----------------
+
+@blueprint.get("/<owner>/<name>/quality")
+def quality_page(owner: str, name: str):
+    from bot import preview
+    from bot.review import quality
+
+    repo = _reviewable(owner, name)
+    with _db() as db:
+        weeks, models = quality.weekly(db, repo.full_name), quality.model_history(db, repo.full_name)
+    return render_template("review/quality.html", repo=repo, weeks=weeks, models=models,
+                           manage=quality.may_manage(repo.role),
+                           preview=preview.last_preview(_redis(), repo.full_name))
+
+
+@blueprint.get("/<owner>/<name>/charts/<which>.png")
+def chart(owner: str, name: str, which: str):
+    from bot.review import charts, quality
+
+    repo = _reviewable(owner, name)
+    with _db() as db:
+        drawings = {"weekly": lambda: charts.weekly_quality(quality.weekly(db, repo.full_name)),
+                    "decisions": lambda: charts.decisions_matrix(quality.decided_pairs(db, repo.full_name)),
+                    "models": lambda: charts.model_history(quality.model_history(db, repo.full_name))}
+        if which not in drawings:
+            abort(404)
+        png = drawings[which]()
+    return current_app.response_class(png, mimetype="image/png", headers={"Cache-Control": "private, max-age=60"})
+
+
+@blueprint.post("/<owner>/<name>/models/<action>")
+def manage_models(owner: str, name: str, action: str):
+    """Retrain, promote (through the gate) or roll back: admin or maintain permission, as for the command."""
+    from bot.review import quality
+    from core.queues import PREVIEW, PROMOTE, RETRAIN, ROLLBACK
+
+    repo = _reviewable(owner, name)
+    jobs = {"retrain": (RETRAIN, {"scope": repo.full_name, "trigger": "review"}),
+            "promote": (PROMOTE, {"version": request.form.get("version", ""), "scope": repo.full_name,
+                                  "requested_by": g.reviewer.login}),
+            "rollback": (ROLLBACK, {"scope": repo.full_name, "requested_by": g.reviewer.login}),
+            "preview": (PREVIEW, {"repo": repo.full_name})}
+    if action not in jobs or (action != "preview" and not quality.may_manage(repo.role)):
+        abort(404)
+    spec, kwargs = jobs[action]
+    enqueue(_redis(), spec, kwargs)
+    log.info("%s queued %s for %s", g.reviewer.login, action, repo.full_name)
+    flash(f"Queued: {action}. The page shows the result once the worker is done.")
+    return redirect(url_for("review.quality_page", owner=owner, name=name), 303)

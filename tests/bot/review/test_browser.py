@@ -136,6 +136,11 @@ def test_a_triager_signs_in_accepts_a_suggestion_and_sees_it_done(signed_out, se
     assert "helper added bug" in row.find_element("class name", "since").text
     screenshot(browser, "repository-all")
     assert review_github.issue_labels(REPO, 8) == ["bug"]
+    browser.find_element("partial link text", "Quality, models and preview").click()
+    images = browser.find_elements("css selector", "main img")
+    assert len(images) == 3 and all(browser.execute_script("return arguments[0].naturalWidth", image) > 100
+                                    for image in images)  # the charts really drew
+    screenshot(browser, "quality")
     with session_scope(sessions) as session:
         prediction = session.get(Prediction, suggestion.prediction_id)
         issue = session.get(IssueRecord, prediction.issue_id)

@@ -1,0 +1,92 @@
+"""The quality page's pictures, drawn on the server as PNG with matplotlib's object API (no pyplot: no global
+state shared between requests)."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Sequence
+
+from bot.review.quality import ModelRow, Week
+
+BLUE, GREEN, AMBER, GREY = "#0969da", "#1a7f37", "#bf8700", "#8c959f"
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def _figure(width: float = 7.0, height: float = 3.2):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def weekly_quality(weeks: Sequence[Week]) -> bytes:
+    """Coverage (labelled share) and live precision (kept share of judged labels), week by week."""
+    figure = _figure()
+    axes = figure.add_subplot()
+    if not weeks:
+        axes.text(0.5, 0.5, "no predictions yet", ha="center", va="center", color=GREY)
+        axes.set_axis_off()
+        return _png(figure)
+    labels = [week.start.strftime("%b %d") for week in weeks]
+    axes.plot(labels, [w.coverage for w in weeks], marker="o", color=BLUE, label="coverage: issues labelled")
+    precision = [(label, w.precision) for label, w in zip(labels, weeks, strict=True) if w.precision is not None]
+    if precision:
+        axes.plot(*zip(*precision, strict=True), marker="s", color=GREEN, label="precision: labels kept")
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("share")
+    axes.set_title("Per week (weeks starting on)")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower left", fontsize=8)
+    axes.tick_params(axis="x", labelrotation=30, labelsize=8)
+    return _png(figure)
+
+
+def decisions_matrix(pairs: Sequence[tuple[str, str]]) -> bytes:
+    """Humans' decisions (rows) against the bot's predictions (columns), counts and shares of each row."""
+    figure = _figure(5.0, 4.0)
+    axes = figure.add_subplot()
+    kinds = sorted({kind for pair in pairs for kind in pair})
+    if not kinds:
+        axes.text(0.5, 0.5, "no human decision yet", ha="center", va="center", color=GREY)
+        axes.set_axis_off()
+        return _png(figure)
+    counts = Counter((truth, predicted) for predicted, truth in pairs)
+    matrix = [[counts[(truth, predicted)] for predicted in kinds] for truth in kinds]
+    shares = [[n / max(1, sum(row)) for n in row] for row in matrix]
+    axes.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+    axes.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right")
+    axes.set_yticks(range(len(kinds)), kinds)
+    axes.set_xlabel("the bot predicted")
+    axes.set_ylabel("maintainers confirmed")
+    for i, row in enumerate(matrix):
+        for j, n in enumerate(row):
+            axes.text(j, i, str(n), ha="center", va="center", color="white" if shares[i][j] > 0.5 else "black")
+    return _png(figure)
+
+
+def model_history(rows: Sequence[ModelRow]) -> bytes:
+    """Each model's score when it was registered, in time order; the serving one marked."""
+    figure = _figure()
+    axes = figure.add_subplot()
+    scored = [row for row in rows if row.mean_repo_macro_f1 is not None or row.macro_f1 is not None]
+    if not scored:
+        axes.text(0.5, 0.5, "no scored model yet", ha="center", va="center", color=GREY)
+        axes.set_axis_off()
+        return _png(figure)
+    for index, row in enumerate(scored):
+        score = row.mean_repo_macro_f1 if row.mean_repo_macro_f1 is not None else row.macro_f1
+        color = GREEN if row.serving else (AMBER if row.scope != "global" else BLUE)
+        axes.scatter([index], [score], color=color, s=80 if row.serving else 40, zorder=3)
+        if row.unseen is not None:
+            axes.scatter([index], [row.unseen], color=color, marker="x", zorder=3)
+    axes.set_xticks(range(len(scored)), [row.version[-15:] for row in scored], rotation=30, ha="right", fontsize=7)
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("macro-F1 (x: unseen repositories)")
+    axes.set_title("Models (green: serving, blue: global, amber: this repository's)")
+    axes.grid(alpha=0.3)
+    return _png(figure)

@@ -1,0 +1,75 @@
+"""A repository's quality page: charts drawn from its decisions, the models, and the buttons that only
+admins and maintainers get (the slash command's rule); each button queues a job, the page writes nothing."""
+
+import pytest
+from rq import Queue
+
+from core.db import session_scope
+from core.queues import LABELING_QUEUE, TRAINING_QUEUE
+from core.tables import IssueRecord, Prediction
+from tests.bot.conftest import REPO
+from tests.bot.review.conftest import csrf_token, seed, sign_in
+
+pytestmark = pytest.mark.redis
+PAGE = f"/review/{REPO}/quality"
+
+
+@pytest.fixture
+def client(review_app, sessions):
+    return review_app.test_client()
+
+
+@pytest.fixture
+def decided(sessions, review_github):
+    applied = seed(sessions, review_github, 1, "Crash on start", outcome="applied", label="bug")
+    seed(sessions, review_github, 2, "How do I?", outcome="abstained", label=None)
+    with session_scope(sessions) as session:
+        prediction = session.get(Prediction, applied.prediction_id)
+        prediction.decision = "corrected"
+        session.get(IssueRecord, prediction.issue_id).confirmed_label = "question"
+
+
+def test_the_page_and_its_charts_are_drawn_from_the_repositorys_decisions(client, review_github, decided):
+    sign_in(client, review_github, "helper")  # triage: sees quality, gets no buttons
+    page = client.get(PAGE).get_data(as_text=True)
+    assert "Per week" in page and "Run the preview" in page and "Retrain now" not in page
+    assert "<td>2</td><td>1</td><td>50%</td><td>1</td><td>0</td><td>0%</td>" in page.replace("\n      ", "")
+    for which in ("weekly", "decisions", "models"):
+        picture = client.get(f"/review/{REPO}/charts/{which}.png")
+        assert picture.status_code == 200 and picture.mimetype == "image/png"
+        assert picture.data.startswith(b"\x89PNG") and len(picture.data) > 2000
+    assert client.get(f"/review/{REPO}/charts/other.png").status_code == 404
+
+
+def test_buttons_are_for_admins_and_maintainers_and_only_queue_jobs(client, review_github, decided, redis):
+    sign_in(client, review_github, "helper")
+    assert client.post(f"/review/{REPO}/models/retrain", data={"csrf_token": csrf_token(client)}).status_code == 404
+    sign_in(client, review_github, "maintainer")
+    assert "Retrain now" in client.get(PAGE).get_data(as_text=True)
+    for action in ("retrain", "rollback"):
+        assert client.post(f"/review/{REPO}/models/{action}", data={"csrf_token": csrf_token(client)}
+                           ).status_code == 303
+    jobs = Queue(TRAINING_QUEUE, connection=redis).jobs
+    assert [job.func_name for job in jobs] == ["trainer.jobs.retrain", "trainer.jobs.rollback_scope"]
+    assert jobs[0].kwargs == {"scope": REPO, "trigger": "review"}
+    assert client.post(f"/review/{REPO}/models/preview", data={"csrf_token": csrf_token(client)}).status_code == 303
+    (preview,) = Queue(LABELING_QUEUE, connection=redis).jobs
+    assert preview.func_name == "bot.jobs.preview_repository" and preview.kwargs == {"repo": REPO}
+
+
+def test_another_organisations_repository_has_no_quality_page_for_an_outsider(client, review_github, decided):
+    sign_in(client, review_github, "outsider")
+    assert client.get(PAGE).status_code == 404
+    assert client.get(f"/review/{REPO}/charts/weekly.png").status_code == 404
+
+
+@pytest.mark.slow
+def test_the_preview_runs_the_serving_model_over_confirmed_issues_and_the_page_shows_it(
+        client, review_github, decided, worker_context, redis):
+    from tests.bot.conftest import run_worker
+
+    sign_in(client, review_github, "helper")
+    client.post(f"/review/{REPO}/models/preview", data={"csrf_token": csrf_token(client)})
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    page = client.get(PAGE).get_data(as_text=True)
+    assert "agrees with maintainers' labels on" in page and "of 1 issues" in page and "<td>question</td>" in page
