@@ -40,7 +40,7 @@ def review_github(fake_github):
 @pytest.fixture
 def review_settings(app_settings, review_github):
     return dataclasses.replace(app_settings, client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
-                               session_secret=SESSION_SECRET, web_url=review_github.url)
+                               session_secret=SESSION_SECRET, web_url=review_github.url, admins=("boss",))
 
 
 @pytest.fixture

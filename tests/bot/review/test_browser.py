@@ -163,3 +163,12 @@ def test_a_reader_and_an_outsider_see_no_repository_and_no_title(signed_out, ser
     assert REPO not in signed_out.page_source
     signed_out.get(f"{served}/review/{REPO}?filter=all")
     assert "Not Found" in signed_out.page_source and TITLE not in signed_out.page_source
+
+
+def test_an_instance_admin_sees_the_operator_page(signed_out, served, review_github, sessions):
+    browser = signed_out
+    sign_in(browser, served, review_github, "boss")
+    browser.get(f"{served}/review/operator")
+    headings = [element.text for element in browser.find_elements("css selector", "main h2")]
+    assert headings == ["Queues", "Failed jobs", "Workers", "Models serving", "Last training runs"]
+    screenshot(browser, "operator")

@@ -1,13 +1,10 @@
 """The operator's page: the instance's admins see queues, failed jobs (and retry them), workers, training
 runs and the serving models; every other signed-in user, maintainers included, gets 404."""
 
-import dataclasses
-
 import pytest
 from rq import Queue
 from rq.registry import FailedJobRegistry
 
-from bot.app import create_app
 from core.queues import FEEDBACK_QUEUE
 from tests.bot.conftest import run_worker
 from tests.bot.review.conftest import csrf_token, sign_in
@@ -20,8 +17,8 @@ def broken_job():
 
 
 @pytest.fixture
-def client(review_settings, redis, sessions):
-    return create_app(dataclasses.replace(review_settings, admins=("boss",)), redis=redis).test_client()
+def client(review_app, sessions):
+    return review_app.test_client()  # the instance's admins: ("boss",)
 
 
 def test_a_maintainer_who_is_no_instance_admin_gets_404(client, review_github):

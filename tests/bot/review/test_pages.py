@@ -63,7 +63,9 @@ def test_the_review_page_is_off_without_an_oauth_client(app_settings, redis, cap
 def test_without_a_session_every_page_redirects_to_sign_in_and_shows_no_title(client, seeded):
     pages = [("get", "/review/"), ("get", PAGE), ("get", f"{PAGE}?filter=all"),
              ("get", f"/review/{OTHER_REPO}"), ("post", "/review/sign-out"),
-             ("post", f"{PAGE}/predictions/{seeded['suggested'].prediction_id}")]
+             ("post", f"{PAGE}/predictions/{seeded['suggested'].prediction_id}"),
+             ("get", f"{PAGE}/quality"), ("get", f"{PAGE}/charts/weekly.png"), ("post", f"{PAGE}/models/retrain"),
+             ("get", "/review/operator"), ("post", "/review/operator/jobs/feedback/x/retry")]
     for method, path in pages:
         response = getattr(client, method)(path, data={"choice": "accept"})
         assert response.status_code == 302 and "/review/sign-in" in response.headers["Location"], path
