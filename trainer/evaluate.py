@@ -55,21 +55,9 @@ def confusion_matrix(truth: Sequence[str], predicted: Sequence[str],
 
 def plot_confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], path: Path | str) -> Path:
     """A PNG heat map, coloured by share of each actual label, annotated with counts."""
-    from matplotlib.figure import Figure  # no pyplot: no global backend or figure state
+    from core.plots import confusion_figure
 
-    shares = [[count / max(1, sum(row)) for count in row] for row in matrix]
-    figure = Figure(figsize=(1.2 + 0.9 * len(labels), 1.0 + 0.8 * len(labels)), layout="constrained")
-    axes = figure.add_subplot()
-    axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
-    axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-    axes.set_yticks(range(len(labels)), labels)
-    axes.set_xlabel("predicted")
-    axes.set_ylabel("actual")
-    for i, row in enumerate(matrix):
-        for j, count in enumerate(row):
-            color = "white" if shares[i][j] > 0.5 else "black"
-            axes.text(j, i, str(count), ha="center", va="center", color=color)
-    figure.savefig(path, dpi=120)
+    confusion_figure(matrix, labels).savefig(path, dpi=120)
     return Path(path)
 
 

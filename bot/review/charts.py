@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from bot.review.quality import ModelRow, Week
+from core.plots import confusion_figure
 
 BLUE, GREEN, AMBER, GREY = "#0969da", "#1a7f37", "#bf8700", "#8c959f"
 
@@ -48,25 +49,16 @@ def weekly_quality(weeks: Sequence[Week]) -> bytes:
 
 def decisions_matrix(pairs: Sequence[tuple[str, str]]) -> bytes:
     """Humans' decisions (rows) against the bot's predictions (columns), counts and shares of each row."""
-    figure = _figure(5.0, 4.0)
-    axes = figure.add_subplot()
     kinds = sorted({kind for pair in pairs for kind in pair})
     if not kinds:
+        figure = _figure(5.0, 4.0)
+        axes = figure.add_subplot()
         axes.text(0.5, 0.5, "no human decision yet", ha="center", va="center", color=GREY)
         axes.set_axis_off()
         return _png(figure)
     counts = Counter((truth, predicted) for predicted, truth in pairs)
     matrix = [[counts[(truth, predicted)] for predicted in kinds] for truth in kinds]
-    shares = [[n / max(1, sum(row)) for n in row] for row in matrix]
-    axes.imshow(shares, cmap="Blues", vmin=0, vmax=1)
-    axes.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right")
-    axes.set_yticks(range(len(kinds)), kinds)
-    axes.set_xlabel("the bot predicted")
-    axes.set_ylabel("maintainers confirmed")
-    for i, row in enumerate(matrix):
-        for j, n in enumerate(row):
-            axes.text(j, i, str(n), ha="center", va="center", color="white" if shares[i][j] > 0.5 else "black")
-    return _png(figure)
+    return _png(confusion_figure(matrix, kinds, xlabel="the bot predicted", ylabel="maintainers confirmed"))
 
 
 def model_history(rows: Sequence[ModelRow]) -> bytes:
