@@ -53,11 +53,19 @@ HANDLE_COMMENT = _spec("bot.jobs.handle_comment", FEEDBACK_QUEUE, *_DELIVERY, "c
 BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, "delivery_id",
                               "installation_id", "account_login", "repos")
 BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
+UPDATE_REPOSITORY = _spec("bot.jobs.update_repository", FEEDBACK_QUEUE, "delivery_id", "action",
+                          "installation_id", "repo", "repo_id", "private")
+_INSTALLATION = ("delivery_id", "action", "installation_id", "repositories")
+REMOVE_INSTALLATION = _spec("bot.jobs.remove_installation", FEEDBACK_QUEUE, *_INSTALLATION)
+REMOVE_REPOSITORIES = _spec("bot.jobs.remove_repositories", FEEDBACK_QUEUE, *_INSTALLATION)
+SUSPEND_INSTALLATION = _spec("bot.jobs.suspend_installation", FEEDBACK_QUEUE, *_INSTALLATION)
+CLEAR_UNCONFIRMED = _spec("bot.jobs.clear_unconfirmed", FEEDBACK_QUEUE)  # cron: the retention of issue text
 REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to", "result")
 REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
 RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
+        UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
         REPLY_TO_RETRAIN, REDELIVER_FAILED, RETRAIN, RETRAIN_DUE)
 
 
