@@ -52,7 +52,7 @@ def test_comment_and_installation_events(payload):
 
 
 @pytest.mark.parametrize("name,event", [("pull_request/opened", "pull_request"), ("label/created", "label"),
-                                        ("installation/deleted", "installation")])
+                                        ("installation/new_permissions_accepted", "installation")])
 def test_events_the_bot_does_not_handle_parse_to_none(payload, name, event):
     assert events.parse(event, "d", payload(name)) is None
 
