@@ -179,7 +179,7 @@ def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: Transien
 def _label_issue(ctx: WorkerContext, event: dict) -> str:
     repo, number = event["repo"], event["number"]
     with session_scope(ctx.sessionmaker) as session:
-        if lifecycle.is_frozen(session, repo):
+        if lifecycle.is_frozen(session, event.get("installation_id")):
             return "skipped: the installation is suspended"
     github = ctx.github(event.get("installation_id"))
     issue = github.get_issue(repo, number) if github else IssueSnapshot.from_job(event["snapshot"])

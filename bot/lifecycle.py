@@ -66,10 +66,10 @@ def update_repository(session: Session, event: dict) -> str:
     return f"{event['action']}: recorded ({'private' if repository.private else 'public'})"
 
 
-def is_frozen(session: Session, repo: str) -> bool:
-    """True when `repo` belongs to a suspended installation: nothing is labelled there."""
-    return session.scalar(select(Installation.suspended_at).join(
-        Repository, Repository.installation_id == Installation.id).where(Repository.full_name == repo)) is not None
+def is_frozen(session: Session, installation_id: int | None) -> bool:
+    """True when the installation is suspended: nothing of it is labelled."""
+    installation = session.get(Installation, installation_id) if installation_id else None
+    return installation is not None and installation.suspended_at is not None
 
 
 def suspend_installation(session: Session, installation_id: int, *, suspended: bool) -> str:
