@@ -35,11 +35,13 @@ def training_label(labels: tuple[str, ...]) -> str | None:
 
 
 def register_installation(session: Session, installation_id: int, account_login: str | None,
-                          repos: list[str]) -> None:
-    """Record a new installation and its repositories, before their backfill jobs run."""
+                          repositories: list[dict]) -> None:
+    """Record a new installation and its repositories ({"repo", "repo_id", "private"}), before their
+    backfill jobs run: GitHub's id and visibility decide whose models may learn from them."""
     store.ensure_installation(session, installation_id, account_login)
-    for repo in repos:
-        store.ensure_repository(session, repo, installation_id)
+    for repository in repositories:
+        store.ensure_repository(session, repository["repo"], installation_id, github_id=repository.get("repo_id"),
+                                private=repository.get("private"))
 
 
 def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation_id: int | None,

@@ -38,6 +38,10 @@ class IssueEvent:
     snapshot: IssueSnapshot
     label: str | None = None  # the label added or removed (labeled / unlabeled)
     via_app_id: int | None = None  # performed_via_github_app.id, when an App did it
+    repo_id: int | None = None  # GitHub's repository id: the repository's identity (names change)
+    repo_private: bool | None = None
+    received_at: str | None = None  # ISO time the delivery arrived: its time when the issue gives none
+    moved_to: dict[str, Any] | None = None  # transferred: {"repo", "repo_id", "private", "number"}
 
     def job_kwargs(self) -> dict[str, Any]:
         return _plain(asdict(self)) | {"snapshot": self.snapshot.to_job()}
@@ -61,19 +65,36 @@ class CommentEvent:
 
 @dataclass(frozen=True)
 class InstallationEvent:
-    """`installation.created` / `installation_repositories.added`: repositories to backfill."""
+    """`installation.*` / `installation_repositories.*`: repositories to backfill, purge, freeze or thaw."""
 
     delivery_id: str
-    action: str
+    action: str  # created | added | deleted | removed | suspend | unsuspend
     installation_id: int
     account_login: str | None
     repos: tuple[str, ...] = field(default_factory=tuple)
+    # the same repositories as {"repo", "repo_id", "private"}: GitHub's id and visibility travel with them
+    repositories: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def job_kwargs(self) -> dict[str, Any]:
         return _plain(asdict(self))
 
 
-Event = IssueEvent | CommentEvent | InstallationEvent
+@dataclass(frozen=True)
+class RepositoryEvent:
+    """`repository.renamed / transferred / privatized / publicized`: one repository's name or visibility."""
+
+    delivery_id: str
+    action: str
+    installation_id: int | None
+    repo: str  # the name it has now
+    repo_id: int
+    private: bool
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+Event = IssueEvent | CommentEvent | InstallationEvent | RepositoryEvent
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:
@@ -111,18 +132,28 @@ def _form_payload(body: bytes) -> str:
     return values[0]
 
 
-def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event | None:
-    """The typed event, or None when the bot does not handle this event/action."""
+INSTALLATION_ACTIONS = {"created", "deleted", "suspend", "unsuspend"}
+REPOSITORY_ACTIONS = {"renamed", "transferred", "privatized", "publicized"}
+
+
+def parse(event_name: str, delivery_id: str, payload: dict[str, Any], *,
+          received_at: str | None = None) -> Event | None:
+    """The typed event, or None when the bot does not handle this event/action.
+
+    `received_at` (ISO 8601) is the delivery's time for events whose payload carries none.
+    """
     action = payload.get("action")
     try:
         if event_name == "issues":
-            return _parse_issue(delivery_id, action, payload)
+            return _parse_issue(delivery_id, action, payload, received_at)
         if event_name == "issue_comment" and action == "created":
             return _parse_comment(delivery_id, payload)
-        if event_name == "installation" and action == "created":
+        if event_name == "installation" and action in INSTALLATION_ACTIONS:
             return _parse_installation(delivery_id, action, payload, "repositories")
-        if event_name == "installation_repositories" and action == "added":
-            return _parse_installation(delivery_id, action, payload, "repositories_added")
+        if event_name == "installation_repositories" and action in ("added", "removed"):
+            return _parse_installation(delivery_id, action, payload, f"repositories_{action}")
+        if event_name == "repository" and action in REPOSITORY_ACTIONS:
+            return _parse_repository(delivery_id, action, payload)
     except (KeyError, TypeError, AttributeError, ValueError) as error:  # ValueError: "number": "abc"
         raise MalformedPayload(f"{event_name}.{action} payload lacks or mistypes {error}") from error
     return None
@@ -132,20 +163,44 @@ ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened
                  "typed", "untyped"}
 
 
-def _parse_issue(delivery_id: str, action: str | None, payload: dict) -> IssueEvent | None:
+def _parse_issue(delivery_id: str, action: str | None, payload: dict, received_at: str | None) -> IssueEvent | None:
     if action not in ISSUE_ACTIONS:
         return None
-    issue, sender = payload["issue"], payload.get("sender") or {}
+    issue, sender, repository = payload["issue"], payload.get("sender") or {}, payload["repository"]
     return IssueEvent(
         delivery_id=delivery_id, action=action,
         installation_id=(payload.get("installation") or {}).get("id"),
-        repo=payload["repository"]["full_name"], number=int(issue["number"]),
+        repo=repository["full_name"], number=int(issue["number"]),
         sender_login=sender.get("login"), sender_is_bot=sender.get("type") == "Bot",
         snapshot=IssueSnapshot.from_json(issue, max_body_chars=MAX_JOB_BODY_CHARS),
         # typed / untyped: the issue type set or removed, which feedback treats like a label
         label=(payload.get("label") or payload.get("type") or {}).get("name"),
         via_app_id=(issue.get("performed_via_github_app") or {}).get("id"),
+        repo_id=_optional_int(repository.get("id")), repo_private=repository.get("private"),
+        received_at=received_at,
+        moved_to=_new_place(payload.get("changes") or {}) if action == "transferred" else None,
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _new_place(changes: dict) -> dict[str, Any] | None:
+    """Where a transferred issue went (changes.new_repository / new_issue), or None when not said."""
+    repository, issue = changes.get("new_repository"), changes.get("new_issue")
+    if not (repository and issue):
+        return None
+    return {"repo": repository["full_name"], "repo_id": _optional_int(repository.get("id")),
+            "private": repository.get("private"), "number": int(issue["number"])}
+
+
+def _parse_repository(delivery_id: str, action: str, payload: dict) -> RepositoryEvent:
+    repository = payload["repository"]
+    return RepositoryEvent(delivery_id=delivery_id, action=action,
+                           installation_id=_optional_int((payload.get("installation") or {}).get("id")),
+                           repo=repository["full_name"], repo_id=int(repository["id"]),
+                           private=bool(repository.get("private")))
 
 
 def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:
@@ -165,4 +220,6 @@ def _parse_installation(delivery_id: str, action: str, payload: dict, key: str) 
         delivery_id=delivery_id, action=action, installation_id=int(installation["id"]),
         account_login=(installation.get("account") or {}).get("login"),
         repos=tuple(repo["full_name"] for repo in payload.get(key) or []),
+        repositories=tuple({"repo": repo["full_name"], "repo_id": _optional_int(repo.get("id")),
+                            "private": repo.get("private")} for repo in payload.get(key) or []),
     )

@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.issues import IssueSnapshot
+from bot.issues import IssueSnapshot, event_time
 from core import store
 from core.kinds import kind_of_label
-from core.tables import IssueRecord, LabelEvent, Prediction, utcnow
+from core.tables import IssueRecord, LabelEvent, Prediction, Repository, utcnow
 
 log = logging.getLogger(__name__)
 # An issue type set or removed (typed / untyped) is a maintainer's decision like a label's.
@@ -47,34 +47,87 @@ def is_known_label(label: str, classes: list[str]) -> bool:
 def record_issue_event(session: Session, event: dict, *, bot_login: str | None, app_id: int | None) -> str:
     """An `issues` delivery other than opened: store what it says of the issue, and the decision it implies.
 
-    A deleted issue keeps nothing of its text and no training label; a transferred one is marked so
-    here (it is labelled afresh where it went, as a new delivery).
+    Events carry their time (bot.issues.event_time): one older than the newest applied to the issue,
+    or any after its deletion, is recorded as history and changes nothing. A deleted issue keeps
+    nothing of its text and no training label; a transferred one moves, history and decisions with it.
     """
     if is_event_recorded(session, event["delivery_id"]):  # a worker died before marking it done
         return "skipped: event already recorded"
     snapshot = IssueSnapshot.from_job(event["snapshot"])
     actor = identify_actor(event.get("sender_login"), event.get("sender_is_bot", False), event.get("via_app_id"),
                            bot_login=bot_login, app_id=app_id)
-    repository = store.ensure_repository(session, event["repo"], event.get("installation_id"))
+    repository = store.ensure_repository(session, event["repo"], event.get("installation_id"),
+                                         github_id=event.get("repo_id"), private=event.get("repo_private"))
+    event_at = event_time(snapshot, event.get("received_at"))
+    existing = store.find_issue(session, repository, event["number"])
+    if existing is not None and not store.accepts_event(existing, event_at):
+        _add_label_event(session, existing, event, actor)
+        return f"stale: older than the issue's newest event ({existing.state}); recorded, nothing changed"
+    if event["action"] == "transferred" and event.get("moved_to"):
+        return transfer_issue(session, repository, event, snapshot, actor, event_at)
     deleted = event["action"] == "deleted"
     state = {"deleted": "deleted", "transferred": "transferred"}.get(event["action"], snapshot.state)
     issue = store.upsert_issue(session, repository, event["number"], title="" if deleted else snapshot.title,
                                body="" if deleted else snapshot.body, author_login=snapshot.author_login,
-                               state=state)
+                               state=state, event_at=event_at)
     if deleted:
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
-    serving = store.serving_model_for(session, event["repo"])
+    serving = store.serving_model_for(session, repository.full_name)
     return record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
                               delivery_id=event["delivery_id"], current_labels=snapshot.labels + (
                                   (snapshot.issue_type,) if snapshot.issue_type else ()),
                               classes=list(serving.labels) if serving else [])
 
 
+def transfer_issue(session: Session, source: Repository, event: dict, snapshot: IssueSnapshot, actor: Actor,
+                   event_at) -> str:
+    """issues.transferred: the issue's row, predictions and decisions move to where it went.
+
+    Only into a repository of the same installation (known to us, or of the same owner): an issue
+    moved out of the installation's reach keeps nothing here, as if deleted.
+    """
+    moved = event["moved_to"]
+    issue = store.upsert_issue(session, source, event["number"], title=snapshot.title, body=snapshot.body,
+                               author_login=snapshot.author_login, state="transferred", event_at=event_at)
+    _add_label_event(session, issue, event, actor)
+    known = store.find_repository(session, github_id=moved.get("repo_id")) if moved.get("repo_id") else None
+    same_owner = moved["repo"].split("/")[0].lower() == source.full_name.split("/")[0].lower()
+    if not (same_owner or (known is not None and known.installation_id == source.installation_id)):
+        issue.title, issue.body = "", ""
+        issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
+        return "transferred out of this installation: its text and label are no longer kept"
+    target = store.ensure_repository(session, moved["repo"], source.installation_id,
+                                     github_id=moved.get("repo_id"), private=moved.get("private"))
+    there = store.find_issue(session, target, moved["number"])
+    if there is None:
+        issue.repository_id, issue.number, issue.state = target.id, moved["number"], snapshot.state
+        session.flush()
+        return f"transferred: history and decisions moved to {target.full_name}#{moved['number']}"
+    _merge_into(session, issue, there)  # the new place's `opened` was handled first
+    return f"transferred: history and decisions merged into {target.full_name}#{moved['number']}"
+
+
+def _merge_into(session: Session, issue: IssueRecord, there: IssueRecord) -> None:
+    for table in (Prediction, LabelEvent):
+        session.execute(update(table).where(table.issue_id == issue.id).values(issue_id=there.id)
+                        .execution_options(synchronize_session=False))
+    if there.confirmed_label is None and issue.confirmed_label is not None:
+        there.confirmed_label, there.confirmed_at, there.confirmed_by = (
+            issue.confirmed_label, issue.confirmed_at, issue.confirmed_by)
+    session.delete(issue)
+    session.flush()
+
+
+def _add_label_event(session: Session, issue: IssueRecord, event: dict, actor: Actor) -> None:
+    session.add(LabelEvent(issue_id=issue.id, delivery_id=event["delivery_id"], action=event["action"],
+                           label=event.get("label"), actor_login=actor.login, actor_is_human=actor.is_human,
+                           by_this_app=actor.is_this_app))
+
+
 def record_label_event(session: Session, issue: IssueRecord, *, action: str, label: str | None, actor: Actor,
                        delivery_id: str | None, current_labels: tuple[str, ...], classes: list[str]) -> str:
     """Store the event and update the decision it implies; returns what was concluded."""
-    session.add(LabelEvent(issue_id=issue.id, delivery_id=delivery_id, action=action, label=label,
-                           actor_login=actor.login, actor_is_human=actor.is_human, by_this_app=actor.is_this_app))
+    _add_label_event(session, issue, {"delivery_id": delivery_id, "action": action, "label": label}, actor)
     if not actor.is_human:
         return "bot event: recorded, not a decision"
     prediction = store.latest_prediction(session, issue)

@@ -23,32 +23,36 @@ class IssueSnapshot:
     author_login: str | None
     created_at: dt.datetime | None  # timezone-aware UTC
     issue_type: str | None = None  # the organisation's issue type (Bug, Feature, Task, ...), when set
+    updated_at: dt.datetime | None = None  # the time of this copy's state: orders events GitHub sent unordered
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, max_body_chars: int | None = None) -> IssueSnapshot:
         """Build from GitHub's issue object; `max_body_chars` bounds what travels in a queued job."""
-        created = data.get("created_at")
+        created, updated = data.get("created_at"), data.get("updated_at")
         return cls(number=int(data["number"]), title=str(data.get("title") or ""),
                    body=str(data.get("body") or "")[:max_body_chars], state=str(data.get("state") or "open"),
                    labels=tuple(str(label["name"]) for label in data.get("labels") or () if "name" in label),
                    is_pull_request=data.get("pull_request") is not None,
                    author_login=(data.get("user") or {}).get("login"),
                    created_at=parse_github_time(created) if created else None,
-                   issue_type=(data.get("type") or {}).get("name"))
+                   issue_type=(data.get("type") or {}).get("name"),
+                   updated_at=parse_github_time(updated) if updated else None)
 
     def to_job(self) -> dict[str, Any]:
         """Plain values for a job's arguments (readable by any version of this code)."""
         plain = dataclasses.asdict(self)
         plain["labels"] = list(self.labels)
-        plain["created_at"] = self.created_at.isoformat() if self.created_at else None
+        for name in ("created_at", "updated_at"):
+            moment = getattr(self, name)
+            plain[name] = moment.isoformat() if moment else None
         return plain
 
     @classmethod
     def from_job(cls, data: Mapping[str, Any]) -> IssueSnapshot:
         """The inverse of `to_job`."""
-        created = data.get("created_at")
-        return cls(**{**data, "labels": tuple(data.get("labels") or ()),
-                      "created_at": parse_github_time(created) if created else None})
+        times = {name: parse_github_time(data[name]) if data.get(name) else None
+                 for name in ("created_at", "updated_at")}
+        return cls(**{**data, "labels": tuple(data.get("labels") or ()), **times})
 
 
 def parse_github_time(value: str | dt.datetime) -> dt.datetime:
@@ -57,3 +61,10 @@ def parse_github_time(value: str | dt.datetime) -> dt.datetime:
         return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
     moment = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def event_time(snapshot: IssueSnapshot, received_at: str | None) -> dt.datetime | None:
+    """When an issue event happened: the issue's updated_at, else the delivery's arrival (None: unknown)."""
+    if snapshot.updated_at is not None:
+        return snapshot.updated_at
+    return parse_github_time(received_at) if received_at else None

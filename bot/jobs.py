@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot import backfill, commands, context, feedback, labeling, preview, queueing, redelivery
+from bot import backfill, commands, context, feedback, labeling, lifecycle, preview, queueing, redelivery
 from bot.context import WorkerContext
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.issues import IssueSnapshot
@@ -27,6 +27,10 @@ from core.queues import (
     LABEL_ISSUE,
     RECORD_ISSUE_EVENT,
     REVIEW_PREDICTION,
+    REMOVE_INSTALLATION,
+    REMOVE_REPOSITORIES,
+    SUSPEND_INSTALLATION,
+    UPDATE_REPOSITORY,
     JobSpec,
     enqueue,
 )
@@ -56,7 +60,7 @@ def backfill_installation(**event) -> str:
     ctx = context.current()
     with session_scope(ctx.sessionmaker) as session:
         backfill.register_installation(session, event["installation_id"], event.get("account_login"),
-                                       event["repos"])
+                                       event.get("repositories") or [{"repo": repo} for repo in event["repos"]])
     for repo in event["repos"]:
         enqueue(ctx.redis, BACKFILL_REPOSITORY, {"installation_id": event["installation_id"], "repo": repo},
                 retry=CRASH_RETRY)
@@ -78,6 +82,55 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
     except GitHubError as error:
         log.warning("backfill of %s stopped: %s", repo, error)
         return f"stopped: {error}"
+
+
+def update_repository(**event) -> str:
+    """repository.renamed / transferred / privatized / publicized: the repository's name and visibility."""
+    return _once(UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: lifecycle.update_repository(session, e)))
+
+
+def remove_installation(**event) -> str:
+    """installation.deleted: purge the installation's data and models."""
+    return _once(REMOVE_INSTALLATION, event, _purging(lambda session, ctx, e: lifecycle.remove_installation(
+        session, e["installation_id"], ctx.settings.model_dir)))
+
+
+def remove_repositories(**event) -> str:
+    """installation_repositories.removed: purge those repositories' data and models."""
+    return _once(REMOVE_REPOSITORIES, event, _purging(lambda session, ctx, e: lifecycle.remove_repositories(
+        session, e["installation_id"], e["repositories"], ctx.settings.model_dir)))
+
+
+def suspend_installation(**event) -> str:
+    """installation.suspend / unsuspend: freeze (nothing labelled, data kept) or thaw the installation."""
+    return _once(SUSPEND_INSTALLATION, event, _in_session(lambda session, ctx, e: lifecycle.suspend_installation(
+        session, e["installation_id"], suspended=e["action"] == "suspend")))
+
+
+def clear_unconfirmed() -> str:
+    """Cron: clear the text of issues nobody confirmed within ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS."""
+    ctx = context.current()
+    days = ctx.settings.unconfirmed_retention_days
+    if days is None:
+        return "skipped: no retention set"
+    with session_scope(ctx.sessionmaker) as session:
+        return f"cleared {lifecycle.clear_unconfirmed(session, older_than_days=days)} unconfirmed issues"
+
+
+def _in_session(work: Callable) -> Callable[[WorkerContext, dict], str]:
+    def run(ctx: WorkerContext, event: dict) -> str:
+        with session_scope(ctx.sessionmaker) as session:
+            return work(session, ctx, event)
+    return run
+
+
+def _purging(work: Callable) -> Callable[[WorkerContext, dict], str]:
+    def run(ctx: WorkerContext, event: dict) -> str:
+        with session_scope(ctx.sessionmaker) as session:
+            purged = work(session, ctx, event)
+        lifecycle.delete_directories(purged)  # after the commit: no row is left pointing at a missing model
+        return purged.summary()
+    return run
 
 
 def reply_to_retrain(*, reply_to: dict, result: dict) -> str:
@@ -171,6 +224,9 @@ def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: Transien
 
 def _label_issue(ctx: WorkerContext, event: dict) -> str:
     repo, number = event["repo"], event["number"]
+    with session_scope(ctx.sessionmaker) as session:
+        if lifecycle.is_frozen(session, event.get("installation_id")):
+            return "skipped: the installation is suspended"
     github = ctx.github(event.get("installation_id"))
     issue = github.get_issue(repo, number) if github else IssueSnapshot.from_job(event["snapshot"])
     classifier = ctx.models.for_repository(repo)
@@ -181,7 +237,9 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
     with session_scope(ctx.sessionmaker) as session:
         result = labeling.classify_and_label(session, repo=repo, number=number, issue=issue, github=github,
                                              classifier=classifier, policy=policy, delivery_id=event["delivery_id"],
-                                             installation_id=event.get("installation_id"))
+                                             installation_id=event.get("installation_id"),
+                                             github_id=event.get("repo_id"), private=event.get("repo_private"),
+                                             received_at=event.get("received_at"))
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.orm import Session
 
 from bot.feedback import removed_by_human
-from bot.issues import IssueSnapshot
+from bot.issues import IssueSnapshot, event_time
 from bot.markdown import code_span
 from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT, RepoConfig
 from core import store
@@ -124,12 +124,15 @@ def _map_to_repository(predicted: str, score: float, repo_labels: list[str], pol
 
 def classify_and_label(session: Session, *, repo: str, number: int, issue: IssueSnapshot, github,
                        classifier: Classifier, policy: LabelingPolicy, delivery_id: str | None = None,
-                       installation_id: int | None = None) -> Prediction | str:
+                       installation_id: int | None = None, github_id: int | None = None,
+                       private: bool | None = None, received_at: str | None = None) -> Prediction | str:
     """Label one issue; returns the stored Prediction, or the reason it was skipped."""
-    repository = store.ensure_repository(session, repo, installation_id)
+    repository = store.ensure_repository(session, repo, installation_id, github_id=github_id, private=private)
     record = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
                                 author_login=issue.author_login, state=issue.state,
-                                opened_at=issue.created_at)
+                                opened_at=issue.created_at, event_at=event_time(issue, received_at))
+    if record.state == "deleted":
+        return "it was deleted"
     reason = skip_reason(issue, classifier.labels, policy)
     if reason is None and store.latest_prediction(session, record) is not None:
         reason = "it was already handled"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from flask import Blueprint, current_app, request
@@ -9,7 +10,17 @@ from redis.exceptions import RedisError
 
 from bot import events, queueing
 from bot.signatures import verify_signature
-from core.queues import BACKFILL_INSTALLATION, HANDLE_COMMENT, LABEL_ISSUE, RECORD_ISSUE_EVENT, JobSpec
+from core.queues import (
+    BACKFILL_INSTALLATION,
+    HANDLE_COMMENT,
+    LABEL_ISSUE,
+    RECORD_ISSUE_EVENT,
+    REMOVE_INSTALLATION,
+    REMOVE_REPOSITORIES,
+    SUSPEND_INSTALLATION,
+    UPDATE_REPOSITORY,
+    JobSpec,
+)
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("webhooks", __name__)
@@ -21,7 +32,13 @@ ROUTES: dict[tuple[type, str | None], JobSpec] = {
        for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted", "typed",
                       "untyped")},
     (events.CommentEvent, None): HANDLE_COMMENT,
-    (events.InstallationEvent, None): BACKFILL_INSTALLATION,
+    (events.InstallationEvent, "created"): BACKFILL_INSTALLATION,
+    (events.InstallationEvent, "added"): BACKFILL_INSTALLATION,
+    (events.InstallationEvent, "deleted"): REMOVE_INSTALLATION,
+    (events.InstallationEvent, "removed"): REMOVE_REPOSITORIES,
+    (events.InstallationEvent, "suspend"): SUSPEND_INSTALLATION,
+    (events.InstallationEvent, "unsuspend"): SUSPEND_INSTALLATION,
+    (events.RepositoryEvent, None): UPDATE_REPOSITORY,  # renamed, transferred, privatized, publicized
 }
 
 
@@ -44,7 +61,8 @@ def receive():
     if event_name == "ping":
         return {"ok": True, "zen": "pong"}, 200
     try:
-        event = events.parse(event_name, delivery_id, events.decode_body(body, request.mimetype))
+        event = events.parse(event_name, delivery_id, events.decode_body(body, request.mimetype),
+                             received_at=dt.datetime.now(dt.timezone.utc).isoformat())
     except events.UnsupportedContentType as error:
         return {"error": str(error)}, 415
     except events.MalformedPayload as error:

@@ -53,6 +53,13 @@ HANDLE_COMMENT = _spec("bot.jobs.handle_comment", FEEDBACK_QUEUE, *_DELIVERY, "c
 BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, "delivery_id",
                               "installation_id", "account_login", "repos")
 BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
+UPDATE_REPOSITORY = _spec("bot.jobs.update_repository", FEEDBACK_QUEUE, "delivery_id", "action",
+                          "installation_id", "repo", "repo_id", "private")
+_INSTALLATION = ("delivery_id", "action", "installation_id", "repositories")
+REMOVE_INSTALLATION = _spec("bot.jobs.remove_installation", FEEDBACK_QUEUE, *_INSTALLATION)
+REMOVE_REPOSITORIES = _spec("bot.jobs.remove_repositories", FEEDBACK_QUEUE, *_INSTALLATION)
+SUSPEND_INSTALLATION = _spec("bot.jobs.suspend_installation", FEEDBACK_QUEUE, *_INSTALLATION)
+CLEAR_UNCONFIRMED = _spec("bot.jobs.clear_unconfirmed", FEEDBACK_QUEUE)  # cron: the retention of issue text
 REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to", "result")
 REVIEW_PREDICTION = _spec("bot.jobs.review_prediction", FEEDBACK_QUEUE, "review_id", "installation_id",
                           "repo", "number", "prediction_id", "choice", "label", "reviewer_login")
@@ -63,6 +70,7 @@ PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scop
 ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
+        UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
         REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, PREVIEW, RETRAIN, RETRAIN_DUE, PROMOTE, ROLLBACK)
 
 

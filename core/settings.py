@@ -51,6 +51,15 @@ class Settings:
     def review_enabled(self) -> bool:
         """The review UI needs the App's OAuth client and a key to sign sessions with."""
         return bool(self.client_id and self.client_secret and self.session_secret)
+    # ISSUE_SORTER_SHARE_PUBLIC_DATA: a repository's model also learns from other installations' public repositories
+    share_public_data: bool = False
+    # ISSUE_SORTER_GLOBAL_INSTALLATIONS: installation ids (comma-separated) whose private repositories the
+    # global model may learn from; without it, the global model learns from public repositories and the
+    # operator's own (no installation) only
+    global_installations: frozenset[int] = frozenset()
+    # ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS: issue text no human confirmed a label for is cleared after
+    # this many days (None: kept)
+    unconfirmed_retention_days: int | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -83,7 +92,7 @@ class Settings:
         values["threshold"] = _parse(environ, "ISSUE_SORTER_THRESHOLD", float, 0.5, problems)
         if not 0.0 <= values["threshold"] <= 1.0:
             problems.append("ISSUE_SORTER_THRESHOLD must be between 0 and 1")
-        values["create_labels"] = environ.get("ISSUE_SORTER_CREATE_LABELS", "").lower() in {"1", "true", "yes"}
+        values["create_labels"] = _flag(environ, "ISSUE_SORTER_CREATE_LABELS")
         values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
         values["github_request_interval"] = _parse(environ, "GITHUB_REQUEST_INTERVAL", float, 0.25, problems)
         values["retrain_interval"] = _parse(environ, "ISSUE_SORTER_RETRAIN_INTERVAL", int, 86400, problems)
@@ -98,9 +107,29 @@ class Settings:
         values.update(_read_review_settings(environ, problems))
         values["admins"] = tuple(login.strip() for login in environ.get("ISSUE_SORTER_ADMINS", "").split(",")
                                  if login.strip())
+        values.update(_read_data_sharing(environ, problems))
         if problems:
             raise ConfigError(problems)
         return cls(**values)
+
+
+def _read_data_sharing(environ: Mapping[str, str], problems: list[str]) -> dict:
+    """Whose data each model may learn from, and how long unconfirmed issue text is kept."""
+    raw_ids = [part.strip() for part in environ.get("ISSUE_SORTER_GLOBAL_INSTALLATIONS", "").split(",")]
+    bad = [part for part in raw_ids if part and not part.isdigit()]
+    if bad:
+        problems.append(f"ISSUE_SORTER_GLOBAL_INSTALLATIONS must be installation ids separated by commas, "
+                        f"got {', '.join(repr(part) for part in bad)}")
+    days = _parse(environ, "ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS", int, None, problems)
+    if days is not None and days <= 0:
+        problems.append("ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS must be a positive number of days")
+    return {"share_public_data": _flag(environ, "ISSUE_SORTER_SHARE_PUBLIC_DATA"),
+            "global_installations": frozenset(int(part) for part in raw_ids if part.isdigit()),
+            "unconfirmed_retention_days": days}
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    return environ.get(name, "").lower() in {"1", "true", "yes"}
 
 
 def _parse(environ: Mapping[str, str], name: str, kind: type, default, problems: list[str]):

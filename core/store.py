@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from core.tables import (
@@ -16,8 +16,11 @@ from core.tables import (
     ModelVersion,
     Prediction,
     Repository,
+    TrainingRun,
     WebhookDelivery,
 )
+
+SCOPED_TABLES = (ModelVersion, ModelPromotion, TrainingRun)  # a repository's scope is its current full name
 
 
 def serving_model_version(session: Session, scope: str = GLOBAL_SCOPE) -> ModelVersion | None:
@@ -55,26 +58,97 @@ def ensure_installation(session: Session, installation_id: int, account_login: s
     return installation
 
 
-def ensure_repository(session: Session, full_name: str, installation_id: int | None = None) -> Repository:
+def ensure_repository(session: Session, full_name: str, installation_id: int | None = None, *,
+                      github_id: int | None = None, private: bool | None = None) -> Repository:
+    """The repository GitHub knows by `github_id` (else by name), created or brought up to date.
+
+    A known id with a new name is a rename or transfer: the row and its model scope follow it. A name
+    still held by another repository (renamed while we heard nothing) is released first, so a re-used
+    name starts from nothing instead of inheriting another repository's history.
+    """
     if installation_id:
         ensure_installation(session, installation_id)
-    repository = session.scalars(select(Repository).where(Repository.full_name == full_name)).first()
+    repository = find_repository(session, github_id=github_id) if github_id else None
     if repository is None:
-        repository = Repository(full_name=full_name, installation_id=installation_id)
+        repository = find_repository(session, full_name=full_name)
+        if repository is not None and github_id and repository.github_id not in (None, github_id):
+            _release_name(session, repository)
+            repository = None
+    if repository is None:
+        repository = Repository(full_name=full_name, installation_id=installation_id, github_id=github_id,
+                                private=True if private is None else private)
         session.add(repository)
         session.flush()
-    elif installation_id and repository.installation_id != installation_id:
+        return repository
+    if repository.full_name != full_name:
+        rename_repository(session, repository, full_name)
+    if github_id and repository.github_id is None:
+        repository.github_id = github_id
+    if installation_id and repository.installation_id != installation_id:
         repository.installation_id = installation_id
+    if private is not None:
+        repository.private = private
     return repository
 
 
-def upsert_issue(session: Session, repository: Repository, number: int, *, title: str, body: str,
-                 author_login: str | None, state: str, opened_at=None) -> IssueRecord:
-    issue = session.scalars(select(IssueRecord).where(
+def find_repository(session: Session, *, github_id: int | None = None,
+                    full_name: str | None = None) -> Repository | None:
+    """The repository with GitHub's id `github_id`, or (without one) with the name `full_name`."""
+    where = Repository.github_id == github_id if github_id else Repository.full_name == full_name
+    return session.scalars(select(Repository).where(where)).first()
+
+
+def rename_repository(session: Session, repository: Repository, full_name: str) -> None:
+    """Give `repository` its new name; its models, promotions and training runs follow it."""
+    holder = find_repository(session, full_name=full_name)
+    if holder is not None and holder.id != repository.id:
+        _release_name(session, holder)
+    old = repository.full_name
+    repository.full_name = full_name
+    session.flush()
+    for table in SCOPED_TABLES:
+        session.execute(update(table).where(table.scope == old).values(scope=full_name))
+
+
+def _release_name(session: Session, repository: Repository) -> None:
+    # until a delivery tells its new name, it is known by its id alone (a name no repository can have)
+    rename_repository(session, repository, f"repo:{repository.github_id or f'row-{repository.id}'}")
+
+
+def find_issue(session: Session, repository: Repository, number: int) -> IssueRecord | None:
+    return session.scalars(select(IssueRecord).where(
         IssueRecord.repository_id == repository.id, IssueRecord.number == number)).first()
+
+
+def accepts_event(issue: IssueRecord | None, event_at: dt.datetime | None) -> bool:
+    """Whether an event of `event_at` may change this issue: none is newer and it is not deleted."""
+    if issue is None:
+        return True
+    if issue.state == "deleted":  # terminal: a late edit never writes a deleted issue's text back
+        return False
+    last = as_utc(issue.last_event_at)
+    return event_at is None or last is None or as_utc(event_at) >= last
+
+
+def as_utc(moment: dt.datetime | None) -> dt.datetime | None:
+    """An aware UTC datetime (SQLite gives back naive ones)."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=dt.timezone.utc)
+
+
+def upsert_issue(session: Session, repository: Repository, number: int, *, title: str, body: str,
+                 author_login: str | None, state: str, opened_at=None,
+                 event_at: dt.datetime | None = None) -> IssueRecord:
+    """The issue's row with this event's text and state, unless a newer event was applied (see accepts_event)."""
+    issue = find_issue(session, repository, number)
     if issue is None:
         issue = IssueRecord(repository_id=repository.id, number=number)
         session.add(issue)
+    elif not accepts_event(issue, event_at):
+        return issue
+    if event_at is not None:
+        issue.last_event_at = as_utc(event_at)
     issue.title, issue.body, issue.author_login, issue.state = title, body, author_login, state
     if isinstance(opened_at, str):  # GitHub's ISO 8601, "2019-05-15T15:20:18Z"
         opened_at = dt.datetime.fromisoformat(opened_at.replace("Z", "+00:00"))

@@ -37,14 +37,22 @@ class Installation(Base):
     account_login: Mapped[str | None] = mapped_column(StorableString(255))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     removed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    # installation.suspend: frozen, its data kept but nothing labelled nor trained on until unsuspend
+    suspended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Repository(Base):
+    """A repository, known by GitHub's id: its name is an attribute that renames and transfers change."""
+
     __tablename__ = "repositories"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    full_name: Mapped[str] = mapped_column(StorableString(255), unique=True)  # owner/name
+    # GitHub's repository id; None only for rows written before ids were recorded (matched by name, then set)
+    github_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
+    full_name: Mapped[str] = mapped_column(StorableString(255), unique=True)  # owner/name, as last delivered
     installation_id: Mapped[int | None] = mapped_column(ForeignKey("installations.id"), index=True)
+    # unknown counts as private: its text never reaches another installation's models
+    private: Mapped[bool] = mapped_column(Boolean, default=True)
     backfill_next_page: Mapped[int | None] = mapped_column(Integer)  # resume point of an interrupted backfill
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -67,6 +75,9 @@ class IssueRecord(Base):
     confirmed_label: Mapped[str | None] = mapped_column(StorableString(255))
     confirmed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     confirmed_by: Mapped[str | None] = mapped_column(StorableString(255))
+    # time of the newest event applied to this row (issue.updated_at, else the delivery's arrival):
+    # GitHub does not keep delivery order, so an older event never overwrites newer state
+    last_event_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
     repository: Mapped[Repository] = relationship()
 

@@ -1,4 +1,5 @@
-"""Operator commands of the learning loop and of deliveries: retrain, backfill, stats, replay, redeliver."""
+"""Operator commands of the learning loop, of deliveries and of data: retrain, backfill, stats, replay,
+redeliver, purge."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def add_commands(commands) -> None:
                                                    "asks the rest")
     redeliver.add_argument("--again", action="store_true",
                            help="ask again for deliveries asked for before whose redelivery failed too")
+    purge = add(commands, "purge", cmd_purge,
+                "delete everything stored of a repository: issues, predictions, decisions, its models")
+    purge.add_argument("repo", help="owner/name")
     replay = add(commands, "replay", cmd_replay, "replay a labelled file through the pipeline; learning curve",
                  database=False)
     replay.add_argument("file", type=Path)
@@ -108,6 +112,20 @@ def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
         print(f"refused: {delivery.describe()}: {why}")
     print(result.summary())
     return 1 if result.stopped else 0
+
+
+def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    from bot import lifecycle
+    from core import store
+
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        repository = store.find_repository(session, full_name=args.repo)
+        if repository is None:
+            raise SystemExit(f"purge: no repository {args.repo!r} is stored; nothing was deleted")
+        purged = lifecycle.purge(session, [repository], settings.model_dir)
+    lifecycle.delete_directories(purged)
+    print(f"{args.repo}: {purged.summary()}")
+    return 0
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:

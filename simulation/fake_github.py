@@ -221,8 +221,9 @@ def _issue_json(api: str, full_name: str, issue: Mapping[str, Any], labels: list
         "active_lock_reason": None, "body": issue["body"], "reactions": _reactions(f"{url}/reactions"),
         "timeline_url": f"{url}/timeline", "performed_via_github_app": None,
         "state_reason": "completed" if issue["state"] == "closed" else None,
-        "type": issue.get("type"),  # the organisation's issue type object, or None
     }
+    if issue.get("type"):  # GitHub adds the organisation's issue type where it has one
+        data["type"] = issue["type"]
     if single:
         data["closed_by"] = None  # only the single-issue endpoint sends it
     if issue["is_pull_request"]:

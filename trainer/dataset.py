@@ -14,16 +14,16 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import hf_hub_download
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, false, or_, select
 from sqlalchemy.orm import Session
 
 from core.issue_text import format_issue_text
 from core.kinds import kind_of
-from core.tables import GLOBAL_SCOPE, IssueRecord, Repository
+from core.tables import GLOBAL_SCOPE, Installation, IssueRecord, Repository
 
 log = logging.getLogger(__name__)
 
@@ -125,15 +125,47 @@ def parse_time(value: object) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
+@dataclass(frozen=True)
+class Audience:
+    """Whose confirmed issues a model may learn from: nobody's data goes where it does not belong.
+
+    A repository's model: its own installation's repositories (the operator's own, without an
+    installation, for an operator's repository), and other installations' public ones only when the
+    operator shares them. The global model: public repositories and the operator's own, and the
+    private ones of installations that opted in. Suspended or removed installations teach nothing.
+    """
+
+    global_model: bool = False
+    installation_id: int | None = None  # the repository's installation (a repository's model)
+    share_public: bool = False  # ISSUE_SORTER_SHARE_PUBLIC_DATA
+    opted_in: frozenset[int] = field(default_factory=frozenset)  # ISSUE_SORTER_GLOBAL_INSTALLATIONS
+
+    def readable(self) -> ColumnElement[bool]:
+        """The repositories this audience may read, as a WHERE clause over Repository."""
+        own = (Repository.installation_id.is_(None) if self.installation_id is None
+               else Repository.installation_id == self.installation_id)
+        public = Repository.private.is_(False) if self.share_public or self.global_model else false()
+        if self.global_model:
+            own = or_(Repository.installation_id.is_(None), Repository.installation_id.in_(sorted(self.opted_in)))
+        frozen = select(Installation.id).where(or_(Installation.suspended_at.is_not(None),
+                                                   Installation.removed_at.is_not(None)))
+        return and_(or_(own, public),
+                    or_(Repository.installation_id.is_(None), Repository.installation_id.not_in(frozen)))
+
+
 def load_database(session: Session, scope: str | None = None, *, exclude: str | None = None,
-                  newest: int | None = None, skipped: list[Skipped] | None = None) -> list[Example]:
+                  newest: int | None = None, audience: Audience | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Example]:
     """Issues whose label a human confirmed, oldest first.
 
     `scope` is a repository full name (None or "global": all); `exclude` leaves one repository out;
-    `newest` keeps only the most recently recorded that many, so the query stays bounded.
+    `newest` keeps only the most recently recorded that many, so the query stays bounded; `audience`
+    keeps only the repositories that model may learn from (None: every one, for the operator's commands).
     """
     query = (select(IssueRecord, Repository.full_name).join(Repository)
              .where(IssueRecord.confirmed_label.is_not(None)))
+    if audience is not None:
+        query = query.where(audience.readable())
     if scope and scope != GLOBAL_SCOPE:
         query = query.where(Repository.full_name == scope)
     if exclude:

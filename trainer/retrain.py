@@ -20,7 +20,7 @@ from core.kinds import KINDS, kind_of_label
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
-from trainer.dataset import Example, data_fingerprint, load_database
+from trainer.dataset import Audience, Example, data_fingerprint, load_database
 from trainer.gate import compare_and_promote
 from trainer.registry import Registry
 
@@ -39,12 +39,22 @@ class RetrainPolicy:
     max_length: int | None = None  # tokens read per issue; None: the champion's recipe (its model card)
     other_repos_tfidf_weight: float = OTHER_REPOS_TFIDF_WEIGHT  # other repos' issues in a repository's TF-IDF
     max_borrowed: int = 20_000  # the most recent other repos' issues it borrows: bounds memory and fit time
+    share_public: bool = False  # other installations' public repositories teach a repository's model too
+    global_installations: frozenset[int] = frozenset()  # installations whose private data the global model reads
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrainPolicy:
-        """The operator's choices (ISSUE_SORTER_RETRAIN_*), the rest as defined here."""
+        """The operator's choices (ISSUE_SORTER_RETRAIN_*, data sharing), the rest as defined here."""
         return cls(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
-                   epochs=settings.retrain_epochs, max_length=settings.retrain_max_length)
+                   epochs=settings.retrain_epochs, max_length=settings.retrain_max_length,
+                   share_public=settings.share_public_data, global_installations=settings.global_installations)
+
+    def audience(self, session: Session, scope: str) -> Audience:
+        """Whose data the model of `scope` may learn from (trainer.dataset.Audience)."""
+        if scope == GLOBAL_SCOPE:
+            return Audience(global_model=True, opted_in=self.global_installations)
+        installation_id = session.scalar(select(Repository.installation_id).where(Repository.full_name == scope))
+        return Audience(installation_id=installation_id, share_public=self.share_public)
 
 
 @dataclasses.dataclass
@@ -88,7 +98,7 @@ def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
     A repository whose own labels (ones that are no kind) dominate, with at least `min_per_label` issues
     each for two or more labels, gets a model of those labels instead.
     """
-    examples = load_database(session, scope)
+    examples = load_database(session, scope, audience=policy.audience(session, scope))
     as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in examples]
     as_kinds = [e for e in as_kinds if e.label]
     if scope != GLOBAL_SCOPE:
@@ -101,15 +111,17 @@ def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
 
 
 def other_repositories_examples(session: Session, scope: str, labels: Sequence[str], *,
-                                limit: int | None = None) -> list[Example]:
+                                limit: int | None = None, policy: RetrainPolicy = RetrainPolicy()) -> list[Example]:
     """Confirmed issues of other repositories, of a kind in `labels`: a repository's TF-IDF also learns.
 
+    Only repositories the policy's audience may read (its own installation's; see Audience).
     `limit`: only the most recent that many confirmed issues are read (of any label, before the filter).
     """
     if scope == GLOBAL_SCOPE:
         return []
+    audience = policy.audience(session, scope)
     as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label))
-                for e in load_database(session, exclude=scope, newest=limit)]
+                for e in load_database(session, exclude=scope, newest=limit, audience=audience)]
     return [e for e in as_kinds if e.label in labels]
 
 
@@ -138,7 +150,7 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     config = challenger_config(champion, policy)
     labels = _warm_start_order(labels, champion.labels if champion else [])
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
-    others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed)
+    others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed, policy=policy)
               if config.tfidf_share else [])
     trained = train_model(config, train, labels, progress=progress, tfidf_also=others,
                           tfidf_also_weight=policy.other_repos_tfidf_weight)

@@ -4,6 +4,7 @@ the fake GitHub over real HTTP, and a real fine-tuned encoder."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 
 import pytest
@@ -85,14 +86,16 @@ def deliver(client, event: str, body: dict, delivery: str, secret: str = WEBHOOK
 
 def issue_payload(payload, action: str, number: int, *, title: str = "", body: str = "", labels=(),
                   label: str | None = None, sender: str = "Codertocat", sender_type: str = "User") -> dict:
-    """A real `issues` example from ../shared, pointed at our repository, issue and sender."""
+    """A real `issues` example from ../shared, pointed at our repository, issue and sender, stamped now
+    (`updated_at`: GitHub's time of the event; an older one never overwrites newer state)."""
     name = {"opened": "issues/opened", "labeled": "issues/labeled", "unlabeled": "issues/unlabeled",
             "closed": "issues/opened", "edited": "issues/edited", "deleted": "issues/deleted"}[action]
     data = payload(name)
     data["action"] = action
     data["installation"] = {"id": INSTALLATION, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
     data["issue"].update(number=number, title=title or data["issue"]["title"], body=body,
-                         labels=[{"name": name} for name in labels], state="closed" if action == "closed" else "open")
+                         labels=[{"name": name} for name in labels], state="closed" if action == "closed" else "open",
+                         updated_at=dt.datetime.now(dt.UTC).isoformat())
     data["sender"].update(login=sender, type=sender_type)
     if label is not None:
         data["label"] = {"name": label, "color": "ededed"}

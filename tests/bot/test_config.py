@@ -80,3 +80,18 @@ def test_the_review_page_needs_the_oauth_client_and_a_session_key():
     assert len(raised.value.problems) == 3  # the pair, the key's length, the URL
     with pytest.raises(ConfigError, match="ISSUE_SORTER_SESSION_SECRET is not set"):
         Settings.from_env({**environ, "ISSUE_SORTER_SESSION_SECRET": ""})
+
+
+def test_data_sharing_is_off_by_default_and_read_from_the_environment():
+    default = Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s"})
+    assert (default.share_public_data, default.global_installations, default.unconfirmed_retention_days) == \
+        (False, frozenset(), None)
+    chosen = Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "ISSUE_SORTER_SHARE_PUBLIC_DATA": "true",
+                                "ISSUE_SORTER_GLOBAL_INSTALLATIONS": "12, 34",
+                                "ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS": "90"})
+    assert (chosen.share_public_data, chosen.global_installations, chosen.unconfirmed_retention_days) == \
+        (True, frozenset({12, 34}), 90)
+    with pytest.raises(ConfigError, match="GLOBAL_INSTALLATIONS.*'acme'") as raised:
+        Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "ISSUE_SORTER_GLOBAL_INSTALLATIONS": "12,acme",
+                           "ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS": "0"})
+    assert "RETENTION_DAYS must be a positive" in str(raised.value)

@@ -52,7 +52,7 @@ def test_comment_and_installation_events(payload):
 
 
 @pytest.mark.parametrize("name,event", [("pull_request/opened", "pull_request"), ("label/created", "label"),
-                                        ("installation/deleted", "installation")])
+                                        ("installation/new_permissions_accepted", "installation")])
 def test_events_the_bot_does_not_handle_parse_to_none(payload, name, event):
     assert events.parse(event, "d", payload(name)) is None
 
@@ -67,3 +67,31 @@ def test_a_payload_missing_required_fields_is_malformed(payload):
 def test_job_kwargs_are_plain_data(payload):
     kwargs = events.parse("issues", "d", payload("issues/opened")).job_kwargs()
     assert kwargs["snapshot"]["labels"] == ["bug"] and isinstance(kwargs["snapshot"], dict)
+
+
+@pytest.mark.parametrize("name", ["repository/renamed", "repository/transferred.with-installation",
+                                  "repository/privatized", "repository/publicized"])
+def test_repository_events_carry_githubs_id_and_visibility(payload, name):
+    body = payload(name)
+    event = events.parse("repository", "d", body)
+    assert isinstance(event, events.RepositoryEvent)
+    assert (event.repo, event.repo_id, event.private) == (body["repository"]["full_name"], body["repository"]["id"],
+                                                          body["repository"]["private"])
+
+
+def test_an_issue_event_carries_its_time_and_repository_id_and_a_transfer_its_new_place(payload):
+    event = events.parse("issues", "d", payload("issues/transferred"), received_at="2026-12-01T10:00:00+00:00")
+    assert (event.repo_id, event.repo_private, event.received_at) == (17273051, True, "2026-12-01T10:00:00+00:00")
+    assert event.snapshot.updated_at.isoformat() == "2019-10-25T22:46:30+00:00"
+    assert event.moved_to == {"repo": "Codertocat/Hello-World", "repo_id": 186853002, "private": False, "number": 1}
+
+
+@pytest.mark.parametrize("event_name,name,action", [("installation", "installation/deleted", "deleted"),
+                                                    ("installation", "installation/suspend", "suspend"),
+                                                    ("installation", "installation/unsuspend", "unsuspend"),
+                                                    ("installation_repositories", "installation_repositories/removed",
+                                                     "removed")])
+def test_installation_lifecycle_events_name_their_repositories_by_id(payload, event_name, name, action):
+    event = events.parse(event_name, "d", payload(name))
+    assert isinstance(event, events.InstallationEvent) and event.action == action
+    assert all(r["repo_id"] and r["repo"] for r in event.repositories)

@@ -156,7 +156,7 @@ def test_creating_an_existing_label_is_permanent_422(writer):
 def test_get_issue_maps_fields(writer):
     assert writer.get_issue(REPO, 1) == IssueSnapshot(
         number=1, title="Crash on start", body="Traceback ...", state="open", labels=("bug",),
-        is_pull_request=False, author_login="alice", created_at=CREATED)
+        is_pull_request=False, author_login="alice", created_at=CREATED, updated_at=CREATED)
 
 
 def test_get_issue_flags_a_pull_request_and_reads_a_missing_body_as_empty(writer):

@@ -81,7 +81,7 @@ def test_ping_is_200(client, payload):
 
 
 @pytest.mark.parametrize("event,name", [("pull_request", "pull_request/opened"), ("label", "label/created"),
-                                        ("installation", "installation/suspend")])
+                                        ("installation", "installation/new_permissions_accepted")])
 def test_events_not_handled_are_204(client, redis, payload, event, name):
     response = deliver(client, event, json.dumps(payload(name)).encode())
     assert response.status_code == 204
