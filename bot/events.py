@@ -73,7 +73,21 @@ class InstallationEvent:
         return _plain(asdict(self))
 
 
-Event = IssueEvent | CommentEvent | InstallationEvent
+@dataclass(frozen=True)
+class LabelEvent:
+    """A `label` delivery (created, edited, deleted): the repository's set of labels changed."""
+
+    delivery_id: str
+    action: str
+    installation_id: int | None
+    repo: str
+    label: str | None  # its name (the new name, for an edit)
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+Event = IssueEvent | CommentEvent | InstallationEvent | LabelEvent
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +133,8 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event |
             return _parse_issue(delivery_id, action, payload)
         if event_name == "issue_comment" and action == "created":
             return _parse_comment(delivery_id, payload)
+        if event_name == "label" and action in LABEL_ACTIONS:
+            return _parse_label(delivery_id, action, payload)
         if event_name == "installation" and action == "created":
             return _parse_installation(delivery_id, action, payload, "repositories")
         if event_name == "installation_repositories" and action == "added":
@@ -128,6 +144,7 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event |
     return None
 
 
+LABEL_ACTIONS = {"created", "edited", "deleted"}
 ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted"}
 
 
@@ -144,6 +161,12 @@ def _parse_issue(delivery_id: str, action: str | None, payload: dict) -> IssueEv
         label=(payload.get("label") or {}).get("name"),
         via_app_id=(issue.get("performed_via_github_app") or {}).get("id"),
     )
+
+
+def _parse_label(delivery_id: str, action: str, payload: dict) -> LabelEvent:
+    return LabelEvent(delivery_id=delivery_id, action=action,
+                      installation_id=(payload.get("installation") or {}).get("id"),
+                      repo=payload["repository"]["full_name"], label=(payload.get("label") or {}).get("name"))
 
 
 def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:

@@ -22,31 +22,45 @@ class IssueSnapshot:
     is_pull_request: bool  # the issues API lists pull requests too
     author_login: str | None
     created_at: dt.datetime | None  # timezone-aware UTC
+    updated_at: dt.datetime | None = None  # as of when this copy holds; None in jobs queued before it was kept
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, max_body_chars: int | None = None) -> IssueSnapshot:
         """Build from GitHub's issue object; `max_body_chars` bounds what travels in a queued job."""
-        created = data.get("created_at")
+        created, updated = data.get("created_at"), data.get("updated_at")
         return cls(number=int(data["number"]), title=str(data.get("title") or ""),
                    body=str(data.get("body") or "")[:max_body_chars], state=str(data.get("state") or "open"),
                    labels=tuple(str(label["name"]) for label in data.get("labels") or () if "name" in label),
                    is_pull_request=data.get("pull_request") is not None,
                    author_login=(data.get("user") or {}).get("login"),
-                   created_at=parse_github_time(created) if created else None)
+                   created_at=parse_github_time(created) if created else None,
+                   updated_at=parse_github_time(updated) if updated else None)
 
     def to_job(self) -> dict[str, Any]:
         """Plain values for a job's arguments (readable by any version of this code)."""
         plain = dataclasses.asdict(self)
         plain["labels"] = list(self.labels)
-        plain["created_at"] = self.created_at.isoformat() if self.created_at else None
+        for moment in ("created_at", "updated_at"):
+            plain[moment] = getattr(self, moment).isoformat() if getattr(self, moment) else None
         return plain
 
     @classmethod
     def from_job(cls, data: Mapping[str, Any]) -> IssueSnapshot:
         """The inverse of `to_job`."""
-        created = data.get("created_at")
-        return cls(**{**data, "labels": tuple(data.get("labels") or ()),
-                      "created_at": parse_github_time(created) if created else None})
+        moments = {moment: parse_github_time(data[moment]) if data.get(moment) else None
+                   for moment in ("created_at", "updated_at")}
+        return cls(**{**data, "labels": tuple(data.get("labels") or ()), **moments})
+
+    def is_current(self, now: dt.datetime, *, max_age_seconds: float, max_body_chars: int) -> bool:
+        """Whether this copy (a delivery's) may stand for the issue as GitHub has it `now`.
+
+        It may when GitHub wrote it (`updated_at`) less than `max_age_seconds` ago and its body was not cut
+        for the queue. An old copy is a redelivery, a retry or a long queue: the issue may have been
+        edited, labelled, closed or transferred since, so it is read again.
+        """
+        if self.updated_at is None or len(self.body) >= max_body_chars:
+            return False
+        return (now - self.updated_at).total_seconds() < max_age_seconds
 
 
 def parse_github_time(value: str | dt.datetime) -> dt.datetime:

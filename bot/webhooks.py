@@ -9,7 +9,14 @@ from redis.exceptions import RedisError
 
 from bot import events, queueing
 from bot.signatures import verify_signature
-from core.queues import BACKFILL_INSTALLATION, HANDLE_COMMENT, LABEL_ISSUE, RECORD_ISSUE_EVENT, JobSpec
+from core.queues import (
+    BACKFILL_INSTALLATION,
+    HANDLE_COMMENT,
+    LABEL_ISSUE,
+    RECORD_ISSUE_EVENT,
+    REFRESH_LABELS,
+    JobSpec,
+)
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("webhooks", __name__)
@@ -21,6 +28,7 @@ ROUTES: dict[tuple[type, str | None], JobSpec] = {
        for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted")},
     (events.CommentEvent, None): HANDLE_COMMENT,
     (events.InstallationEvent, None): BACKFILL_INSTALLATION,
+    (events.LabelEvent, None): REFRESH_LABELS,  # created, edited, deleted
 }
 
 

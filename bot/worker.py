@@ -31,8 +31,7 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     if github_for is None and not settings.dry_run:
         from bot.github_client import GitHubApp
 
-        app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
-                        request_interval=settings.github_request_interval)
+        app = GitHubApp.from_settings(settings)
         github_for, github_app = app.writer_for, app
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=ServingModels(resolve),
                                  github_for=github_for, redis=redis or Redis.from_url(settings.redis_url),
