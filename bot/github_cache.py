@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+
 from redis import Redis
 
 from bot.github_client import UNCHANGED, RepoFile

@@ -39,6 +39,7 @@ class Settings:
     # long at most; `label` webhooks drop them at once
     missing_config_cache_seconds: int = 300  # ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS: "no config file" is
     # believed this long (GitHub sends no ETag with a 404, so absence cannot be revalidated for free)
+    worker_threads: int = 1  # ISSUE_SORTER_WORKER_THREADS: torch threads of a bot worker (one issue per job)
     fresh_delivery_seconds: float = 10.0  # ISSUE_SORTER_FRESH_DELIVERY_SECONDS: a delivery's copy of the issue
     # younger than this (by the issue's updated_at) is used as is; an older one is read again from GitHub
     retrain_interval: int = 86400  # ISSUE_SORTER_RETRAIN_INTERVAL: seconds between checks for scopes due
@@ -82,6 +83,9 @@ class Settings:
         values["create_labels"] = environ.get("ISSUE_SORTER_CREATE_LABELS", "").lower() in {"1", "true", "yes"}
         values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
         values.update(_read_github_pacing(environ, problems))
+        values["worker_threads"] = _parse(environ, "ISSUE_SORTER_WORKER_THREADS", int, 1, problems)
+        if values["worker_threads"] < 1:
+            problems.append("ISSUE_SORTER_WORKER_THREADS must be at least 1")
         values["retrain_interval"] = _parse(environ, "ISSUE_SORTER_RETRAIN_INTERVAL", int, 86400, problems)
         values["redelivery_interval"] = _parse(environ, "ISSUE_SORTER_REDELIVERY_INTERVAL", int, 900,
                                                problems)
