@@ -94,7 +94,21 @@ class RepositoryEvent:
         return _plain(asdict(self))
 
 
-Event = IssueEvent | CommentEvent | InstallationEvent | RepositoryEvent
+@dataclass(frozen=True)
+class LabelEvent:
+    """A `label` delivery (created, edited, deleted): the repository's set of labels changed."""
+
+    delivery_id: str
+    action: str
+    installation_id: int | None
+    repo: str
+    label: str | None  # its name (the new name, for an edit)
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+Event = IssueEvent | CommentEvent | InstallationEvent | RepositoryEvent | LabelEvent
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +162,8 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any], *,
             return _parse_issue(delivery_id, action, payload, received_at)
         if event_name == "issue_comment" and action == "created":
             return _parse_comment(delivery_id, payload)
+        if event_name == "label" and action in LABEL_ACTIONS:
+            return _parse_label(delivery_id, action, payload)
         if event_name == "installation" and action in INSTALLATION_ACTIONS:
             return _parse_installation(delivery_id, action, payload, "repositories")
         if event_name == "installation_repositories" and action in ("added", "removed"):
@@ -159,6 +175,7 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any], *,
     return None
 
 
+LABEL_ACTIONS = {"created", "edited", "deleted"}
 ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted",
                  "typed", "untyped"}
 
@@ -201,6 +218,12 @@ def _parse_repository(delivery_id: str, action: str, payload: dict) -> Repositor
                            installation_id=_optional_int((payload.get("installation") or {}).get("id")),
                            repo=repository["full_name"], repo_id=int(repository["id"]),
                            private=bool(repository.get("private")))
+
+
+def _parse_label(delivery_id: str, action: str, payload: dict) -> LabelEvent:
+    return LabelEvent(delivery_id=delivery_id, action=action,
+                      installation_id=(payload.get("installation") or {}).get("id"),
+                      repo=payload["repository"]["full_name"], label=(payload.get("label") or {}).get("name"))
 
 
 def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:

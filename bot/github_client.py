@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -15,6 +17,7 @@ from github import Auth, Github, GithubException, GithubIntegration
 from github.Repository import Repository
 
 from bot.issues import IssueSnapshot
+from core.settings import Settings
 
 T = TypeVar("T")
 SECONDARY_RATE_LIMIT_WAIT = 60.0  # seconds; GitHub's advice when a rate limit names no reset time
@@ -50,6 +53,17 @@ class RepoFile:
     sha: str
     size: int = dataclasses.field(compare=False)  # bytes
     content: bytes | None = dataclasses.field(compare=False, repr=False)  # None: GitHub sends none over 1 MB
+    etag: str | None = dataclasses.field(default=None, compare=False)  # for a conditional GET next time
+
+
+class Unchanged:
+    """GitHub answered 304 Not Modified to a conditional GET: what the caller holds is current."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
 
 
 class IssueWriter(Protocol):
@@ -73,7 +87,7 @@ class IssueWriter(Protocol):
 
     def get_permission(self, repo: str, login: str) -> str: ...
 
-    def get_file(self, repo: str, path: str) -> RepoFile | None: ...
+    def get_file(self, repo: str, path: str, *, etag: str | None = None) -> RepoFile | Unchanged | None: ...
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]: ...
 
@@ -217,18 +231,37 @@ class PyGithubWriter:
                 return "none"
             raise
 
-    def get_file(self, repo: str, path: str) -> RepoFile | None:
-        """A file on the default branch (Contents API); None when it is missing or not a file."""
+    def get_file(self, repo: str, path: str, *, etag: str | None = None) -> RepoFile | Unchanged | None:
+        """A file on the default branch (Contents API); None when it is missing or not a file.
+
+        With `etag` the GET is conditional: UNCHANGED when GitHub answers 304, which costs no rate limit.
+        """
+        url = f"{self._repo(repo).url}/contents/{quote(path)}"
+        conditional = {"If-None-Match": etag} if etag else None
         try:
-            content = self._call(lambda: self._repo(repo).get_contents(path))
+            status, headers, data = self._call(lambda: self._get_with_status(url, conditional))
         except PermanentGitHubError as error:
             if error.status == 404:
                 return None
             raise
-        if isinstance(content, list) or content.type != "file":  # a directory, a symlink, a submodule
+        if status == 304:
+            return UNCHANGED
+        if not isinstance(data, dict) or data.get("type") != "file":  # a directory, a symlink, a submodule
             return None
-        raw = content.decoded_content if content.encoding == "base64" else None  # "none": over 1 MB
-        return RepoFile(sha=content.sha, size=content.size, content=raw)
+        # encoding "none": GitHub sends no content over 1 MB
+        raw = base64.b64decode(data.get("content") or "") if data.get("encoding") == "base64" else None
+        return RepoFile(sha=data["sha"], size=int(data["size"]), content=raw,
+                        etag={key.lower(): value for key, value in headers.items()}.get("etag"))
+
+    def _get_with_status(self, url: str, headers: dict[str, str] | None) -> tuple[int, dict, object]:
+        """(status, headers, parsed JSON) of one GET; PyGithub's JSON call hides the status, and a 304
+        must be told from a 200."""
+        requester = self._github.requester
+        status, response_headers, body = requester.requestJson("GET", url, headers=headers)
+        data = json.loads(body) if body and status != 304 else None
+        if status >= 400:
+            raise requester.createException(status, response_headers, data)
+        return status, response_headers, data
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
         """One page (1-based) of all issues and pull requests, oldest first."""
@@ -243,7 +276,7 @@ class GitHubApp:
     PyGithub's AppInstallationAuth caches the installation token until it expires."""
 
     def __init__(self, app_id: int, private_key: str, api_url: str = "https://api.github.com", *,
-                 request_interval: float = 0.25, timeout: int = 15):
+                 write_interval: float = 1.0, read_interval: float = 0.0, timeout: int = 15):
         self._auth = Auth.AppAuth(app_id, private_key)
         try:
             self._auth.create_jwt()  # fail at start-up, not on the first job
@@ -251,18 +284,25 @@ class GitHubApp:
             raise ValueError("the GitHub App private key is not a PEM RSA private key; "
                              "use the .pem file downloaded from the App's settings page") from None
         self._api_url = api_url.rstrip("/")
-        self._request_interval = request_interval  # seconds between calls: PyGithub's client-side throttle
+        # PyGithub's client-side throttle, per client (so per installation): GitHub asks for writes at least
+        # a second apart and reads one at a time; a worker process makes its calls one at a time anyway.
+        self._write_interval, self._read_interval = write_interval, read_interval
         self._timeout = timeout  # seconds per HTTP request
         self._writers: dict[int, PyGithubWriter] = {}
         self._integration: GithubIntegration | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GitHubApp:
+        """The App the settings name, with their throttle."""
+        return cls(settings.app_id, settings.private_key, settings.api_url,
+                   write_interval=settings.github_write_interval, read_interval=settings.github_read_interval)
 
     def _as_app(self) -> GithubIntegration:
         """PyGithub's client authenticated as the App itself: a fresh JWT on every request."""
         if self._integration is None:
             self._integration = GithubIntegration(
                 auth=self._auth, base_url=self._api_url, timeout=self._timeout, retry=None,
-                seconds_between_requests=self._request_interval,
-                seconds_between_writes=self._request_interval)
+                seconds_between_requests=self._read_interval, seconds_between_writes=self._write_interval)
         return self._integration
 
     def installation_id_for(self, repo: str) -> int:
@@ -302,5 +342,5 @@ class GitHubApp:
                       timeout=self._timeout, per_page=100, lazy=True,
                       # None: no urllib3 retries. PyGithub's default GithubRetry would sleep through
                       # rate limits inside the job; the worker reschedules instead.
-                      retry=None, seconds_between_requests=self._request_interval,
-                      seconds_between_writes=self._request_interval)
+                      retry=None, seconds_between_requests=self._read_interval,
+                      seconds_between_writes=self._write_interval)

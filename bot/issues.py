@@ -54,6 +54,17 @@ class IssueSnapshot:
                  for name in ("created_at", "updated_at")}
         return cls(**{**data, "labels": tuple(data.get("labels") or ()), **times})
 
+    def is_current(self, now: dt.datetime, *, max_age_seconds: float, max_body_chars: int) -> bool:
+        """Whether this copy (a delivery's) may stand for the issue as GitHub has it `now`.
+
+        It may when GitHub wrote it (`updated_at`) less than `max_age_seconds` ago and its body was not cut
+        for the queue. An old copy is a redelivery, a retry or a long queue: the issue may have been
+        edited, labelled, closed or transferred since, so it is read again.
+        """
+        if self.updated_at is None or len(self.body) >= max_body_chars:
+            return False
+        return (now - self.updated_at).total_seconds() < max_age_seconds
+
 
 def parse_github_time(value: str | dt.datetime) -> dt.datetime:
     """GitHub's ISO 8601 ("2019-05-15T15:20:18Z") as an aware datetime."""

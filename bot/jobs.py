@@ -7,12 +7,15 @@ reschedule it at the time GitHub asks for, permanent ones are recorded and dropp
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
 
-from bot import backfill, commands, context, feedback, labeling, lifecycle, preview, queueing, redelivery
+from bot import backfill, commands, context, feedback, github_cache, labeling, lifecycle, preview, queueing, redelivery
 from bot.context import WorkerContext
+from bot.events import MAX_JOB_BODY_CHARS
+from bot.github_cache import CachedGitHub
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.issues import IssueSnapshot
 from bot.repo_config import config_for
@@ -31,6 +34,7 @@ from core.queues import (
     REMOVE_REPOSITORIES,
     SUSPEND_INSTALLATION,
     UPDATE_REPOSITORY,
+    REFRESH_LABELS,
     JobSpec,
     enqueue,
 )
@@ -43,6 +47,11 @@ OUTCOME_CHARS = WebhookDelivery.__table__.c.outcome.type.length  # PostgreSQL re
 def label_issue(**event) -> str:
     """issues.opened: classify the issue and put the matching label on it."""
     return _once(LABEL_ISSUE, event, _label_issue)
+
+
+def refresh_labels(**event) -> str:
+    """label.created/edited/deleted: the repository's cached labels are stale; the next job lists them."""
+    return _once(REFRESH_LABELS, event, _forget_labels)
 
 
 def record_issue_event(**event) -> str:
@@ -228,7 +237,13 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
         if lifecycle.is_frozen(session, event.get("installation_id")):
             return "skipped: the installation is suspended"
     github = ctx.github(event.get("installation_id"))
-    issue = github.get_issue(repo, number) if github else IssueSnapshot.from_job(event["snapshot"])
+    if github is not None:
+        github = CachedGitHub(github, ctx.redis, labels_seconds=ctx.settings.labels_cache_seconds,
+                              missing_file_seconds=ctx.settings.missing_config_cache_seconds)
+    issue = IssueSnapshot.from_job(event["snapshot"])
+    if github is not None and not issue.is_current(dt.datetime.now(dt.UTC), max_body_chars=MAX_JOB_BODY_CHARS,
+                                                   max_age_seconds=ctx.settings.fresh_delivery_seconds):
+        issue = github.get_issue(repo, number)
     classifier = ctx.models.for_repository(repo)
     if classifier is None:
         raise RuntimeError(NO_MODEL)
@@ -241,6 +256,11 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
                                              github_id=event.get("repo_id"), private=event.get("repo_private"),
                                              received_at=event.get("received_at"))
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
+
+
+def _forget_labels(ctx: WorkerContext, event: dict) -> str:
+    github_cache.forget_labels(ctx.redis, event["repo"])
+    return f"labels of {event['repo']} will be listed again ({event.get('action')} {event.get('label')!r})"
 
 
 def _record_issue_event(ctx: WorkerContext, event: dict) -> str:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from core.classifier import Classifier, load_classifier
 
 log = logging.getLogger(__name__)
+WARM_UP_TEXT = "Warm-up: the first prediction of a process pays for what torch prepares lazily. " * 40
 NO_MODEL = "no model is promoted: run `issue-sorter bootstrap-model` (or `issue-sorter train FILE --promote`)"
 
 
@@ -35,6 +36,13 @@ class ServingModels:
         self._loaded: dict[str, Classifier] = {}
         self._lock = threading.Lock()
         self.loads = 0  # how many times a model was read from disk in this process
+
+    def warm_up(self) -> None:
+        """One prediction with each loaded model, on a text long enough to reach its token limit."""
+        with self._lock:
+            loaded = list(self._loaded.values())
+        for classifier in loaded:
+            classifier.predict([WARM_UP_TEXT])
 
     def for_repository(self, repo: str | None) -> Classifier | None:
         """The classifier serving `repo` (None: the global one), or None when nothing is promoted."""

@@ -19,6 +19,7 @@ from core.queues import (
     REMOVE_REPOSITORIES,
     SUSPEND_INSTALLATION,
     UPDATE_REPOSITORY,
+    REFRESH_LABELS,
     JobSpec,
 )
 
@@ -39,6 +40,7 @@ ROUTES: dict[tuple[type, str | None], JobSpec] = {
     (events.InstallationEvent, "suspend"): SUSPEND_INSTALLATION,
     (events.InstallationEvent, "unsuspend"): SUSPEND_INSTALLATION,
     (events.RepositoryEvent, None): UPDATE_REPOSITORY,  # renamed, transferred, privatized, publicized
+    (events.LabelEvent, None): REFRESH_LABELS,  # created, edited, deleted
 }
 
 

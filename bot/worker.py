@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
+import time
+from collections.abc import Callable
 
 from redis import Redis
 from rq import SimpleWorker
@@ -31,22 +34,50 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     if github_for is None and not settings.dry_run:
         from bot.github_client import GitHubApp
 
-        app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
-                        request_interval=settings.github_request_interval)
+        app = GitHubApp.from_settings(settings)
         github_for, github_app = app.writer_for, app
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=ServingModels(resolve),
                                  github_for=github_for, redis=redis or Redis.from_url(settings.redis_url),
                                  github_app=github_app)
 
 
+class ServingWorker(SimpleWorker):
+    """RQ's SimpleWorker (every job runs in this process: the model loaded at start serves them all) that
+    warms the model up once RQ has forked its scheduler process, before the first job.
+
+    The scheduler is RQ's only fork here; a torch op in the parent before a fork is the trap of STACK-NOTES
+    section 4, so nothing but loading (no inference) happens before it.
+    """
+
+    def __init__(self, *args, warm_up: Callable[[], None], **kwargs):
+        super().__init__(*args, **kwargs)
+        self._warm_up = warm_up
+
+    def _start_scheduler(self, *args, **kwargs):
+        super()._start_scheduler(*args, **kwargs)
+        started = time.perf_counter()
+        self._warm_up()
+        log.info("model warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
+
+
 def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burst: bool = False) -> bool:
-    """Serve jobs until stopped. SimpleWorker: no fork, so the model loaded here is reused by every
-    job (a forked horse after torch ran in the parent hangs; STACK-NOTES section 4)."""
+    """Serve jobs until stopped: the serving model is loaded here, before the first job, and warmed up
+    as soon as the worker has started (ServingWorker)."""
+    limit_torch_threads(settings.worker_threads)
     ctx = build_context(settings)
     if ctx.models.for_repository(None) is None:
         raise SystemExit(f"issue-sorter worker: {NO_MODEL}")
     if ctx.github_for is None:
         log.warning("dry-run: no GitHub App credentials; issues are classified and stored, nothing is written")
     context.configure(ctx)
-    worker = SimpleWorker(list(queues), connection=ctx.redis)
+    importlib.import_module("bot.jobs")  # RQ would import it for the first job
+    worker = ServingWorker(list(queues), connection=ctx.redis, warm_up=ctx.models.warm_up)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
+
+
+def limit_torch_threads(threads: int) -> None:
+    """One issue per job gains little from more threads, and loses much when other processes (the web
+    workers, the training worker) want the same cores: OpenMP threads then wait for each other."""
+    import torch
+
+    torch.set_num_threads(threads)

@@ -48,6 +48,9 @@ _DELIVERY = ("delivery_id", "installation_id", "repo", "number")  # what every i
 LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot")
 RECORD_ISSUE_EVENT = _spec("bot.jobs.record_issue_event", FEEDBACK_QUEUE, *_DELIVERY, "action", "snapshot",
                            "label", "sender_login", "sender_is_bot", "via_app_id")
+# label.created/edited/deleted: on the labelling queue, so it is done before the issues delivered after it
+REFRESH_LABELS = _spec("bot.jobs.refresh_labels", LABELING_QUEUE, "delivery_id", "installation_id", "repo",
+                       "action", "label")
 HANDLE_COMMENT = _spec("bot.jobs.handle_comment", FEEDBACK_QUEUE, *_DELIVERY, "commenter_login",
                        "commenter_is_bot", "body")
 BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, "delivery_id",
@@ -69,7 +72,7 @@ RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scope", "requested_by")
 ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
-JOBS = (LABEL_ISSUE, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
+JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
         UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
         REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, PREVIEW, RETRAIN, RETRAIN_DUE, PROMOTE, ROLLBACK)
 

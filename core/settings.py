@@ -33,7 +33,16 @@ class Settings:
     threshold: float = 0.5  # ISSUE_SORTER_THRESHOLD: below this top score the bot abstains
     create_labels: bool = False  # ISSUE_SORTER_CREATE_LABELS: create a missing kind label instead of abstaining
     app_slug: str | None = None  # GITHUB_APP_SLUG: our bot login is "<slug>[bot]"; recognises our own events
-    github_request_interval: float = 0.25  # GITHUB_REQUEST_INTERVAL: PyGithub's client-side throttle, seconds
+    # GitHub's guidance: writes at least a second apart per installation, reads serial but not spaced
+    github_write_interval: float = 1.0  # GITHUB_WRITE_INTERVAL: seconds between writes of one installation
+    github_read_interval: float = 0.0  # GITHUB_READ_INTERVAL: seconds between any two calls of one installation
+    labels_cache_seconds: int = 3600  # ISSUE_SORTER_LABELS_CACHE_SECONDS: a repository's cached labels live this
+    # long at most; `label` webhooks drop them at once
+    missing_config_cache_seconds: int = 300  # ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS: "no config file" is
+    # believed this long (GitHub sends no ETag with a 404, so absence cannot be revalidated for free)
+    worker_threads: int = 1  # ISSUE_SORTER_WORKER_THREADS: torch threads of a bot worker (one issue per job)
+    fresh_delivery_seconds: float = 10.0  # ISSUE_SORTER_FRESH_DELIVERY_SECONDS: a delivery's copy of the issue
+    # younger than this (by the issue's updated_at) is used as is; an older one is read again from GitHub
     retrain_interval: int = 86400  # ISSUE_SORTER_RETRAIN_INTERVAL: seconds between checks for scopes due
     redelivery_interval: int = 900  # ISSUE_SORTER_REDELIVERY_INTERVAL: seconds between redelivery sweeps
     retrain_min_new: int = 20  # ISSUE_SORTER_RETRAIN_MIN_NEW: new confirmed issues that make a scope due
@@ -94,7 +103,10 @@ class Settings:
             problems.append("ISSUE_SORTER_THRESHOLD must be between 0 and 1")
         values["create_labels"] = _flag(environ, "ISSUE_SORTER_CREATE_LABELS")
         values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
-        values["github_request_interval"] = _parse(environ, "GITHUB_REQUEST_INTERVAL", float, 0.25, problems)
+        values.update(_read_github_pacing(environ, problems))
+        values["worker_threads"] = _parse(environ, "ISSUE_SORTER_WORKER_THREADS", int, 1, problems)
+        if values["worker_threads"] < 1:
+            problems.append("ISSUE_SORTER_WORKER_THREADS must be at least 1")
         values["retrain_interval"] = _parse(environ, "ISSUE_SORTER_RETRAIN_INTERVAL", int, 86400, problems)
         values["redelivery_interval"] = _parse(environ, "ISSUE_SORTER_REDELIVERY_INTERVAL", int, 900,
                                                problems)
@@ -130,6 +142,28 @@ def _read_data_sharing(environ: Mapping[str, str], problems: list[str]) -> dict:
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
     return environ.get(name, "").lower() in {"1", "true", "yes"}
+
+
+GITHUB_PACING = (  # (setting, variable, type, default)
+    ("github_write_interval", "GITHUB_WRITE_INTERVAL", float, 1.0),
+    ("github_read_interval", "GITHUB_READ_INTERVAL", float, 0.0),
+    ("labels_cache_seconds", "ISSUE_SORTER_LABELS_CACHE_SECONDS", int, 3600),
+    ("missing_config_cache_seconds", "ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS", int, 300),
+    ("fresh_delivery_seconds", "ISSUE_SORTER_FRESH_DELIVERY_SECONDS", float, 10.0),
+)
+
+
+def _read_github_pacing(environ: Mapping[str, str], problems: list[str]) -> dict:
+    """The client-side throttle and the caches of GitHub reads; every value is a number of seconds >= 0."""
+    if environ.get("GITHUB_REQUEST_INTERVAL"):
+        problems.append("GITHUB_REQUEST_INTERVAL is no longer read: GITHUB_WRITE_INTERVAL spaces writes "
+                        "(default 1 s, GitHub's advice) and GITHUB_READ_INTERVAL every call (default 0)")
+    values = {}
+    for name, variable, kind, default in GITHUB_PACING:
+        values[name] = _parse(environ, variable, kind, default, problems)
+        if values[name] < 0:
+            problems.append(f"{variable} must not be negative")
+    return values
 
 
 def _parse(environ: Mapping[str, str], name: str, kind: type, default, problems: list[str]):

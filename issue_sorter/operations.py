@@ -77,8 +77,7 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
 
     if settings.dry_run:
         raise SystemExit("backfill reads GitHub: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY")
-    app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
-                    request_interval=settings.github_request_interval)
+    app = GitHubApp.from_settings(settings)
     installation_id = app.installation_id_for(args.repo)
     print(backfill(make_sessionmaker(settings.database_url), app.writer_for(installation_id), args.repo,
                    installation_id=installation_id, max_issues=args.max_issues))
@@ -98,8 +97,7 @@ def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
         raise SystemExit("redeliver: REDIS_URL is not set (it knows what is queued and what was asked for)")
     now = dt.datetime.now(dt.UTC)
     since = parse_since(args.since, now) if args.since else None
-    app = GitHubApp(settings.app_id, settings.private_key, settings.api_url,
-                    request_interval=settings.github_request_interval)
+    app = GitHubApp.from_settings(settings)
     ledger = Ledger(Redis.from_url(settings.redis_url), make_sessionmaker(settings.database_url),
                     again=args.again)
     result = sweep(app, ledger, now=now, since=since, limit=MAX_ASKS if args.max is None else args.max)

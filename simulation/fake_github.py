@@ -66,6 +66,7 @@ FAILURE_MESSAGES = {
     422: "Validation Failed",
     429: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 }
+CONDITIONAL_HEADERS = ("If-None-Match",)  # recorded with each request: a 304 costs GitHub no rate limit
 RATE_LIMIT_MESSAGE = "API rate limit exceeded for installation. Check out the documentation for more."
 REPO_URLS = {  # key -> suffix of the repository's API URL, as GitHub writes them
     "forks_url": "/forks", "keys_url": "/keys{/key_id}", "collaborators_url": "/collaborators{/collaborator}",
@@ -116,6 +117,8 @@ class RecordedRequest:
     json: Any  # the parsed body, or None
     status: int  # what the fake answered
     raw_path: str  # as sent on the wire: ".../labels/needs%20triage"
+    received_at: float = dataclasses.field(default=0.0, compare=False)  # time.time() on arrival
+    headers: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)  # conditional ones only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -452,6 +455,7 @@ class FakeGitHub:
 
     # --- HTTP plumbing ---------------------------------------------------------------------------
     def _wsgi(self, environ, start_response):
+        environ["fake.received_at"] = time.time()  # before waiting for the lock: when it reached GitHub
         with self._lock:  # one request at a time keeps the state consistent without finer locks
             return self._flask.wsgi_app(environ, start_response)
 
@@ -615,9 +619,11 @@ class FakeGitHub:
 
     def _record(self, response: Response) -> Response:
         raw_path = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or request.path
+        conditional = {name: request.headers[name] for name in CONDITIONAL_HEADERS if name in request.headers}
         self._requests.append(RecordedRequest(request.method, request.path, request.args.to_dict(),
                                               request.get_json(silent=True), response.status_code,
-                                              raw_path.split("?")[0]))
+                                              raw_path.split("?")[0], request.environ["fake.received_at"],
+                                              conditional))
         return response
 
     def _label(self, full_name: str, name: str, color: str = NEW_LABEL_COLOR,
@@ -833,11 +839,14 @@ class FakeGitHub:
         git, html = f"{self.url}/repos/{full_name}/git/blobs/{sha}", f"{WEB_URL}/{full_name}/blob/main/{path}"
         too_big = len(raw) > CONTENTS_MAX_BYTES  # GitHub then sends an empty content with encoding "none"
         content, encoding = ("", "none") if too_big else (base64.encodebytes(raw).decode(), "base64")
+        etag = f'W/"{sha}"'  # GitHub's is a digest of the answer; the blob SHA changes with it here
+        if etag in request.headers.get("If-None-Match", ""):
+            return Response(status=304, headers={"ETag": etag})
         return _json({"type": "file", "encoding": encoding, "size": len(raw), "name": path.rsplit("/", 1)[-1],
                       "path": path, "content": content, "sha": sha, "url": url,
                       "git_url": git, "html_url": html,
                       "download_url": f"https://raw.githubusercontent.com/{full_name}/main/{path}",
-                      "_links": {"self": url, "git": git, "html": html}})
+                      "_links": {"self": url, "git": git, "html": html}}, headers={"ETag": etag})
 
     # --- the App's OAuth client and its user tokens ------------------------------------------------
     def _oauth_authorize(self) -> Response:

@@ -89,7 +89,7 @@ def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: Fak
     return Settings(webhook_secret=secrets.token_hex(16), app_id=github.app_id, private_key=github.private_key_pem,
                     api_url=github.url, database_url=f"sqlite:///{workdir / 'replay.db'}", redis_url=redis_url,
                     model_dir=workdir / "models", threshold=options.threshold, app_slug="issue-sorter",
-                    github_request_interval=0.0, repo_min_per_label=options.min_per_label,
+                    github_write_interval=0.0, repo_min_per_label=options.min_per_label,
                     retrain_epochs=options.retrain_epochs, retrain_max_length=options.retrain_max_length)
 
 

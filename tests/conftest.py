@@ -80,7 +80,7 @@ def sessions(sqlite_url):
 @pytest.fixture
 def settings(sqlite_url, tmp_path, redis_url) -> Settings:
     return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=redis_url,
-                    model_dir=tmp_path / "models", github_request_interval=0.0)
+                    model_dir=tmp_path / "models", github_write_interval=0.0)
 
 
 @pytest.fixture

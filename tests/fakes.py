@@ -89,7 +89,7 @@ class FakeGitHub:
         self.calls.append(("get_permission", repo, login))
         return self.permissions.get((repo, login), "none")
 
-    def get_file(self, repo: str, path: str) -> RepoFile | None:
+    def get_file(self, repo: str, path: str, *, etag: str | None = None) -> RepoFile | None:
         self.calls.append(("get_file", repo, path))
         text = self.files.get((repo, path))
         if text is None:

@@ -51,7 +51,13 @@ def test_comment_and_installation_events(payload):
     assert added.repos
 
 
-@pytest.mark.parametrize("name,event", [("pull_request/opened", "pull_request"), ("label/created", "label"),
+@pytest.mark.parametrize("action", ["created", "edited", "deleted"])
+def test_label_events_name_the_repository_whose_labels_changed(payload, action):
+    event = events.parse("label", f"d-{action}", payload(f"label/{action}"))
+    assert (event.action, event.repo, event.label) == (action, "Codertocat/Hello-World", ":bug: Bugfix")
+
+
+@pytest.mark.parametrize("name,event", [("pull_request/opened", "pull_request"),
                                         ("installation/new_permissions_accepted", "installation")])
 def test_events_the_bot_does_not_handle_parse_to_none(payload, name, event):
     assert events.parse(event, "d", payload(name)) is None

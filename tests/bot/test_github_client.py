@@ -45,7 +45,7 @@ def fake_github(app_keys):
 
 @pytest.fixture
 def app(fake_github, app_keys) -> GitHubApp:
-    return GitHubApp(APP_ID, app_keys[0], fake_github.url, request_interval=0, timeout=5)
+    return GitHubApp(APP_ID, app_keys[0], fake_github.url, write_interval=0, timeout=5)
 
 
 @pytest.fixture
@@ -325,7 +325,7 @@ def test_token_refusal_for_a_removed_installation_is_permanent(app, fake_github)
 def test_connection_refused_is_transient(app_keys):
     with FakeGitHub(APP_ID, app_keys[1]) as fake:
         url = fake.url  # a port that was just free and now has nobody listening
-    writer = GitHubApp(APP_ID, app_keys[0], url, request_interval=0, timeout=2).writer_for(INSTALLATION_ID)
+    writer = GitHubApp(APP_ID, app_keys[0], url, write_interval=0, timeout=2).writer_for(INSTALLATION_ID)
 
     with pytest.raises(TransientGitHubError) as caught:
         writer.get_issue(REPO, 1)

@@ -57,7 +57,7 @@ def asked_guids(fake) -> list[str]:
 @pytest.fixture
 def app(app_settings):
     return GitHubApp(app_settings.app_id, app_settings.private_key, app_settings.api_url,
-                     request_interval=0.0)
+                     write_interval=0.0)
 
 
 @pytest.fixture
@@ -253,7 +253,7 @@ def cli_env(monkeypatch, tmp_path, fake_github, redis_url, redis):
     monkeypatch.setenv("GITHUB_APP_ID", "1")
     monkeypatch.setenv("GITHUB_PRIVATE_KEY", fake_github.private_key_pem)
     monkeypatch.setenv("GITHUB_API_URL", fake_github.url)
-    monkeypatch.setenv("GITHUB_REQUEST_INTERVAL", "0")
+    monkeypatch.setenv("GITHUB_WRITE_INTERVAL", "0")
     assert main(["migrate"]) == 0
     return monkeypatch
 

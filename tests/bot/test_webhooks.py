@@ -80,7 +80,16 @@ def test_ping_is_200(client, payload):
     assert deliver(client, "ping", body).status_code == 200
 
 
-@pytest.mark.parametrize("event,name", [("pull_request", "pull_request/opened"), ("label", "label/created"),
+@pytest.mark.parametrize("action", ["created", "edited", "deleted"])
+def test_label_events_queue_a_refresh_of_the_repositorys_labels_on_the_labelling_queue(client, redis, payload,
+                                                                                      action):
+    response = deliver(client, "label", json.dumps(payload(f"label/{action}")).encode())
+    assert response.status_code == 202
+    (job,) = Queue("labeling", connection=redis).get_jobs()
+    assert job.func_name == "bot.jobs.refresh_labels" and job.kwargs["repo"] == "Codertocat/Hello-World"
+
+
+@pytest.mark.parametrize("event,name", [("pull_request", "pull_request/opened"),
                                         ("installation", "installation/new_permissions_accepted")])
 def test_events_not_handled_are_204(client, redis, payload, event, name):
     response = deliver(client, event, json.dumps(payload(name)).encode())

@@ -22,7 +22,7 @@ def test_run_serves_on_embedded_defaults_and_labels_through_github(tmp_path, tin
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "MODEL_DIR",
                                                              "GITHUB_WEBHOOK_SECRET")}
     env.update(PORT=str(free_port()), GITHUB_APP_ID="77", GITHUB_PRIVATE_KEY=fake.private_key_pem,
-               GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0", GITHUB_REQUEST_INTERVAL="0")
+               GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0", GITHUB_WRITE_INTERVAL="0")
     try:
         with running_service(tmp_path, env) as base:
             secret = (var / "webhook-secret").read_text().strip()

@@ -126,7 +126,7 @@ def test_the_readmes_steps_from_setup_to_the_first_label(fake, tmp_path, tiny_mo
     promote_model(f"sqlite:///{var / 'issue-sorter.db'}", var / "models", tiny_model_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "REDIS_URL", "DATABASE_URL",
                                                                     "MODEL_DIR", "ISSUE_SORTER_"))}
-    env.update(PORT=str(free_port()), ISSUE_SORTER_THRESHOLD="0", GITHUB_REQUEST_INTERVAL="0")
+    env.update(PORT=str(free_port()), ISSUE_SORTER_THRESHOLD="0", GITHUB_WRITE_INTERVAL="0")
     secret = read_env(tmp_path / ".env")["GITHUB_WEBHOOK_SECRET"]
     delivery = payload("issues/opened")
     delivery |= {"installation": {"id": 9}, "repository": delivery["repository"] | {"full_name": REPO}}

@@ -1,0 +1,207 @@
+"""Webhook → label latency of `issue-sorter run` on embedded defaults, against the fake GitHub on loopback.
+
+Measured from the start of the signed POST /webhook to the moment the label request (POST
+/repos/{repo}/issues/{n}/labels) reaches the fake GitHub, for: the first issue after the bot's worker is
+up, then steady deliveries at each --rates (deliveries per second, round-robin over five repositories in
+five installations, on a fixed schedule) for --seconds each. The service runs with its defaults, the
+client-side throttle included (writes 1 s apart per installation). Loopback only; every loop is bounded.
+
+    .venv/bin/python bench/latency.py [--rates 1 5] [--seconds 20] [--model DIR]
+
+Without --model, a MiniLM encoder is fine-tuned for a few steps on 48 NLBSE issues (128 tokens, the served
+model's length): latency depends on the architecture, not on how well it was trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.paths import NLBSE, WEBHOOKS  # the shared data's location, one definition
+
+REPOS = [(f"bench-org-{i}/service-{i}", 100 + i) for i in range(5)]  # (repository, installation id)
+APP_ID = 4711
+DRAIN_SECONDS = 60  # after the last delivery, how long to wait for its label at most
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", type=float, nargs="+", default=[1.0, 5.0])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--model", type=Path, help="a saved model directory (default: fine-tune a small one)")
+    parser.add_argument("--worker-threads", type=int, help="ISSUE_SORTER_WORKER_THREADS (default: the service's)")
+    args = parser.parse_args()
+    texts = issue_texts()
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as folder:
+        extra = {"ISSUE_SORTER_WORKER_THREADS": str(args.worker_threads)} if args.worker_threads else {}
+        results = measure(Path(folder), args.model or tiny_model(Path(folder)), texts, args.rates, args.seconds,
+                          extra)
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+def issue_texts() -> list[tuple[str, str]]:
+    from trainer.dataset import load_file
+
+    return [(e.title, e.body) for e in load_file(NLBSE / "issues_test.csv")]
+
+
+def tiny_model(folder: Path) -> Path:
+    from trainer.config import TrainConfig
+    from trainer.dataset import load_file
+    from trainer.train import fine_tune
+
+    examples = load_file(NLBSE / "issues_train.csv")
+    picked = []
+    for label in ("bug", "feature", "question"):
+        picked += [e for e in examples if e.label == label][:16]
+    trained = fine_tune(TrainConfig(max_length=128, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
+    trained.save(folder / "model", version="bench", metrics={}, thresholds={}, data_fingerprint="")
+    return folder / "model"
+
+
+def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds: float,
+            extra_env: dict[str, str]) -> dict:
+    from core.migrate import upgrade
+    from simulation.fake_github import FakeGitHub
+    from tests.conftest import promote_model
+    from tests.issue_sorter.running import free_port, running_service
+
+    database = f"sqlite:///{folder / 'var' / 'issue-sorter.db'}"
+    (folder / "var").mkdir(exist_ok=True)
+    upgrade(database)
+    promote_model(database, folder / "var" / "models", model)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ISSUE_SORTER_"))
+           and k not in ("REDIS_URL", "DATABASE_URL", "MODEL_DIR")}
+    with FakeGitHub(app_id=APP_ID) as fake:
+        for repo, installation in REPOS:
+            fake.add_repo(repo, labels=["bug", "enhancement", "question", "documentation"],
+                          installation_id=installation)
+        # threshold 0: every issue gets a label, so every job ends in the write we time
+        env.update(PORT=str(free_port()), GITHUB_APP_ID=str(APP_ID), GITHUB_PRIVATE_KEY=fake.private_key_pem,
+                   GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0", PYTHONUNBUFFERED="1", **extra_env)
+        started = time.time()
+        with running_service(folder, env) as base:
+            sender = Sender(base, (folder / "var" / "webhook-secret").read_text().strip(), fake, texts)
+            worker_up = wait_for_worker(folder / "run.log")
+            results = {"service_up_s": round(worker_up - started, 2),
+                       "first_issue_ms": round(sender.first_issue() * 1000)}
+            # every other installation's first job fetches its token and lists its labels: not "warm"
+            sender.wait([sender.deliver(*repo) for repo in REPOS[1:]], DRAIN_SECONDS)
+            for rate in rates:
+                results[f"{rate:g}/s"] = sender.steady(rate, seconds, redis_url(folder / "run.log"))
+    return results
+
+
+def redis_url(log: Path) -> str:
+    return re.search(r"listening on (redis://\S+),", log.read_text()).group(1)
+
+
+def wait_for_worker(log: Path, seconds: float = 120) -> float:
+    """When the bot's worker registered with RQ: its model is loaded by then (bot.worker.run_worker)."""
+    from redis import Redis
+    from rq import Worker
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if "listening on redis://" in log.read_text():
+            redis = Redis.from_url(redis_url(log))
+            if any("labeling" in w.queue_names() for w in Worker.all(connection=redis)):
+                return time.time()
+        time.sleep(0.05)
+    raise SystemExit("the bot's worker did not start:\n" + log.read_text()[-3000:])
+
+
+class Sender:
+    """Signed issues.opened deliveries as GitHub sends them, and when their labels reach the fake."""
+
+    def __init__(self, base: str, secret: str, fake, texts: list):
+        self.base, self.secret, self.fake, self.texts = base, secret, fake, texts
+        self.template = json.loads((WEBHOOKS / "issues" / "opened.payload.json").read_text())
+        self.number = 0
+
+    def deliver(self, repo: str, installation: int) -> tuple[str, int, float]:
+        from tests.issue_sorter.running import deliver
+
+        self.number += 1
+        title, body = self.texts[self.number % len(self.texts)]
+        self.fake.add_issue(repo, self.number, title, body)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        payload = json.loads(json.dumps(self.template))
+        payload["installation"] = {"id": installation}
+        payload["repository"]["full_name"] = repo
+        payload["issue"].update(number=self.number, title=title, body=body, labels=[], created_at=now,
+                                updated_at=now)
+        sent = time.time()
+        answer = deliver(self.base, "issues", payload, f"bench-{self.number}", self.secret)
+        assert answer.status_code == 202, answer.text
+        return repo, self.number, sent
+
+    def labels_written(self) -> dict[str, float]:
+        """Path of each issue's label request → when the first one reached the fake (one pass over its log:
+        the fake answers in this process, so a slow poll here would slow GitHub down)."""
+        written: dict[str, float] = {}
+        for request in self.fake.requests:
+            if request.method == "POST" and request.path.endswith("/labels") and "/issues/" in request.path:
+                written.setdefault(request.path, request.received_at)
+        return written
+
+    def wait(self, sent: list[tuple[str, int, float]], seconds: float) -> list[float | None]:
+        """Each delivery's latency in seconds, in order, once every label arrived or `seconds` passed
+        (None: no label in time)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            written = self.labels_written()
+            latencies = [written[f"/repos/{r}/issues/{n}/labels"] - t if f"/repos/{r}/issues/{n}/labels" in written
+                         else None for r, n, t in sent]
+            if None not in latencies or time.monotonic() > deadline:
+                return latencies
+            time.sleep(0.2)
+
+    def first_issue(self) -> float:
+        (latency,) = self.wait([self.deliver(*REPOS[0])], DRAIN_SECONDS)
+        return float("nan") if latency is None else latency
+
+    def steady(self, rate: float, seconds: float, redis: str) -> dict:
+        from redis import Redis
+
+        queue_lengths: list[int] = []
+        done = threading.Event()
+        connection = Redis.from_url(redis)
+
+        def sample() -> None:
+            while not done.wait(0.25):
+                queue_lengths.append(connection.llen("rq:queue:labeling"))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        sent, start, count = [], time.monotonic(), int(rate * seconds)
+        for i in range(count):
+            time.sleep(max(0.0, start + i / rate - time.monotonic()))
+            sent.append(self.deliver(*REPOS[i % len(REPOS)]))
+        in_order = [latency for latency in self.wait(sent, DRAIN_SECONDS) if latency is not None]
+        done.set()
+        sampler.join()
+        latencies, third = sorted(in_order), max(1, len(in_order) // 3)
+        return {"deliveries": count, "labelled": len(latencies),
+                "p50_ms": round(statistics.median(latencies) * 1000),
+                "p99_ms": round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1000),
+                "max_ms": round(latencies[-1] * 1000),
+                "first_third_p50_ms": round(statistics.median(in_order[:third]) * 1000),
+                "last_third_p50_ms": round(statistics.median(in_order[-third:]) * 1000),
+                "max_queue_length": max(queue_lengths, default=0)}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
