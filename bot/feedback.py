@@ -4,6 +4,8 @@
 - one a human removed is *rejected*, or *corrected* when a human put another label we know on the issue;
 - a label we know that a human put on an issue where we abstained (or never ran) is new training data.
 Events of the App itself, and of any bot, are recorded but never count as a human's decision.
+A confirmed label enters the repository's memory at once (core.memory), embedded by the serving model;
+a label taken back leaves it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.issues import IssueSnapshot
-from core import store
+from core import memory, store
+from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
 from core.tables import IssueRecord, LabelEvent, Prediction, utcnow
 
@@ -40,11 +43,13 @@ def is_known_label(label: str, classes: list[str]) -> bool:
     return label in classes or kind_of_label(label) is not None
 
 
-def record_issue_event(session: Session, event: dict, *, bot_login: str | None, app_id: int | None) -> str:
+def record_issue_event(session: Session, event: dict, *, bot_login: str | None, app_id: int | None,
+                       embedder=None) -> str:
     """An `issues` delivery other than opened: store what it says of the issue, and the decision it implies.
 
     A deleted issue keeps nothing of its text and no training label; a transferred one is marked so
-    here (it is labelled afresh where it went, as a new delivery).
+    here (it is labelled afresh where it went, as a new delivery). `embedder`, the model serving the
+    repository (None: no memory), embeds a newly confirmed issue into the repository's memory.
     """
     if is_event_recorded(session, event["delivery_id"]):  # a worker died before marking it done
         return "skipped: event already recorded"
@@ -57,12 +62,25 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
     issue = store.upsert_issue(session, repository, event["number"], title="" if deleted else snapshot.title,
                                body="" if deleted else snapshot.body, author_login=snapshot.author_login,
                                state=state)
+    confirmed = issue.confirmed_label
     if deleted:
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
     serving = store.serving_model_for(session, event["repo"])
-    return record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
-                              delivery_id=event["delivery_id"], current_labels=snapshot.labels,
-                              classes=list(serving.labels) if serving else [])
+    outcome = record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
+                                 delivery_id=event["delivery_id"], current_labels=snapshot.labels,
+                                 classes=list(serving.labels) if serving else [])
+    if issue.confirmed_label != confirmed:
+        update_memory(session, issue, embedder)
+    return outcome
+
+
+def update_memory(session: Session, issue: IssueRecord, embedder) -> None:
+    """The issue's entry in its repository's memory follows its confirmed label: replaced, or dropped."""
+    memory.forget(session, issue)
+    if issue.confirmed_label is None or embedder is None or not hasattr(embedder, "embed"):
+        return
+    vector = embedder.embed([format_issue_text(issue.title, issue.body)])[0]
+    memory.remember(session, issue, issue.confirmed_label, embedder.version, vector)
 
 
 def record_label_event(session: Session, issue: IssueRecord, *, action: str, label: str | None, actor: Actor,

@@ -140,9 +140,10 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
 
 
 def _record_issue_event(ctx: WorkerContext, event: dict) -> str:
+    embedder = ctx.models.for_repository(event["repo"]) if ctx.settings.memory else None
     with session_scope(ctx.sessionmaker) as session:
         return feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
-                                           app_id=ctx.settings.app_id)
+                                           app_id=ctx.settings.app_id, embedder=embedder)
 
 
 def _handle_comment(ctx: WorkerContext, event: dict) -> str:

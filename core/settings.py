@@ -39,6 +39,8 @@ class Settings:
     repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
     retrain_epochs: int = 2  # ISSUE_SORTER_RETRAIN_EPOCHS: epochs of each retraining run
     retrain_max_length: int | None = None  # ISSUE_SORTER_RETRAIN_MAX_LENGTH: tokens per issue; None: the champion's
+    memory: bool = True  # ISSUE_SORTER_MEMORY: adjust scores by each repository's confirmed issues (core.memory)
+    abstain_label: str | None = None  # ISSUE_SORTER_ABSTAIN_LABEL: label for issues the bot abstains on
 
     @property
     def dry_run(self) -> bool:
@@ -83,6 +85,8 @@ class Settings:
         values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
         values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)
         values["retrain_max_length"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MAX_LENGTH", int, None, problems)
+        values["memory"] = environ.get("ISSUE_SORTER_MEMORY", "").lower() not in {"0", "false", "no", "off"}
+        values["abstain_label"] = environ.get("ISSUE_SORTER_ABSTAIN_LABEL", "").strip() or None
         if problems:
             raise ConfigError(problems)
         return cls(**values)
