@@ -13,6 +13,7 @@ from bot.worker import build_context
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry, ModelVersion, Prediction, Repository
 from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
+from tests.conftest import promote_model
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 OTHER = "Codertocat/Other-Repo"
@@ -121,3 +122,18 @@ def test_by_default_an_abstention_puts_no_label_on(worker_context, fake_github, 
     fake_github.add_repo(REPO, labels=fake_github.repo_labels(REPO), files={CONFIG_PATH: "threshold: 1.0\n"})
     assert open_issue(fake_github, client, payload, redis, 1).outcome == "abstained"
     assert fake_github.issue_labels(REPO, 1) == []
+
+
+def test_when_another_model_serves_the_memory_is_re_embedded_from_the_stored_text(
+        worker_context, fake_github, client, payload, redis, tiny_model_dir):
+    first = open_issue(fake_github, client, payload, redis, 1)
+    kind = runner_up(first.scores)
+    correct(fake_github, client, payload, redis, 1, first.label, REPO_LABEL[kind])
+    settings = worker_context.settings
+    version = promote_model(settings.database_url, settings.model_dir, tiny_model_dir)  # a new version
+    assert open_issue(fake_github, client, payload, redis, 2).predicted == kind
+    third = open_issue(fake_github, client, payload, redis, 3)  # the memory has caught up: old rows go
+    with session_scope(worker_context.sessionmaker) as session:
+        assert session.execute(select(MemoryEntry.model_version, MemoryEntry.label)).all() == [
+            (version, REPO_LABEL[kind])]
+        assert session.get(ModelVersion, third.model_version_id).version == version
