@@ -25,30 +25,38 @@ sys.path.insert(0, str(REPO_ROOT))
 from tests.paths import NLBSE  # noqa: E402  (the shared data's location, one definition)
 
 
-def stream(repo: str, order: str, seed: int = 42) -> list:
-    """The repository's 600 NLBSE'24 issues in the order `issue-sorter replay --order` gives them."""
+def stream(repo: str) -> list:
+    """The repository's 600 NLBSE'24 issues in time order, as `issue-sorter replay` sorts them."""
     from trainer.dataset import load_file
 
     examples = [e for path in ("issues_train.csv", "issues_test.csv") for e in load_file(NLBSE / path)
                 if e.repo == repo]
-    examples.sort(key=lambda e: (e.created_at is None, e.created_at or 0))
+    return sorted(examples, key=lambda e: (e.created_at is None, e.created_at or 0))
+
+
+def in_order(items: list, order: str, seed: int = 42) -> list:
+    """`items` (in time order) as `issue-sorter replay --order` feeds them."""
+    items = list(items)
     if order == "shuffled":
-        random.Random(seed).shuffle(examples)
-    return examples
+        random.Random(seed).shuffle(items)
+    return items
 
 
-def scored(model_dir: Path, examples: list, cache: Path) -> tuple[list[dict], np.ndarray]:
-    """The model's scores and embeddings of every issue (cached: the model and issues do not change)."""
-    if cache.exists():
-        data = json.loads(cache.read_text())
-        return data["scores"], np.asarray(data["vectors"], dtype=np.float32)
-    from core.classifier import load_classifier
-    from core.issue_text import format_issue_text
+def scored(model_dir: Path, examples: list, wanted: list[int], cache: Path) -> tuple[dict, dict]:
+    """The model's scores and embeddings of the issues `wanted` (by index), cached and computed once."""
+    data = json.loads(cache.read_text()) if cache.exists() else {"scores": {}, "vectors": {}}
+    missing = [i for i in wanted if str(i) not in data["scores"]]
+    if missing:
+        from core.classifier import load_classifier
+        from core.issue_text import format_issue_text
 
-    classifier = load_classifier(model_dir)
-    scores, vectors = classifier.predict_and_embed([format_issue_text(e.title, e.body) for e in examples])
-    cache.write_text(json.dumps({"scores": scores, "vectors": vectors}))
-    return scores, np.asarray(vectors, dtype=np.float32)
+        classifier = load_classifier(model_dir)
+        scores, vectors = classifier.predict_and_embed([format_issue_text(examples[i].title, examples[i].body)
+                                                        for i in missing])
+        data["scores"].update({str(i): row for i, row in zip(missing, scores, strict=True)})
+        data["vectors"].update({str(i): row for i, row in zip(missing, vectors, strict=True)})
+        cache.write_text(json.dumps(data))
+    return data["scores"], data["vectors"]
 
 
 def simulate(scores: list[dict], vectors: np.ndarray, truths: list[str], window: int, **constants) -> list[float]:
@@ -74,11 +82,14 @@ def main() -> int:
     parser.add_argument("--repo", default="opencv/opencv")
     parser.add_argument("--order", choices=("time", "shuffled"), default="shuffled")
     parser.add_argument("--window", type=int, default=150)
+    parser.add_argument("--limit", type=int, help="only the first N issues of the order (as replay --limit)")
     args = parser.parse_args()
-    examples = stream(args.repo, args.order)
-    cache = args.model_dir.parent / f"scores-{args.model_dir.name}-{args.repo.replace('/', '-')}-{args.order}.json"
-    scores, vectors = scored(args.model_dir, examples, cache)
-    truths = [e.label for e in examples]
+    examples = stream(args.repo)
+    cache = args.model_dir.parent / f"scores-{args.model_dir.name}-{args.repo.replace('/', '-')}.json"
+    order = in_order(range(len(examples)), args.order)[:args.limit]
+    scores, vectors = scored(args.model_dir, examples, order, cache)
+    scores, vectors = [scores[str(i)] for i in order], np.asarray([vectors[str(i)] for i in order], np.float32)
+    truths = [examples[i].label for i in order]
     baseline = simulate(scores, vectors, truths, args.window, off=True)
     print(f"{args.repo} {args.order}, windows of {args.window}; learning off: {_fmt(baseline)}")
     grid = {"knn_weight": (0.0, 0.3, 0.5, 0.7, 1.0), "knn_ramp": (0, 20, 50), "prior_strength": (0.0, 0.5, 1.0),
@@ -91,6 +102,17 @@ def main() -> int:
     rows.sort(key=lambda row: -row[0])
     for gain, constants, curve in rows[:15]:
         print(f"{gain * 100:+5.1f} pts after window 1  {_fmt(curve)}  {constants}")
+    from core import memory
+
+    served = {"knn_weight": memory.KNN_WEIGHT, "knn_ramp": memory.KNN_RAMP,
+              "prior_strength": memory.PRIOR_STRENGTH, "neighbours": memory.NEIGHBOURS}
+    for name, keep in [("prior correction alone", lambda c: c["knn_weight"] == 0 < c["prior_strength"]),
+                       ("kNN vote alone", lambda c: c["prior_strength"] == 0 < c["knn_weight"]),
+                       ("the served constants", lambda c: c == served)]:
+        picked = [row for row in rows if keep(row[1])]
+        if picked:
+            gain, constants, curve = picked[0]
+            print(f"best {name}: {gain * 100:+5.1f} pts  {_fmt(curve)}  {constants}")
     return 0
 
 

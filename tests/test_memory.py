@@ -29,8 +29,13 @@ def test_similar_confirmed_issues_of_another_kind_overturn_an_unsure_model():
 
 
 def test_the_repositorys_label_frequencies_alone_shift_the_scores():
-    adjusted = adjust_scores(MODEL, [], {"question": 90, "bug": 5, "feature": 5})
+    adjusted = adjust_scores(MODEL, [], {"question": 90, "bug": 5, "feature": 5}, prior_strength=1.0)
     assert adjusted["question"] > MODEL["question"] and adjusted["bug"] < MODEL["bug"]
+
+
+def test_the_first_confirmed_issue_counts_at_once_with_the_served_constants():
+    adjusted = adjust_scores(MODEL, [Neighbour("feature", 0.8)], {"feature": 1})
+    assert max(adjusted, key=adjusted.get) == "feature"
 
 
 def test_without_prior_correction_and_kNN_weight_the_scores_do_not_move():
@@ -41,9 +46,9 @@ def test_without_prior_correction_and_kNN_weight_the_scores_do_not_move():
 
 def test_the_vote_counts_more_as_the_memory_grows():
     few = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 3, {"bug": 1, "feature": 1, "question": 1},
-                        prior_strength=0.0)
+                        prior_strength=0.0, knn_ramp=20)
     many = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 3, {"bug": 100, "feature": 100, "question": 100},
-                         prior_strength=0.0)
+                         prior_strength=0.0, knn_ramp=20)
     assert MODEL["question"] < few["question"] < many["question"]
 
 
