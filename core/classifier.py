@@ -86,8 +86,8 @@ class TransformerClassifier:
             hidden, probabilities = self.model.base_model(**encoded).last_hidden_state, []
         mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
-        return pooled.float().div(pooled.float().norm(dim=-1, keepdim=True).clamp(min=1e-12)).cpu().tolist(), \
-            probabilities
+        pooled = pooled.float()
+        return pooled.div(pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)).cpu().tolist(), probabilities
 
 
 class TfidfClassifier:

@@ -48,8 +48,8 @@ class Neighbour:
     similarity: float  # cosine similarity to the issue being scored
 
 
-def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour], label_counts: Mapping[str, int],
-                  *, knn_weight: float = KNN_WEIGHT, knn_ramp: float = KNN_RAMP,
+def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour],
+                  label_counts: Mapping[str, int], *, knn_weight: float = KNN_WEIGHT, knn_ramp: float = KNN_RAMP,
                   prior_strength: float = PRIOR_STRENGTH) -> dict[str, float]:
     """normalise(model × prior^β)^(1-w') × vote^w', with w' = w · n / (n + ramp) for a memory of n issues
     (with the served constants: model^0.3 × vote^0.7, from the first confirmed issue on).
