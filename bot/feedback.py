@@ -6,6 +6,8 @@
 - a suggestion (suggest mode: nothing written) is accepted or corrected by the first known label a human adds;
 - a review on the review page is stored as the label events it caused, attributed to the reviewer.
 Events of the App itself, and of any bot, are recorded but never count as a human's decision.
+A confirmed label enters the repository's memory at once (core.memory), embedded by the serving model;
+a label taken back leaves it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.issues import IssueSnapshot, event_time
-from core import store
+from core import memory, store
+from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
 from core.tables import IssueRecord, LabelEvent, Prediction, Repository, utcnow
 
@@ -44,12 +47,15 @@ def is_known_label(label: str, classes: list[str]) -> bool:
     return label in classes or kind_of_label(label) is not None
 
 
-def record_issue_event(session: Session, event: dict, *, bot_login: str | None, app_id: int | None) -> str:
+def record_issue_event(session: Session, event: dict, *, bot_login: str | None, app_id: int | None,
+                       embedder=None) -> str:
     """An `issues` delivery other than opened: store what it says of the issue, and the decision it implies.
 
     Events carry their time (bot.issues.event_time): one older than the newest applied to the issue,
     or any after its deletion, is recorded as history and changes nothing. A deleted issue keeps
     nothing of its text and no training label; a transferred one moves, history and decisions with it.
+    `embedder`, the model serving the repository (None: no memory), embeds a newly confirmed issue into
+    the repository's memory.
     """
     if is_event_recorded(session, event["delivery_id"]):  # a worker died before marking it done
         return "skipped: event already recorded"
@@ -70,13 +76,26 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
     issue = store.upsert_issue(session, repository, event["number"], title="" if deleted else snapshot.title,
                                body="" if deleted else snapshot.body, author_login=snapshot.author_login,
                                state=state, event_at=event_at)
+    confirmed = issue.confirmed_label
     if deleted:
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
     serving = store.serving_model_for(session, repository.full_name)
-    return record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
-                              delivery_id=event["delivery_id"], current_labels=snapshot.labels + (
-                                  (snapshot.issue_type,) if snapshot.issue_type else ()),
-                              classes=list(serving.labels) if serving else [])
+    outcome = record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
+                                 delivery_id=event["delivery_id"], current_labels=snapshot.labels + (
+                                     (snapshot.issue_type,) if snapshot.issue_type else ()),
+                                 classes=list(serving.labels) if serving else [])
+    if issue.confirmed_label != confirmed:
+        update_memory(session, issue, embedder)
+    return outcome
+
+
+def update_memory(session: Session, issue: IssueRecord, embedder) -> None:
+    """The issue's entry in its repository's memory follows its confirmed label: replaced, or dropped."""
+    memory.forget(session, issue)
+    if issue.confirmed_label is None or embedder is None or not hasattr(embedder, "embed"):
+        return
+    vector = embedder.embed([format_issue_text(issue.title, issue.body)])[0]
+    memory.remember(session, issue, issue.confirmed_label, embedder.version, vector)
 
 
 def transfer_issue(session: Session, source: Repository, event: dict, snapshot: IssueSnapshot, actor: Actor,

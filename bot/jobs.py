@@ -12,7 +12,18 @@ import logging
 import time
 from collections.abc import Callable
 
-from bot import backfill, commands, context, feedback, github_cache, labeling, lifecycle, preview, queueing, redelivery
+from bot import (
+    backfill,
+    commands,
+    context,
+    feedback,
+    github_cache,
+    labeling,
+    lifecycle,
+    preview,
+    queueing,
+    redelivery,
+)
 from bot.context import WorkerContext
 from bot.events import MAX_JOB_BODY_CHARS
 from bot.github_cache import CachedGitHub
@@ -29,12 +40,12 @@ from core.queues import (
     HANDLE_COMMENT,
     LABEL_ISSUE,
     RECORD_ISSUE_EVENT,
-    REVIEW_PREDICTION,
+    REFRESH_LABELS,
     REMOVE_INSTALLATION,
     REMOVE_REPOSITORIES,
+    REVIEW_PREDICTION,
     SUSPEND_INSTALLATION,
     UPDATE_REPOSITORY,
-    REFRESH_LABELS,
     JobSpec,
     enqueue,
 )
@@ -266,7 +277,19 @@ def _forget_labels(ctx: WorkerContext, event: dict) -> str:
 def _record_issue_event(ctx: WorkerContext, event: dict) -> str:
     with session_scope(ctx.sessionmaker) as session:
         return feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
-                                           app_id=ctx.settings.app_id)
+                                           app_id=ctx.settings.app_id, embedder=_embedder(ctx, event["repo"]))
+
+
+def _embedder(ctx: WorkerContext, repo: str):
+    """The model that embeds confirmed issues into the repository's memory; None when the memory is off or
+    the serving model cannot be loaded: a decision is recorded all the same, the memory catches up later."""
+    if not ctx.settings.memory:
+        return None
+    try:
+        return ctx.models.for_repository(repo)
+    except (OSError, ValueError) as error:  # a missing or unreadable model directory
+        log.warning("memory of %s not updated: the serving model cannot be loaded (%s)", repo, error)
+        return None
 
 
 def _handle_comment(ctx: WorkerContext, event: dict) -> str:

@@ -15,12 +15,12 @@ from bot.feedback import removed_by_human
 from bot.issues import IssueSnapshot, event_time
 from bot.markdown import code_span
 from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT, RepoConfig
-from core import store
+from core import memory, store
 from core.classifier import Classifier
 from core.issue_text import format_issue_text
 from core.kinds import kind_of_label, labels_for_kinds
 from core.settings import Settings
-from core.tables import ModelVersion, Prediction
+from core.tables import IssueRecord, ModelVersion, Prediction
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ class LabelingPolicy:
     skip_authors: tuple[str, ...] = ()
     never_again: frozenset[str] = frozenset()  # labels a human removed from this issue
     held: str | None = None  # the repository's config is broken: apply nothing, say why (RepoConfig.held)
+    memory: bool = True  # adjust the model's scores by the repository's confirmed issues (core.memory)
+    abstain_label: str | None = None  # put on an issue the bot abstains on, e.g. needs-triage; None: nothing
 
     def threshold_for(self, predicted: str) -> float:
         return self.per_label_thresholds.get(predicted, self.threshold)
@@ -61,7 +63,9 @@ def policy_for(settings: Settings, config: RepoConfig, classifier: Classifier, *
                           dry_run=dry_run, mode=config.mode,
                           apply=config.apply, label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
                           comment_template=config.comment_template, skip_authors=config.skip_authors,
-                          held=config.held)
+                          held=config.held, memory=settings.memory,
+                          abstain_label=settings.abstain_label if config.abstain_label is None
+                          else config.abstain_label or None)
 
 
 @dataclass(frozen=True)
@@ -140,12 +144,16 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
         log.info("skipping %s#%s: %s", repo, number, reason)
         return reason
     policy = replace(policy, never_again=frozenset(removed_by_human(session, record)))
-    scores = classifier.predict([format_issue_text(issue.title, issue.body)])[0]
-    choice = choose_label(scores, _names_to_choose_from(github, repo, classifier, policy), policy)
+    scores = scores_with_memory(session, record, classifier, format_issue_text(issue.title, issue.body),
+                                use_memory=policy.memory)
+    names = _names_to_choose_from(github, repo, classifier, policy)
+    choice = choose_label(scores, names, policy)
     issue_type = _type_beside(choice, github, repo, policy) if policy.apply == "both" else None
     if issue_type:
         choice = replace(choice, reason=f"{choice.reason}; its issue type is {issue_type!r}")
     outcome = _apply(choice, scores, github, repo, number, policy, issue_type)
+    if outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
+        choice = replace(choice, reason=choice.reason + mark_abstained(github, repo, number, names, policy))
     version = session.query(ModelVersion).filter_by(version=classifier.version).one_or_none()
     prediction = Prediction(issue_id=record.id, model_version_id=version.id if version else None,
                             delivery_id=delivery_id, scores=scores, predicted=choice.predicted,
@@ -171,6 +179,46 @@ def _type_beside(choice: Choice, github, repo: str, policy: LabelingPolicy) -> s
         return None
     types = github.list_issue_types(repo)
     return _map_to_repository(choice.predicted, choice.score, types, LabelingPolicy()).label
+
+
+def scores_with_memory(session: Session, record: IssueRecord, classifier: Classifier, text: str, *,
+                       use_memory: bool) -> dict[str, float]:
+    """The model's scores, adjusted by this repository's memory (and only this one's) when it has one."""
+    if not use_memory or not hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
+        return classifier.predict([text])[0]
+    refill_memory(session, record.repository_id, classifier)
+    scores, vectors = classifier.predict_and_embed([text])
+    recalled = memory.recall(session, record.repository_id, classifier.version, classifier.labels,
+                             exclude_issue=record.id)
+    return memory.adjust_scores(scores[0], recalled.nearest(vectors[0]), recalled.label_counts())
+
+
+def refill_memory(session: Session, repository_id: int, classifier: Classifier) -> int:
+    """Embed up to REFILL_PER_JOB confirmed issues the serving version has not embedded (a new model, a
+    backfill); once none is left, drop other versions' rows. Returns how many were embedded."""
+    missing = memory.not_embedded(session, repository_id, classifier.version)
+    if not missing:
+        memory.drop_other_versions(session, repository_id, classifier.version)
+        return 0
+    vectors = classifier.embed([format_issue_text(issue.title, issue.body) for issue in missing])
+    for issue, vector in zip(missing, vectors, strict=True):
+        memory.remember(session, issue, issue.confirmed_label, classifier.version, vector)
+    log.info("memory of repository %s: %d confirmed issues embedded by %s", repository_id, len(missing),
+             classifier.version)
+    return len(missing)
+
+
+def mark_abstained(github, repo: str, number: int, repo_labels: list[str], policy: LabelingPolicy) -> str:
+    """Put the configured abstention label on the issue, so nothing is skipped silently; what was done."""
+    name = policy.abstain_label
+    if not name or policy.dry_run or github is None:
+        return ""
+    if policy.allow and name not in policy.allow:  # the allowlist names every label the bot may apply
+        return f"; {name!r} not applied: it is not in the repository's allowlist"
+    if name not in repo_labels:
+        github.create_label(repo, name, "ededed", "Issue Sorter was not sure: a maintainer should sort it")
+    github.add_labels(repo, number, [name])
+    return f"; marked {name!r}"
 
 
 def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: int,

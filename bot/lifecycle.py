@@ -23,6 +23,7 @@ from core.tables import (
     Installation,
     IssueRecord,
     LabelEvent,
+    MemoryEntry,
     ModelPromotion,
     ModelVersion,
     Prediction,
@@ -111,6 +112,7 @@ def _purge_one(session: Session, repository: Repository, model_dir: Path) -> Pur
     version_ids = [version.id for version in versions]
     purged = Purged(repositories=1, model_versions=len(versions),
                     directories=[Path(v.path) for v in versions if _inside(Path(v.path), model_dir)])
+    _delete(session, MemoryEntry, MemoryEntry.repository_id == repository.id)  # embeddings of its issues
     purged.predictions = _delete(session, Prediction, Prediction.issue_id.in_(issue_ids))
     purged.label_events = _delete(session, LabelEvent, LabelEvent.issue_id.in_(issue_ids))
     purged.issues = _delete(session, IssueRecord, IssueRecord.repository_id == repository.id)

@@ -38,8 +38,11 @@ DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue {lab
                    "If that is wrong, change the label: the bot learns from it.")
 SUGGEST_COMMENT = "<!-- issue-sorter -->\nIssue Sorter's suggestions for this issue:\n\n{suggestions}"
 KNOWN_KEYS = {"mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template",
-              "skip_authors"}
-GUARDS = ("mode", "apply", "labels", "allow", "skip_authors")  # broken, they would let the bot do what they forbid
+              "skip_authors", "abstain_label"}
+# Broken, they would let the bot do what they forbid. abstain_label is not one: it only adds a label, so a
+# broken one is dropped (the App's ISSUE_SORTER_ABSTAIN_LABEL applies) and reported like any other.
+GUARDS = ("mode", "apply", "labels", "allow", "skip_authors")
+MAX_LABEL_CHARS = 50  # GitHub refuses longer label names
 MAX_CONFIG_BYTES = 64 * 1024  # real files are a few hundred bytes; this keeps every parse quick
 TOO_LARGE = f"{{}} is larger than {MAX_CONFIG_BYTES // 1024} KiB"
 MAX_DEPTH = 8  # YAML nesting; the deepest setting needs 3, and the composer recurses once per level
@@ -76,6 +79,7 @@ class RepoConfig:
     target_precision: float | None = None  # pick per-label thresholds that reach this precision
     comment_template: str | None = None  # {label}, {score}, {suggestions}
     skip_authors: tuple[str, ...] = ()  # e.g. dependabot[bot]
+    abstain_label: str | None = None  # put on issues the bot abstains on; "" (false): none; None: the App's
     source: str = "defaults"  # where it came from, for logs
     held: str | None = None  # why nothing may be applied here: the file, or one of its GUARDS, is broken
 
@@ -241,8 +245,18 @@ def _template(key: str, value: object) -> tuple[object, str | None]:
     return (None, f"comment_template: {problem}") if problem else (value, None)
 
 
+def _label_name(key: str, value: object) -> tuple[object, str | None]:
+    if value is False or value is None:  # `abstain_label: false` (or empty) turns the App's default off
+        return "", None
+    if isinstance(value, str) and value.strip() == value and 0 < len(value) <= MAX_LABEL_CHARS:
+        return value, None
+    return None, (f"{key} must be a label name of 1 to {MAX_LABEL_CHARS} characters without surrounding "
+                  f"spaces, or false, not {describe(value)}")
+
+
 CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "skip_authors": _names,
-          "threshold": _fraction, "target_precision": _fraction, "comment_template": _template}
+          "threshold": _fraction, "target_precision": _fraction, "comment_template": _template,
+          "abstain_label": _label_name}
 
 
 def template_problem(template: str) -> str | None:

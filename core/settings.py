@@ -69,6 +69,8 @@ class Settings:
     # ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS: issue text no human confirmed a label for is cleared after
     # this many days (None: kept)
     unconfirmed_retention_days: int | None = None
+    memory: bool = True  # ISSUE_SORTER_MEMORY: adjust scores by each repository's confirmed issues (core.memory)
+    abstain_label: str | None = None  # ISSUE_SORTER_ABSTAIN_LABEL: label for issues the bot abstains on
 
     @property
     def dry_run(self) -> bool:
@@ -120,6 +122,8 @@ class Settings:
         values["admins"] = tuple(login.strip() for login in environ.get("ISSUE_SORTER_ADMINS", "").split(",")
                                  if login.strip())
         values.update(_read_data_sharing(environ, problems))
+        values["memory"] = environ.get("ISSUE_SORTER_MEMORY", "").lower() not in {"0", "false", "no", "off"}
+        values["abstain_label"] = environ.get("ISSUE_SORTER_ABSTAIN_LABEL", "").strip() or None
         if problems:
             raise ConfigError(problems)
         return cls(**values)

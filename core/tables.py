@@ -16,6 +16,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -184,3 +185,22 @@ class TrainingRun(Base):
     champion_score: Mapped[float | None] = mapped_column(Float)
     promoted: Mapped[bool] = mapped_column(Boolean, default=False)
     message: Mapped[str] = mapped_column(StorableText, default="")
+
+
+class MemoryEntry(Base):
+    """One human-confirmed issue in its repository's memory: its embedding by one model version, its label.
+
+    The serving model's scores for the repository's next issues are adjusted by its nearest entries
+    (core.memory); rows embedded by another version than the one serving are not used.
+    """
+
+    __tablename__ = "memory_entries"
+    __table_args__ = (UniqueConstraint("issue_id", "model_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), index=True)
+    issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
+    model_version: Mapped[str] = mapped_column(StorableString(64))  # the version that embedded it
+    label: Mapped[str] = mapped_column(StorableString(255))  # the label a human confirmed
+    embedding: Mapped[bytes] = mapped_column(LargeBinary)  # float32, little-endian, L2-normalised
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -56,6 +56,11 @@ def add_commands(commands) -> None:
     replay.add_argument("--seed", type=int, default=42, help="seed of --order shuffled")
     replay.add_argument("--out", type=Path, default=Path("var/replay"), help="where the CSV and PNG go")
     replay.add_argument("--json", action="store_true")
+    replay.add_argument("--no-memory", action="store_true",
+                        help="confirmed issues do not adjust the next scores (measures retraining alone)")
+    replay.add_argument("--no-retrain", action="store_true", help="never retrain (measures the memory alone)")
+    replay.add_argument("--no-learning", action="store_true",
+                        help="the starting model serves frozen: no memory, no retraining (the baseline)")
 
 
 def cmd_retrain(args: argparse.Namespace, settings: Settings) -> int:
@@ -154,7 +159,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     examples = examples[:args.limit]
     options = ReplayOptions(repo=args.repo, retrain_every=args.retrain_every, window=args.window,
                             retrain_epochs=args.epochs, retrain_max_length=args.max_length,
-                            min_per_label=args.min_per_label)
+                            min_per_label=args.min_per_label, memory=not (args.no_memory or args.no_learning),
+                            retrain=not (args.no_retrain or args.no_learning))
     if args.label_map:
         options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))
     base = args.base_model_dir or _promoted_model_dir(settings)

@@ -2,9 +2,11 @@
 
 A labelled file's issues of one repository are fed in time order through the real pipeline (signed
 webhook → Redis → RQ worker → the fake GitHub). A simulated maintainer keeps every right label and
-corrects every wrong one; every K confirmed issues a retraining job goes through the normal path
-(`trainer.jobs.retrain` on the training queue, then the promotion gate). The learning curve is the
-accuracy of the model serving at each point on the issues that come next.
+corrects every wrong one; each confirmed issue enters the repository's memory at once (core.memory), and
+every K confirmed issues a retraining job goes through the normal path (`trainer.jobs.retrain` on the
+training queue, then the promotion gate). Either part can be switched off to measure the other; with both
+off the starting model serves frozen. The learning curve is the accuracy of the bot at each point on the
+issues that come next.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class ReplayOptions:
     retrain_epochs: int = 2
     retrain_max_length: int = 256
     min_per_label: int = 20
+    memory: bool = True  # confirmed issues adjust the next issues' scores (off: --no-memory)
+    retrain: bool = True  # a retraining job every retrain_every issues (off: --no-retrain)
 
 
 @dataclasses.dataclass
@@ -90,7 +94,8 @@ def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: Fak
                     api_url=github.url, database_url=f"sqlite:///{workdir / 'replay.db'}", redis_url=redis_url,
                     model_dir=workdir / "models", threshold=options.threshold, app_slug="issue-sorter",
                     github_write_interval=0.0, repo_min_per_label=options.min_per_label,
-                    retrain_epochs=options.retrain_epochs, retrain_max_length=options.retrain_max_length)
+                    retrain_epochs=options.retrain_epochs, retrain_max_length=options.retrain_max_length,
+                    memory=options.memory)
 
 
 def _prepare(settings: Settings, base_model_dir: Path) -> None:
@@ -124,7 +129,7 @@ class _Run:
         steps, retrains = [], []
         for number, example in enumerate(tqdm(examples, desc="replay", unit="issue", disable=not progress), 1):
             steps.append(self.one_issue(number, example))
-            if number % self.options.retrain_every == 0 and number < len(examples):
+            if self.options.retrain and number % self.options.retrain_every == 0 and number < len(examples):
                 retrains.append(self.retrain(number))
         return steps, retrains
 

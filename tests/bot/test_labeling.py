@@ -1,3 +1,4 @@
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -121,3 +122,35 @@ def test_label_names_in_suggestions_and_templates_ping_nobody(template):
     choice = Choice("@org/team", 0.6, "@org/team", "the repository has this label")
     label = label_comment(choice, scores, LabelingPolicy(comment_template=template))
     assert "@" not in text_outside_code(label) and "@org/team" in code_contents(label)
+
+
+def abstained(policy: LabelingPolicy, repo_labels=("bug", "enhancement")):
+    from bot.labeling import mark_abstained
+    from tests.fakes import FakeGitHub
+
+    github = FakeGitHub(labels={"o/r": list(repo_labels)})
+    return mark_abstained(github, "o/r", 7, list(repo_labels), policy), github
+
+
+def test_an_abstention_is_marked_only_when_a_label_is_configured():
+    reason, github = abstained(LabelingPolicy())
+    assert (reason, github.writes()) == ("", [])
+    reason, github = abstained(LabelingPolicy(abstain_label="needs-triage"))
+    assert reason == "; marked 'needs-triage'"
+    assert github.writes() == [("create_label", "o/r", "needs-triage"), ("add_labels", "o/r", 7, ("needs-triage",))]
+
+
+def test_the_abstention_label_respects_the_allowlist_and_dry_run():
+    reason, github = abstained(LabelingPolicy(abstain_label="needs-triage", allow=("bug",)))
+    assert "not in the repository's allowlist" in reason and github.writes() == []
+    assert abstained(LabelingPolicy(abstain_label="needs-triage", dry_run=True))[1].writes() == []
+    reason, github = abstained(LabelingPolicy(abstain_label="triage"), repo_labels=("triage",))
+    assert github.writes() == [("add_labels", "o/r", 7, ("triage",))]  # an existing label is not created again
+
+
+def test_the_repositorys_abstain_label_overrides_the_apps_and_false_turns_it_off(settings):
+    app = dataclasses.replace(settings, abstain_label="needs-triage")
+    classifier = SimpleNamespace(card=None)
+    for text, expected in [("", "needs-triage"), ("abstain_label: triage", "triage"), ("abstain_label: false", None)]:
+        policy = policy_for(app, parse_config(text)[0], classifier, dry_run=False)
+        assert policy.abstain_label == expected

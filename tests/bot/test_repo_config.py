@@ -66,7 +66,7 @@ def test_no_file_or_an_empty_one_means_defaults_without_problems(text):
     ("comment_template: 42", "comment_template must be text, not int"),
     ("comment_template: 'Sorted as {kind}'", "unknown field `'kind'`"),
     ("comment_template: 'Sorted as {'", "not a format string"),
-    ("colour: blue", "unknown setting `'colour'` (known: allow, apply, comment_template,"),
+    ("colour: blue", "unknown setting `'colour'` (known: abstain_label, allow, apply, comment_template,"),
     ("thresold: 0.7", "unknown setting `'thresold'` (did you mean `threshold`?)"),
 ])
 def test_a_malformed_setting_that_restrains_nothing_is_named_and_its_default_applies(text, problem):
@@ -385,3 +385,20 @@ def test_a_repository_without_a_file_uses_its_organisations_dot_github_config(wo
     assert fake_github.calls("GET", rf"/repos/{REPO}/contents/{CONFIG_PATH}")[0].status == 404
     assert fake_github.calls("GET", rf"/repos/Codertocat/\.github/contents/{CONFIG_PATH}")[0].status == 200
     assert fake_github.issue_labels(REPO, 1) == [] and len(fake_github.comments(REPO, 1)) == 1
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("abstain_label: needs-triage\n", "needs-triage"),
+    ("abstain_label: false\n", ""),  # turns the App's ISSUE_SORTER_ABSTAIN_LABEL off here
+    ("mode: label\n", None),  # not set: the App's setting applies
+])
+def test_abstain_label_names_the_label_of_issues_the_bot_is_not_sure_of(text, expected):
+    config, problems = parse_config(text)
+    assert (config.abstain_label, problems, config.held) == (expected, [], None)
+
+
+@pytest.mark.parametrize("value", ["42", "' padded '", "[a, b]", "x" * 51])
+def test_a_broken_abstain_label_is_dropped_and_named_but_holds_nothing(value):
+    config, problems = parse_config(f"abstain_label: {value}\nallow: [bug]\n")
+    assert config.abstain_label is None and config.allow == ("bug",) and config.held is None
+    assert len(problems) == 1 and problems[0].startswith("abstain_label must be a label name")

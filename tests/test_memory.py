@@ -1,0 +1,137 @@
+"""The memory's rule and store (core.memory): pure functions and a SQLite session, no model."""
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from core import memory, store
+from core.db import session_scope
+from core.memory import Memory, Neighbour, adjust_scores, class_of, knn_vote
+from core.tables import MemoryEntry
+
+MODEL = {"bug": 0.5, "feature": 0.3, "question": 0.2}
+
+
+def test_an_empty_memory_leaves_the_models_scores_as_they_are():
+    assert adjust_scores(MODEL, [], {}) == MODEL
+
+
+def test_the_adjusted_scores_are_probabilities_over_the_same_classes():
+    adjusted = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 10, {"question": 30, "bug": 5})
+    assert set(adjusted) == set(MODEL) and sum(adjusted.values()) == pytest.approx(1.0)
+    assert all(value > 0 for value in adjusted.values())
+
+
+def test_similar_confirmed_issues_of_another_kind_overturn_an_unsure_model():
+    neighbours = [Neighbour("question", 0.8)] * 10
+    adjusted = adjust_scores(MODEL, neighbours, {"bug": 30, "feature": 30, "question": 30})
+    assert max(adjusted, key=adjusted.get) == "question"
+
+
+def test_the_repositorys_label_frequencies_alone_shift_the_scores():
+    adjusted = adjust_scores(MODEL, [], {"question": 90, "bug": 5, "feature": 5}, prior_strength=1.0)
+    assert adjusted["question"] > MODEL["question"] and adjusted["bug"] < MODEL["bug"]
+
+
+def test_the_first_confirmed_issue_counts_at_once_with_the_served_constants():
+    adjusted = adjust_scores(MODEL, [Neighbour("feature", 0.8)], {"feature": 1})
+    assert max(adjusted, key=adjusted.get) == "feature"
+
+
+def test_without_prior_correction_and_kNN_weight_the_scores_do_not_move():
+    adjusted = adjust_scores(MODEL, [Neighbour("question", 1.0)], {"question": 50}, knn_weight=0.0,
+                             prior_strength=0.0)
+    assert adjusted == pytest.approx(MODEL)
+
+
+def test_the_vote_counts_more_as_the_memory_grows():
+    few = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 3, {"bug": 1, "feature": 1, "question": 1},
+                        prior_strength=0.0, knn_ramp=20)
+    many = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 3, {"bug": 100, "feature": 100, "question": 100},
+                         prior_strength=0.0, knn_ramp=20)
+    assert MODEL["question"] < few["question"] < many["question"]
+
+
+def test_the_knn_vote_weighs_neighbours_by_similarity_and_never_zeroes_a_class():
+    vote = knn_vote([Neighbour("bug", 0.9), Neighbour("feature", 0.3), Neighbour("question", -0.5)],
+                    ["bug", "feature", "question"])
+    assert vote["bug"] > vote["feature"] > vote["question"] > 0
+
+
+@pytest.mark.parametrize("label,classes,expected", [
+    ("bug", ["bug", "feature"], "bug"), ("enhancement", ["bug", "feature"], "feature"),
+    ("Type: Bug", ["bug"], "bug"), ("wontfix", ["bug", "feature"], None), ("area: ui", ["area: ui"], "area: ui"),
+])
+def test_a_confirmed_label_counts_for_the_model_class_it_stands_for(label, classes, expected):
+    assert class_of(label, classes) == expected
+
+
+def test_the_nearest_confirmed_issues_are_the_most_similar_first():
+    vectors = np.array([[1, 0, 0], [0, 1, 0], [0.9, 0.1, 0]], dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    nearest = Memory(vectors, ["bug", "feature", "question"]).nearest([1.0, 0.05, 0.0], k=2)
+    assert [n.label for n in nearest] == ["bug", "question"] and nearest[0].similarity > nearest[1].similarity
+
+
+def remembered(session, repo: str, number: int, label: str, vector, version: str = "v1"):
+    issue = store.upsert_issue(session, store.ensure_repository(session, repo), number, title="t", body="b",
+                               author_login="a", state="open")
+    issue.confirmed_label = label
+    memory.remember(session, issue, label, version, vector)
+    return issue
+
+
+def test_the_memory_is_stored_per_repository_and_version(sessions):
+    with session_scope(sessions) as session:
+        remembered(session, "o/a", 1, "bug", [1.0, 0.0])
+        remembered(session, "o/a", 2, "enhancement", [0.0, 2.0])
+        remembered(session, "o/b", 1, "question", [1.0, 0.0])
+        remembered(session, "o/a", 3, "question", [1.0, 0.0], version="v2")
+    with session_scope(sessions) as session:
+        repo_a = store.ensure_repository(session, "o/a")
+        recalled = memory.recall(session, repo_a.id, "v1", ["bug", "feature", "question"])
+        assert sorted(recalled.labels) == ["bug", "feature"]
+        assert np.allclose(np.linalg.norm(recalled.vectors, axis=1), 1.0)  # stored normalised, float32
+        assert len(memory.recall(session, repo_a.id, "v3", ["bug"])) == 0
+
+
+def test_remembering_an_issue_again_replaces_its_entry_and_forgetting_drops_it(sessions):
+    with session_scope(sessions) as session:
+        remembered(session, "o/a", 1, "bug", [1.0, 0.0])
+        issue = remembered(session, "o/a", 1, "question", [0.0, 1.0])
+        assert session.scalars(select(MemoryEntry.label)).all() == ["question"]
+        memory.forget(session, issue)
+        assert session.scalars(select(MemoryEntry)).all() == []
+
+
+def test_the_memory_keeps_the_newest_entries_of_a_repository(sessions, monkeypatch):
+    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
+    with session_scope(sessions) as session:
+        for number in range(1, 6):
+            remembered(session, "o/a", number, "bug", [1.0, float(number)])
+        remembered(session, "o/b", 1, "bug", [1.0, 0.0])
+        kept = session.execute(select(MemoryEntry.issue_id, MemoryEntry.repository_id)).all()
+        assert len(kept) == 4  # three of o/a, and o/b's own
+
+
+def test_confirmed_issues_the_serving_version_has_not_embedded_are_found_for_the_refill(sessions):
+    with session_scope(sessions) as session:
+        old = remembered(session, "o/a", 1, "bug", [1.0, 0.0], version="old")
+        repository_id = old.repository_id
+        assert [i.number for i in memory.not_embedded(session, repository_id, "new")] == [1]
+        assert memory.not_embedded(session, repository_id, "old") == []
+        memory.drop_other_versions(session, repository_id, "new")
+        assert session.scalars(select(MemoryEntry)).all() == []
+
+
+@pytest.mark.slow
+def test_the_served_encoder_embeds_each_text_as_it_scores_it(tiny_model_dir):
+    from core.classifier import load_classifier
+
+    classifier = load_classifier(tiny_model_dir)
+    texts = ["Crash on save\n\nTraceback: TypeError in save()", "Add a dark mode", "How do I set a proxy? " * 20]
+    scores, vectors = classifier.predict_and_embed(texts)
+    assert scores == [pytest.approx(row) for row in classifier.predict(texts)]
+    alone = [classifier.embed([text])[0] for text in texts]  # batched and length-sorted: same order back
+    assert np.allclose(classifier.embed(texts), alone, atol=1e-5) and np.allclose(vectors, alone, atol=1e-5)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5) and len(vectors[0]) == 384
