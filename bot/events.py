@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -126,6 +127,22 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any]) -> Event |
     except (KeyError, TypeError, AttributeError, ValueError) as error:  # ValueError: "number": "abc"
         raise MalformedPayload(f"{event_name}.{action} payload lacks or mistypes {error}") from error
     return None
+
+
+def event_time(payload: dict[str, Any]) -> dt.datetime | None:
+    """When the event happened: the newest `updated_at` of its issue or comment; None when it has neither.
+
+    Installation events are left out: adding a repository need not touch the installation's `updated_at`.
+    """
+    times = []
+    for key in ("issue", "comment"):
+        value = payload.get(key)
+        try:
+            stamp = dt.datetime.fromisoformat(value["updated_at"])
+        except (TypeError, KeyError, ValueError):  # absent, or not a time: this field cannot date the event
+            continue
+        times.append(stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc))
+    return max(times, default=None)
 
 
 ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted"}

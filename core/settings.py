@@ -39,6 +39,9 @@ class Settings:
     repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
     retrain_epochs: int = 2  # ISSUE_SORTER_RETRAIN_EPOCHS: epochs of each retraining run
     retrain_max_length: int | None = None  # ISSUE_SORTER_RETRAIN_MAX_LENGTH: tokens per issue; None: the champion's
+    # ISSUE_SORTER_MAX_EVENT_AGE: seconds after which an issue or comment event is ignored as a replay (0: never);
+    # GitHub redelivers for 3 days, plus an hour for clocks and queues (bot.queueing.REPLAY_WINDOW_SECONDS)
+    max_event_age: int = 3 * 24 * 3600 + 3600
 
     @property
     def dry_run(self) -> bool:
@@ -83,6 +86,9 @@ class Settings:
         values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
         values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)
         values["retrain_max_length"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MAX_LENGTH", int, None, problems)
+        values["max_event_age"] = _parse(environ, "ISSUE_SORTER_MAX_EVENT_AGE", int, cls.max_event_age, problems)
+        if values["max_event_age"] < 0:
+            problems.append("ISSUE_SORTER_MAX_EVENT_AGE must be 0 (no limit) or a positive number of seconds")
         if problems:
             raise ConfigError(problems)
         return cls(**values)
