@@ -55,6 +55,7 @@ class CommentEvent:
     commenter_login: str
     commenter_is_bot: bool
     body: str
+    comment_id: int | None = None  # where a refusal is answered, with a reaction
 
     def job_kwargs(self) -> dict[str, Any]:
         return _plain(asdict(self))
@@ -171,6 +172,7 @@ def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:
         repo=payload["repository"]["full_name"], number=int(payload["issue"]["number"]),
         commenter_login=user.get("login") or "", commenter_is_bot=user.get("type") == "Bot",
         body=str(comment.get("body") or "")[:MAX_JOB_BODY_CHARS],
+        comment_id=int(comment["id"]) if comment.get("id") is not None else None,
     )
 
 
