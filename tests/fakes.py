@@ -77,6 +77,9 @@ class FakeGitHub:
     def create_comment(self, repo: str, number: int, body: str) -> None:
         self.calls.append(("create_comment", repo, number, body))
 
+    def react_to_comment(self, repo: str, comment_id: int, content: str) -> None:
+        self.calls.append(("react_to_comment", repo, comment_id, content))
+
     def get_permission(self, repo: str, login: str) -> str:
         self.calls.append(("get_permission", repo, login))
         return self.permissions.get((repo, login), "none")
