@@ -1,4 +1,5 @@
-"""The model commands of `issue-sorter`: train, bootstrap-model, select, evaluate, models, promote, rollback."""
+"""The model commands of `issue-sorter`: train, bootstrap-model, select, evaluate, models, promote, rollback,
+gc-models."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from trainer.dataset import (
 )
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
-from trainer.registry import Registry
+from trainer.registry import KEEP_PROMOTED, Registry
 
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
@@ -49,6 +50,8 @@ def add_commands(subparsers) -> None:
             ("models", models, "list registered model versions", lambda parser: None),
             ("promote", promote, "promote a version (through the gate unless --force)", _promote_parser),
             ("rollback", rollback, "serve again the version that served before the current one", _scope_argument),
+            ("gc-models", gc_models, "delete the files of versions neither serving nor kept for rollback "
+             "(the training worker does it after each retraining)", _gc_parser),
             ("push-model", push_model, "publish a registered version to the Hugging Face hub or a directory",
              _push_parser),
             ("pull-model", pull_model, "register a published model (hub id or directory); the gate decides",
@@ -133,6 +136,12 @@ def _promote_parser(parser: argparse.ArgumentParser) -> None:
 
 
 # ---- commands ----
+
+def _gc_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep", type=int, default=KEEP_PROMOTED,
+                        help=f"promoted versions kept per scope, the serving one included (default {KEEP_PROMOTED})")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+
 
 def train_config_from(args: argparse.Namespace, recipe: dict | None = None) -> TrainConfig:
     """TrainConfig defaults, then `recipe`, overridden by the flags given."""
@@ -294,6 +303,17 @@ def promote(args: argparse.Namespace, settings: Settings) -> int:
                                   force=args.force, trigger="manual")
         print(("promoted " if run.promoted else "not promoted ") + run.message)
     return 0 if run.promoted else 1
+
+
+def gc_models(args: argparse.Namespace, settings: Settings) -> int:
+    """`gc-models`: what serves and what a rollback may need stays; the rows stay as history."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        deleted = Registry(settings.model_dir, session).collect_garbage(keep_promoted=args.keep,
+                                                                        dry_run=args.dry_run)
+    for row in deleted:
+        print(f"{'would delete' if args.dry_run else 'deleted'} {row.version} ({row.scope}): {row.path}")
+    print(f"{len(deleted)} model versions {'to delete' if args.dry_run else 'deleted'}")
+    return 0
 
 
 def rollback(args: argparse.Namespace, settings: Settings) -> int:
