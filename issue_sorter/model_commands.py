@@ -1,5 +1,5 @@
 """The model commands of `issue-sorter`: train, bootstrap-model, select, evaluate, models, promote, rollback,
-gc-models."""
+convert-tfidf, gc-models."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def add_commands(subparsers) -> None:
             ("models", models, "list registered model versions", lambda parser: None),
             ("promote", promote, "promote a version (through the gate unless --force)", _promote_parser),
             ("rollback", rollback, "serve again the version that served before the current one", _scope_argument),
+            ("convert-tfidf", convert_tfidf, "rewrite registered TF-IDF models pickled by older versions as data "
+             "(runs the pickles: only for models you trust)", _convert_parser),
             ("gc-models", gc_models, ("delete the files of versions neither serving nor kept for rollback "
                                       "(the training worker does it after each retraining)"), _gc_parser),
             ("push-model", push_model, "publish a registered version to the Hugging Face hub or a directory",
@@ -136,6 +138,10 @@ def _promote_parser(parser: argparse.ArgumentParser) -> None:
 
 
 # ---- commands ----
+
+def _convert_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("versions", nargs="*", help="registered versions (default: every one)")
+
 
 def _gc_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", type=int, default=KEEP_PROMOTED,
@@ -303,6 +309,21 @@ def promote(args: argparse.Namespace, settings: Settings) -> int:
                                   force=args.force, trigger="manual")
         print(("promoted " if run.promoted else "not promoted ") + run.message)
     return 0 if run.promoted else 1
+
+
+def convert_tfidf(args: argparse.Namespace, settings: Settings) -> int:
+    """`convert-tfidf [VERSION...]`: no pickle left to load in the registry's directories."""
+    from trainer.baseline import convert_pickled
+
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        registry = Registry(settings.model_dir, session)
+        rows = [registry.get(version) for version in args.versions] if args.versions else registry.list()
+        paths = [Path(row.path) for row in rows if Path(row.path).is_dir()]
+    converted = [directory for path in paths for directory in convert_pickled(path)]
+    for directory in converted:
+        print(f"converted {directory}")
+    print(f"{len(converted)} pickled TF-IDF models converted")
+    return 0
 
 
 def gc_models(args: argparse.Namespace, settings: Settings) -> int:

@@ -113,7 +113,7 @@ def _body(card: dict, metrics: dict) -> str:
         "- Repositories it never saw score lower than its test split: judge it on your own issues first "
         "(Issue Sorter's `mode: shadow` or `suggest`).",
         "- Issue text carries the reporters' words; the model may echo their biases. Never use it to judge people.",
-        "- Blends include a TF-IDF model saved with joblib (a pickle): load it only from a publisher you trust.",
+        "- The TF-IDF member is saved as JSON and NumPy arrays (no pickle): loading it runs no code.",
         "",
     ])
 

@@ -73,7 +73,11 @@ def test_a_hub_id_goes_through_the_uploader_and_the_downloader(tmp_path, tiny_mo
 
 
 def test_a_hub_model_with_a_pickle_is_refused_unless_trusted(tmp_path, tfidf_model):
+    import joblib
+
     tfidf_model.save(tmp_path / "tfidf", version="t")
+    assert publish.pull_model("someone/model", download=lambda **_: str(tmp_path / "tfidf")) == tmp_path / "tfidf"
+    joblib.dump(tfidf_model.pipeline, tmp_path / "tfidf" / "pipeline.joblib")  # as older versions saved it
     download = lambda **_: str(tmp_path / "tfidf")  # noqa: E731
     with pytest.raises(publish.PublishError, match="--trust-pickle"):
         publish.pull_model("someone/model", download=download)

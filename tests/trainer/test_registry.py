@@ -39,7 +39,7 @@ def test_versions_are_unique_and_readable(registry, tfidf_model):
 def test_a_saved_directory_elsewhere_is_copied_in_and_renamed(registry, model_dir, tfidf_model, tmp_path):
     source = tfidf_model.save(tmp_path / "elsewhere", version="draft")
     row = registry.register(source, metrics={"macro_f1": 0.6})
-    assert row.version != "draft" and (model_dir / row.version / "pipeline.joblib").is_file()
+    assert row.version != "draft" and (model_dir / row.version / "tfidf.json").is_file()
     assert _card(model_dir / row.version)["version"] == row.version
     assert _card(model_dir / row.version)["metrics"] == {"macro_f1": 0.6}
     assert _card(source)["version"] == "draft"  # the source is left as it was
