@@ -85,7 +85,10 @@ def cmd_training_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
     _require_redis(settings, "cron")
-    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron", "--url", settings.redis_url])
+    # rq's CLI reads --url from RQ_REDIS_URL: the URL holds Redis's password, and a command line is
+    # readable by every user of the machine (`ps`)
+    os.environ["RQ_REDIS_URL"] = settings.redis_url
+    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron"])
 
 
 def cmd_forward(args: argparse.Namespace, settings: Settings) -> int:
