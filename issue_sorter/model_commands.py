@@ -50,8 +50,9 @@ def add_commands(subparsers) -> None:
             ("models", models, "list registered model versions", lambda parser: None),
             ("promote", promote, "promote a version (through the gate unless --force)", _promote_parser),
             ("rollback", rollback, "serve again the version that served before the current one", _scope_argument),
-            ("convert-tfidf", convert_tfidf, "rewrite registered TF-IDF models pickled by older versions as data "
-             "(runs the pickles: only for models you trust)", _convert_parser),
+            ("convert-tfidf", convert_tfidf, ("rewrite registered TF-IDF models pickled by older versions as "
+                                              "data (runs the pickles: only for models you trust)"),
+             _convert_parser),
             ("gc-models", gc_models, ("delete the files of versions neither serving nor kept for rollback "
                                       "(the training worker does it after each retraining)"), _gc_parser),
             ("push-model", push_model, "publish a registered version to the Hugging Face hub or a directory",

@@ -69,10 +69,7 @@ def redis_contents(port: int, password: str) -> bytes:
     redis = Redis(port=port, username="issue-sorter", password=password)
     dump = []
     for key in redis.scan_iter():
-        kind = redis.type(key).decode()
-        values = {"string": lambda: [redis.get(key)], "hash": lambda: [*redis.hgetall(key).items()],
-                  "list": lambda: redis.lrange(key, 0, -1), "set": lambda: redis.smembers(key),
-                  "zset": lambda: redis.zrange(key, 0, -1)}.get(kind, lambda: [])()
+        values = read_value(redis, key)
         dump.append(key + repr(values).encode())
         for value in values:
             for part in value if isinstance(value, tuple) else [value]:
@@ -82,3 +79,14 @@ def redis_contents(port: int, password: str) -> bytes:
                     continue
     redis.close()
     return b"\n".join(dump)
+
+
+def read_value(redis: Redis, key: bytes) -> list:
+    kind = redis.type(key).decode()
+    if kind == "string":
+        return [redis.get(key)]
+    if kind == "hash":
+        return list(redis.hgetall(key).items())
+    if kind == "list":
+        return redis.lrange(key, 0, -1)
+    return list(redis.smembers(key) if kind == "set" else redis.zrange(key, 0, -1) if kind == "zset" else [])
