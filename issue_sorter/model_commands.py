@@ -228,7 +228,8 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
         row = registry.register(directory, scope=args.scope)
-        publish.record_origin(Path(row.path), args.source, args.revision)
+        publish.record_origin(Path(row.path), args.source, args.revision,
+                              downloaded=None if publish.is_local(args.source) else directory)
         print(f"registered {row.version} from {args.source}")
         run = compare_and_promote(registry, row.version, load_database(session, args.scope), scope=args.scope,
                                   force=args.force, trigger="pull")
