@@ -10,6 +10,7 @@ import ast
 import csv
 import datetime as dt
 import hashlib
+import itertools
 import json
 import logging
 import sys
@@ -174,8 +175,7 @@ def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
 
 def snapshot_revision(path: Path) -> str | None:
     """The commit of a file in the hub cache (`.../snapshots/<40 hex>/...`), or None elsewhere."""
-    parts = path.parts
-    for before, part in zip(parts, parts[1:], strict=False):
+    for before, part in itertools.pairwise(path.parts):
         if before == "snapshots" and len(part) == 40 and all(c in "0123456789abcdef" for c in part):
             return part
     return None
