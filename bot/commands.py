@@ -2,7 +2,9 @@
 
 The command queues a retraining of the repository's model on the training queue (the trainer runs
 it) and acknowledges; when training is done, the trainer queues `reply_to_retrain` with the result,
-which answers in the same issue with both scores (`retrain_reply`).
+which answers in the same issue with both scores (`retrain_reply`). One retraining per repository at a
+time, and at most one an hour: each writes a model version of about 95 MB. Refusals are reactions on
+the command's comment, never a reply: a reply would @-mention its sender, for anyone to trigger.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import hashlib
 import re
 
 from redis import Redis
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 
 from core.queues import RETRAIN, enqueue
 
@@ -18,6 +22,11 @@ RETRAIN_COMMAND = re.compile(r"^/issue-sorter\s+retrain\b")  # the first line of
 RETRAIN_ROLES = ("admin", "maintain")
 ACKNOWLEDGEMENT = "Retraining started. I will answer here with the old and new scores."
 REPLY_MARKER = "<!-- issue-sorter:retrain -->"
+RETRAIN_COOLDOWN_SECONDS = 3600  # after a command queues a retraining, the next one waits this long
+COOLDOWN_KEY = "issue-sorter:retrain-cooldown:{}"  # SET NX per scope, expiring with the cooldown
+PENDING = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
+NOT_ALLOWED = "-1"  # the reaction to a command from someone without admin or maintain permission
+ALREADY_QUEUED = "confused"  # the reaction to a command while one is queued, running or cooling down
 
 
 def is_command(body: str, *, commenter_is_bot: bool) -> bool:
@@ -25,19 +34,39 @@ def is_command(body: str, *, commenter_is_bot: bool) -> bool:
     return not commenter_is_bot and bool(RETRAIN_COMMAND.match(body.strip()))
 
 
+def retrain_job_id(scope: str) -> str:
+    """One id per scope, so a second command finds the first one's job."""
+    return f"retrain--{hashlib.sha256(scope.encode()).hexdigest()[:24]}"
+
+
 def handle_retrain_command(event: dict, github, redis: Redis) -> str:
-    """Ask GitHub for the commenter's role; queue the retraining and say so, or refuse briefly."""
+    """Ask GitHub for the commenter's role; queue the retraining and say so, or refuse with a reaction."""
     repo, login = event["repo"], event["commenter_login"]
     role = github.get_permission(repo, login)
     if role not in RETRAIN_ROLES:
-        github.create_comment(repo, event["number"], f"@{login} only maintainers and admins of this "
-                                                     "repository can ask Issue Sorter to retrain.")
+        _react(github, event, NOT_ALLOWED)
         return f"refused: {login} has {role} permission"
+    job_id = retrain_job_id(repo)
+    cooldown = COOLDOWN_KEY.format(hashlib.sha256(repo.encode()).hexdigest()[:24])
+    if _pending(redis, job_id) or not redis.set(cooldown, login, nx=True, ex=RETRAIN_COOLDOWN_SECONDS):
+        _react(github, event, ALREADY_QUEUED)
+        return f"refused: a retraining of {repo} is already queued, running or less than an hour old"
     reply_to = {"installation_id": event.get("installation_id"), "repo": repo, "number": event["number"]}
-    enqueue(redis, RETRAIN, {"scope": repo, "trigger": "comment", "reply_to": reply_to},
-            job_id=f"retrain--{hashlib.sha256(event['delivery_id'].encode()).hexdigest()[:24]}")
+    enqueue(redis, RETRAIN, {"scope": repo, "trigger": "comment", "reply_to": reply_to}, job_id=job_id)
     github.create_comment(repo, event["number"], ACKNOWLEDGEMENT)
     return f"retraining queued for {repo} by {login} ({role})"
+
+
+def _pending(redis: Redis, job_id: str) -> bool:
+    try:
+        return Job.fetch(job_id, connection=redis).get_status() in PENDING
+    except NoSuchJobError:
+        return False
+
+
+def _react(github, event: dict, content: str) -> None:
+    if event.get("comment_id") is not None:  # jobs queued before comment ids travelled have none
+        github.react_to_comment(event["repo"], event["comment_id"], content)
 
 
 def retrain_reply(result: dict) -> str:

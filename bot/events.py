@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -58,6 +59,7 @@ class CommentEvent:
     commenter_login: str
     commenter_is_bot: bool
     body: str
+    comment_id: int | None = None  # where a refusal is answered, with a reaction
 
     def job_kwargs(self) -> dict[str, Any]:
         return _plain(asdict(self))
@@ -175,6 +177,22 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any], *,
     return None
 
 
+def event_time(payload: dict[str, Any]) -> dt.datetime | None:
+    """When the event happened: the newest `updated_at` of its issue or comment; None when it has neither.
+
+    Installation events are left out: adding a repository need not touch the installation's `updated_at`.
+    """
+    times = []
+    for key in ("issue", "comment"):
+        value = payload.get(key)
+        try:
+            stamp = dt.datetime.fromisoformat(value["updated_at"])
+        except (TypeError, KeyError, ValueError):  # absent, or not a time: this field cannot date the event
+            continue
+        times.append(stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc))
+    return max(times, default=None)
+
+
 LABEL_ACTIONS = {"created", "edited", "deleted"}
 ISSUE_ACTIONS = {"opened", "labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted",
                  "typed", "untyped"}
@@ -234,6 +252,7 @@ def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:
         repo=payload["repository"]["full_name"], number=int(payload["issue"]["number"]),
         commenter_login=user.get("login") or "", commenter_is_bot=user.get("type") == "Bot",
         body=str(comment.get("body") or "")[:MAX_JOB_BODY_CHARS],
+        comment_id=int(comment["id"]) if comment.get("id") is not None else None,
     )
 
 

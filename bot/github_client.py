@@ -85,6 +85,8 @@ class IssueWriter(Protocol):
 
     def set_issue_type(self, repo: str, number: int, issue_type: str) -> None: ...
 
+    def react_to_comment(self, repo: str, comment_id: int, content: str) -> None: ...
+
     def get_permission(self, repo: str, login: str) -> str: ...
 
     def get_file(self, repo: str, path: str, *, etag: str | None = None) -> RepoFile | Unchanged | None: ...
@@ -221,6 +223,12 @@ class PyGithubWriter:
 
     def create_comment(self, repo: str, number: int, body: str) -> None:
         self._call(lambda: self._repo(repo).get_issue(number).create_comment(body))
+
+    def react_to_comment(self, repo: str, comment_id: int, content: str) -> None:
+        """Put a reaction ("-1", "confused", ...) on an issue comment: an answer that pings nobody."""
+        self._call(lambda: self._github.requester.requestJsonAndCheck(
+            "POST", f"{self._repo(repo).url}/issues/comments/{int(comment_id)}/reactions",
+            input={"content": content}))
 
     def get_permission(self, repo: str, login: str) -> str:
         """The login's role on the repository: admin|maintain|write|triage|read|none (also for 404)."""

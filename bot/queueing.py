@@ -21,6 +21,11 @@ log = logging.getLogger(__name__)
 
 DELIVERY_KEY = "issue-sorter:delivery:{}"  # SET NX marker: a redelivered delivery makes no second job
 DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # GitHub lets you redeliver for a few days; the DB remembers forever
+# The signature covers the body, not the X-GitHub-Delivery header: a captured body resent under a new id
+# passes it. GitHub's redeliveries resend the same body under the same id (the id names the event), so a
+# body seen under another id is a replay. GitHub redelivers for 3 days; the hour is for clocks and queues.
+BODY_KEY = "issue-sorter:body:{}"  # SHA-256 of a signed body → the delivery id it came with
+REPLAY_WINDOW_SECONDS = 3 * 24 * 3600 + 3600
 FAILED_JOB_TTL = 30 * 24 * 3600  # seconds a failed delivery job stays inspectable in RQ
 
 
@@ -31,12 +36,29 @@ def job_id(kind: str, delivery_id: str) -> str:
     return f"{kind}--{safe}"
 
 
-def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str, Any]) -> bool:
+class ReplayedBody(ValueError):
+    """A signed body already delivered under another delivery id: a replay, not GitHub's redelivery."""
+
+
+def body_digest(body: bytes) -> str:
+    """The key a signed body is remembered by."""
+    return hashlib.sha256(body).hexdigest()
+
+
+def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str, Any], *,
+                 body_sha256: str | None = None) -> bool:
     """Enqueue `spec(**kwargs)` unless this delivery was already enqueued; True when a job was made.
 
-    Raises redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub
-    marks the delivery failed and it can be redelivered.
+    With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. Raises
+    redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub marks the
+    delivery failed and it can be redelivered.
     """
+    body_key = BODY_KEY.format(body_sha256) if body_sha256 else None
+    first_sight = bool(body_key and redis.set(body_key, delivery_id, nx=True, ex=REPLAY_WINDOW_SECONDS))
+    if body_key and not first_sight:
+        seen = redis.get(body_key)
+        if seen is not None and seen.decode() != delivery_id:
+            raise ReplayedBody(f"body already delivered as {seen.decode()}")
     marker = DELIVERY_KEY.format(delivery_id)
     if not redis.set(marker, spec.queue, nx=True, ex=DELIVERY_TTL_SECONDS):
         log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
@@ -45,7 +67,7 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
         enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
                 failure_ttl=FAILED_JOB_TTL)
     except Exception:
-        redis.delete(marker)  # let GitHub's redelivery try again
+        redis.delete(marker, *([body_key] if first_sight else []))  # let GitHub's redelivery try again
         raise
     return True
 

@@ -63,8 +63,8 @@ def receive():
     if event_name == "ping":
         return {"ok": True, "zen": "pong"}, 200
     try:
-        event = events.parse(event_name, delivery_id, events.decode_body(body, request.mimetype),
-                             received_at=dt.datetime.now(dt.timezone.utc).isoformat())
+        payload = events.decode_body(body, request.mimetype)
+        event = events.parse(event_name, delivery_id, payload, received_at=dt.datetime.now(dt.timezone.utc).isoformat())
     except events.UnsupportedContentType as error:
         return {"error": str(error)}, 415
     except events.MalformedPayload as error:
@@ -72,13 +72,25 @@ def receive():
     route = route_for(event) if event else None
     if route is None:
         return "", 204
-    return _enqueue(route, event)
+    if _too_old(events.event_time(payload), settings.max_event_age):
+        log.warning("ignored delivery %s: its event is older than GitHub's redelivery window", delivery_id)
+        return {"ignored": "event older than GitHub's redelivery window", "delivery": delivery_id}, 200
+    return _enqueue(route, event, queueing.body_digest(body))
 
 
-def _enqueue(job: JobSpec, event: events.Event):
+def _too_old(happened: dt.datetime | None, max_age: int) -> bool:
+    """A replay of an old capture: the body markers that stop replays last only this long."""
+    now = dt.datetime.now(dt.timezone.utc)
+    return bool(max_age and happened and (now - happened).total_seconds() > max_age)
+
+
+def _enqueue(job: JobSpec, event: events.Event, body_sha256: str):
     try:
         created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], job, event.delivery_id,
-                                        event.job_kwargs())
+                                        event.job_kwargs(), body_sha256=body_sha256)
+    except queueing.ReplayedBody as error:
+        log.warning("refused delivery %s: %s", event.delivery_id, error)
+        return {"error": "this body was already delivered under another X-GitHub-Delivery"}, 409
     except RedisError as error:
         log.error("cannot queue delivery %s: Redis unavailable (%s)", event.delivery_id, type(error).__name__)
         return {"error": "queue unavailable, please redeliver"}, 503

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL_CARD = "issue_sorter.json"  # beside the weights, in every model directory
-PIPELINE_FILE = "pipeline.joblib"  # a TF-IDF model's fitted sklearn pipeline
+PIPELINE_FILE = "pipeline.joblib"  # a TF-IDF model pickled by versions before core.tfidf_files: never loaded
 BLEND_MEMBERS = ("encoder", "tfidf")  # a blend's member models, each in a subdirectory of that name
 KINDS_OF_MODEL = ("transformer", "tfidf", "blend")
 

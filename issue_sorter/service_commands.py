@@ -50,6 +50,11 @@ def add_commands(commands) -> None:
     setup.add_argument("--manifest", type=Path, default=CHECKOUT / "app.yml", help="the manifest (default: app.yml)")
     setup.add_argument("--force", action="store_true", help="register another App although .env has one")
     setup.add_argument("--no-browser", action="store_true", help="print the page's address, open nothing")
+    credentials = add(commands, "redis-credentials", cmd_redis_credentials,
+                      "generate Redis passwords per service and the ACL file docker-compose.yml mounts",
+                      settings=NO_SETTINGS, database=False)
+    credentials.add_argument("directory", type=Path, nargs="?", default=Path("secrets"),
+                             help="where to write them (default: ./secrets)")
     migrate = add(commands, "migrate", cmd_migrate, "apply database migrations", database=False)
     migrate.add_argument("revision", nargs="?", default="head")
 
@@ -85,7 +90,10 @@ def cmd_training_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
     _require_redis(settings, "cron")
-    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron", "--url", settings.redis_url])
+    # rq's CLI reads --url from RQ_REDIS_URL: the URL holds Redis's password, and a command line is
+    # readable by every user of the machine (`ps`)
+    os.environ["RQ_REDIS_URL"] = settings.redis_url
+    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron"])
 
 
 def cmd_forward(args: argparse.Namespace, settings: Settings) -> int:
@@ -106,6 +114,15 @@ def cmd_setup(args: argparse.Namespace, _settings: None) -> int:
     except SetupError as error:
         raise SystemExit(f"issue-sorter setup: {error}") from None
     print(next_steps(registration, args.org))
+    return 0
+
+
+def cmd_redis_credentials(args: argparse.Namespace, _settings: None) -> int:
+    from issue_sorter.redis_credentials import ACL_FILE, write_credentials
+
+    users = write_credentials(args.directory)
+    print(f"wrote {args.directory / ACL_FILE} and a password file for each of {', '.join(users)} (mode 600); "
+          "existing passwords are kept")
     return 0
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import threading
 import webbrowser
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from bot.manifest import (
     new_state,
     registration_url,
 )
+from issue_sorter.private_files import write_secret_file
 
 ENV_FILE = Path(".env")
 KEY_FILE = Path("var/github-app.private-key.pem")
@@ -164,15 +164,6 @@ def write_env(path: Path, values: Mapping[str, str]) -> None:
             raise SetupError(f"{key} cannot be written to {path} as one line")
         kept.append(f"{key}='{value}'")
     write_secret_file(path, "\n".join(kept) + "\n")
-
-
-def write_secret_file(path: Path, text: str) -> None:
-    """Create or replace a file readable by its owner only, from its very first byte."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        os.fchmod(handle.fileno(), 0o600)  # an existing file keeps its mode through O_CREAT: set it
-        handle.write(text)
 
 
 def next_steps(registration: Registration, org: str | None) -> str:

@@ -149,6 +149,9 @@ def _timestamp(moment: float) -> str:
     return datetime.datetime.fromtimestamp(int(moment), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")  # GitHub's reaction contents
+
+
 def _reactions(url: str) -> dict[str, Any]:
     counts = ("total_count", "+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
     return {"url": url, **dict.fromkeys(counts, 0)}
@@ -284,6 +287,7 @@ class FakeGitHub:
         self._failures: list[_Failure] = []
         self._moved: dict[tuple[str, int], tuple[int, int]] = {}  # (repo, number) → (new repo id, number)
         self._requests: list[RecordedRequest] = []
+        self._reactions: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (repo, comment id) → reactions
         self._deliveries: dict[int, dict[str, Any]] = {}  # id -> attempt; "body" (bytes) is ours, not listed
         self.webhook_url: str | None = None  # where redeliveries go; None: "failed to connect"
         self.webhook_secret: str | None = None  # signs redeliveries' X-Hub-Signature-256
@@ -432,6 +436,11 @@ class FakeGitHub:
         with self._lock:
             return [comment["body"] for comment in self._repos[full_name]["issues"][number]["comments"]]
 
+    def reactions(self, full_name: str, comment_id: int) -> list[str]:
+        """The contents ("-1", "confused", ...) of the reactions put on a comment, oldest first."""
+        with self._lock:
+            return [reaction["content"] for reaction in self._reactions.get((full_name, comment_id), [])]
+
     @property
     def requests(self) -> list[RecordedRequest]:
         """Every request answered so far, token requests and refusals included."""
@@ -476,6 +485,7 @@ class FakeGitHub:
             ("POST", f"{issue}/labels", self._add_labels),
             ("DELETE", f"{issue}/labels/<path:label>", self._remove_label),
             ("POST", f"{issue}/comments", self._create_comment),
+            ("POST", f"{repo}/issues/comments/<int:comment_id>/reactions", self._create_reaction),
             ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
             ("GET", f"{repo}/contents/<path:path>", self._contents),
             ("POST", "/settings/apps/new", self._new_app),
@@ -821,6 +831,26 @@ class FakeGitHub:
                    "reactions": _reactions(f"{url}/reactions"), "performed_via_github_app": None}
         issue["comments"].append(comment)
         return _json(comment, 201)
+
+    def _create_reaction(self, owner: str, name: str, comment_id: int) -> Response:
+        """POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions: 201 with the reaction, 200 when
+        this user already reacted so. The fake keeps no users' comments, so any id of a known repo is one."""
+        content = (request.get_json(silent=True) or {}).get("content")
+        if f"{owner}/{name}" not in self._repos:
+            return _error(404, "Not Found")
+        if content not in REACTIONS:
+            return _error(422, "Validation Failed", errors=[{"resource": "Reaction", "code": "invalid",
+                                                             "field": "content"}])
+        reactions = self._reactions.setdefault((f"{owner}/{name}", comment_id), [])
+        user = _user_json(self.url, "issue-sorter[bot]", "Bot")
+        for reaction in reactions:
+            if reaction["content"] == content and reaction["user"]["login"] == user["login"]:
+                return _json(reaction, 200)
+        rid = next(self._ids)
+        reaction = {"id": rid, "node_id": f"REA_{rid}", "user": user, "content": content,
+                    "created_at": _timestamp(time.time())}
+        reactions.append(reaction)
+        return _json(reaction, 201)
 
     def _permission(self, owner: str, name: str, login: str) -> Response:
         # Someone who is not a collaborator reads as "none", as on a private repository.

@@ -79,8 +79,10 @@ def sessions(sqlite_url):
 
 @pytest.fixture
 def settings(sqlite_url, tmp_path, redis_url) -> Settings:
+    # max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/test_replays.py
+    # tests the age limit)
     return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=redis_url,
-                    model_dir=tmp_path / "models", github_write_interval=0.0)
+                    model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0)
 
 
 @pytest.fixture

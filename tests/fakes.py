@@ -85,6 +85,9 @@ class FakeGitHub:
     def set_issue_type(self, repo: str, number: int, issue_type: str) -> None:
         self.calls.append(("set_issue_type", repo, number, issue_type))
 
+    def react_to_comment(self, repo: str, comment_id: int, content: str) -> None:
+        self.calls.append(("react_to_comment", repo, comment_id, content))
+
     def get_permission(self, repo: str, login: str) -> str:
         self.calls.append(("get_permission", repo, login))
         return self.permissions.get((repo, login), "none")

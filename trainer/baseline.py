@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from core.card import PIPELINE_FILE, write_card
+from core.tfidf_files import TFIDF_FILE, load_pipeline, save_pipeline
 from trainer.dataset import Example
 
 BASE_MODEL = "tfidf-logreg"  # recorded as the base model of baseline versions
@@ -90,15 +91,35 @@ def train_tfidf_borrowing(own: Sequence[Example], others: Sequence[Example], *, 
 
 def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metrics: dict | None = None,
          thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
-    """Write pipeline.joblib and a model card with kind="tfidf"."""
-    import joblib
-
+    """Write the pipeline as data (core.tfidf_files: JSON and .npy, no pickle) and a card with kind="tfidf"."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    joblib.dump(trained.pipeline, directory / PIPELINE_FILE)
+    save_pipeline(trained.pipeline, directory)
     write_card(directory, version=version, labels=trained.labels, kind="tfidf", base_model=trained.base_model,
                max_length=0, thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
                train_config={"pipeline": "tfidf word1-2 + char_wb2-5, LogisticRegression C=4 balanced",
                              **({"other_repositories": trained.borrowed} if trained.borrowed else {})},
                training={"seconds": round(trained.seconds, 2)})
     return directory
+
+
+def convert_pickled(directory: Path) -> list[Path]:
+    """Rewrite every pickled TF-IDF model under `directory` as data and delete the pickle; returns where.
+
+    This loads the pickles, so it runs what they hold: only for models whose origin you trust (the
+    operator's `issue-sorter convert-tfidf`). The rebuilt model must score probe texts exactly alike.
+    """
+    import joblib
+    import numpy as np
+
+    converted = []
+    for pickled in sorted(Path(directory).rglob(PIPELINE_FILE)):
+        pipeline = joblib.load(pickled)
+        save_pipeline(pipeline, pickled.parent)
+        probes = ["Crash on start: Traceback (most recent call last)", "Please add dark mode", "How do I?", ""]
+        if not np.array_equal(pipeline.predict_proba(probes), load_pipeline(pickled.parent).predict_proba(probes)):
+            (pickled.parent / TFIDF_FILE).unlink()
+            raise ValueError(f"{pickled} did not convert to the same scores: kept as it is")
+        pickled.unlink()
+        converted.append(pickled.parent)
+    return converted

@@ -68,10 +68,13 @@ def is_hub_reachable(timeout: float = 3.0) -> bool:
 def load_source(source: Path | str, *, download=None, seed: int = 42) -> tuple[list[Example], list[Example], str]:
     """(training issues, held-out issues, what they are) for `choose_source`'s answer."""
     if source == HUB:
-        kwargs = {"download": download} if download else {}
+        revisions: set[str] = set()
+        kwargs = {"revisions": revisions} | ({"download": download} if download else {})
         train = balanced(load_hub(TRAIN_REPOS, **kwargs), HUB_PER_KIND, seed)
         held_out = balanced(load_hub(TEST_REPOS, **kwargs), HUB_EVAL_PER_KIND, seed)
-        return train, held_out, f"{HUB_DATASET} (train: {', '.join(TRAIN_REPOS)}; held out: {', '.join(TEST_REPOS)})"
+        pinned = f"@{','.join(sorted(revisions))}" if revisions else ""  # the card records the commit
+        return train, held_out, (f"{HUB_DATASET}{pinned} (train: {', '.join(TRAIN_REPOS)}; "
+                                 f"held out: {', '.join(TEST_REPOS)})")
     path = Path(source)
     test = path.with_name("issues_test.csv")
     return load_file(path), load_file(test) if test.is_file() and test != path else [], str(path)

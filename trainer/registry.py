@@ -16,6 +16,8 @@ from core.classifier import Classifier, load_classifier
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
 
+KEEP_PROMOTED = 3  # per scope: the serving version and the two that `rollback` goes back to
+KEEP_UNPROMOTED = 1  # per scope: the newest challenger, for an operator to look at or promote by hand
 ROLLBACK = "rollback"  # reason prefix of promotions made by `rollback`; the history replay recognises it
 
 
@@ -137,6 +139,31 @@ class Registry:
             elif not stack or stack[-1] != promotion.model_version_id:
                 stack.append(promotion.model_version_id)
         return stack
+
+    def collect_garbage(self, *, keep_promoted: int = KEEP_PROMOTED, keep_unpromoted: int = KEEP_UNPROMOTED,
+                        dry_run: bool = False) -> list[ModelVersion]:
+        """Delete the directories of versions nothing needs; returns their rows, which stay as history.
+
+        Kept: what serves any scope, the last `keep_promoted` versions of each scope's rollback history, and
+        the newest `keep_unpromoted` never-promoted versions of each scope. Only directories under
+        `model_dir` are deleted: a model registered in place elsewhere is its owner's.
+        """
+        if keep_promoted < 1:
+            raise ValueError("keep_promoted must be at least 1: the serving version stays")
+        promoted = set(self.session.scalars(select(ModelPromotion.model_version_id)))
+        needed = {version_id for scope in set(self.session.scalars(select(ModelPromotion.scope)))
+                  for version_id in self._history(scope)[-keep_promoted:]}
+        unpromoted: dict[str, list[ModelVersion]] = {}
+        for row in self.list():
+            if row.id not in promoted:
+                unpromoted.setdefault(row.scope, []).append(row)
+        needed |= {row.id for rows in unpromoted.values() for row in rows[len(rows) - keep_unpromoted:]}
+        root = self.model_dir.resolve()
+        deleted = [row for row in self.list() if row.id not in needed and Path(row.path).is_dir()
+                   and Path(row.path).resolve().is_relative_to(root) and Path(row.path).resolve() != root]
+        for row in deleted if not dry_run else ():
+            shutil.rmtree(row.path)
+        return deleted
 
     def list(self, scope: str | None = None) -> list[ModelVersion]:
         """Registered versions, oldest first; all scopes unless `scope` is given."""

@@ -421,3 +421,14 @@ def test_fake_refuses_a_jwt_signed_with_another_key_and_a_request_without_token(
 
     assert (refused.status_code, anonymous.status_code) == (401, 401)
     assert anonymous.json()["message"] == "Bad credentials"
+
+
+def test_a_reaction_on_a_comment_is_one_post_with_githubs_answer(writer, fake_github):
+    writer.react_to_comment(REPO, 4242, "-1")
+    writer.react_to_comment(REPO, 4242, "-1")  # GitHub answers 200 with the same reaction, and keeps one
+    (first, second) = fake_github.calls("POST", rf"/repos/{REPO}/issues/comments/4242/reactions")
+    assert (first.status, second.status) == (201, 200)
+    assert fake_github.reactions(REPO, 4242) == ["-1"]
+    with pytest.raises(PermanentGitHubError) as refused:
+        writer.react_to_comment(REPO, 4242, "shrug")  # not one of GitHub's eight contents
+    assert refused.value.status == 422

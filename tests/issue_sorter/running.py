@@ -28,6 +28,7 @@ def free_port() -> int:
 def running_service(cwd: Path, env: dict[str, str], *, dry_run: bool = False) -> Iterator[str]:
     """The service's base URL once /healthz says it is up; stopped with SIGTERM, which must exit 0."""
     log_path = cwd / "run.log"
+    env = {"ISSUE_SORTER_MAX_EVENT_AGE": "0", **env}  # the payloads are GitHub's examples, dated 2019
     with log_path.open("w") as log:
         process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=cwd, env=env,
                                    stdout=log, stderr=subprocess.STDOUT)

@@ -66,3 +66,34 @@ def test_borrowing_takes_other_repositories_issues_of_known_labels_only(small_tr
     assert trained.borrowed == {"issues": 2, "weight": 0.3}  # what the model card records
     alone = train_tfidf_borrowing(small_train, [], weight=0.3, labels=["bug", "feature", "question"])
     assert alone.borrowed == {}
+
+
+def test_a_saved_baseline_holds_no_pickle_and_scores_exactly_alike(tfidf_model, nlbse_test, tmp_path):
+    import numpy as np
+
+    directory = tfidf_model.save(tmp_path / "tfidf", version="tfidf-1")
+    for path in directory.iterdir():  # JSON and .npy arrays only; the arrays open with allow_pickle=False
+        assert path.suffix in {".json", ".npy"}, path
+        if path.suffix == ".npy":
+            assert np.load(path, allow_pickle=False).dtype != object
+    texts = [e.text for e in nlbse_test[:300]] + ["", "💥 ünïcode  \t tabs", "x" * 5000]
+    rebuilt = load_classifier(directory).pipeline
+    assert np.array_equal(rebuilt.predict_proba(texts), tfidf_model.pipeline.predict_proba(texts))
+
+
+def test_a_pickled_baseline_is_refused_until_the_operator_converts_it(tfidf_model, small_heldout, tmp_path):
+    import joblib
+
+    from core.classifier import PickledModel
+    from trainer.baseline import convert_pickled
+
+    directory = tfidf_model.save(tmp_path / "tfidf", version="old")
+    for path in directory.glob("tfidf*"):
+        path.unlink()
+    joblib.dump(tfidf_model.pipeline, directory / "pipeline.joblib")  # what older versions wrote
+    with pytest.raises(PickledModel, match="convert-tfidf"):
+        load_classifier(directory)
+    assert convert_pickled(tmp_path) == [directory]
+    assert not (directory / "pipeline.joblib").exists()
+    texts = [e.text for e in small_heldout]
+    assert load_classifier(directory).predict(texts) == tfidf_model.classifier().predict(texts)

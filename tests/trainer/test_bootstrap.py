@@ -8,8 +8,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.bootstrap import (BOOTSTRAP_ENV, HUB, NLBSE_TRAIN, NoBootstrapData, balanced, choose_source,
-                               load_source)
+from trainer.bootstrap import (
+    BOOTSTRAP_ENV,
+    HUB,
+    NLBSE_TRAIN,
+    NoBootstrapData,
+    balanced,
+    choose_source,
+    load_source,
+)
 from trainer.dataset import HUB_PATH, TEST_REPOS, TRAIN_REPOS, Example
 
 NEVER = lambda: pytest.fail("the hub was asked although local data was there")  # noqa: E731

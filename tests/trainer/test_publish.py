@@ -73,7 +73,11 @@ def test_a_hub_id_goes_through_the_uploader_and_the_downloader(tmp_path, tiny_mo
 
 
 def test_a_hub_model_with_a_pickle_is_refused_unless_trusted(tmp_path, tfidf_model):
+    import joblib
+
     tfidf_model.save(tmp_path / "tfidf", version="t")
+    assert publish.pull_model("someone/model", download=lambda **_: str(tmp_path / "tfidf")) == tmp_path / "tfidf"
+    joblib.dump(tfidf_model.pipeline, tmp_path / "tfidf" / "pipeline.joblib")  # as older versions saved it
     download = lambda **_: str(tmp_path / "tfidf")  # noqa: E731
     with pytest.raises(publish.PublishError, match="--trust-pickle"):
         publish.pull_model("someone/model", download=download)
@@ -90,3 +94,16 @@ def test_the_card_says_what_was_not_measured(tfidf_model, tmp_path):
     tfidf_model.save(tmp_path / "t", version="t", metrics={})
     text = publish.model_card_text(read_card(tmp_path / "t"))
     assert "Not evaluated" in text and front_matter(text)["license"] == "other"
+
+
+def test_a_pulled_hub_model_records_the_commit_it_was_read_at(tmp_path):
+    from core.card import write_card
+
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    snapshot = tmp_path / "models--octo--m" / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    write_card(snapshot, version="m", labels=["bug", "feature"], kind="tfidf", base_model="", max_length=0,
+               thresholds=None, metrics=None, data_fingerprint="", train_config=None)
+    directory = publish.pull_model("octo/m", download=lambda **_: str(snapshot))
+    publish.record_origin(directory, "octo/m", None, downloaded=directory)
+    assert read_card(directory)["pulled_from"] == {"source": "octo/m", "revision": commit}

@@ -39,7 +39,7 @@ def test_versions_are_unique_and_readable(registry, tfidf_model):
 def test_a_saved_directory_elsewhere_is_copied_in_and_renamed(registry, model_dir, tfidf_model, tmp_path):
     source = tfidf_model.save(tmp_path / "elsewhere", version="draft")
     row = registry.register(source, metrics={"macro_f1": 0.6})
-    assert row.version != "draft" and (model_dir / row.version / "pipeline.joblib").is_file()
+    assert row.version != "draft" and (model_dir / row.version / "tfidf.json").is_file()
     assert _card(model_dir / row.version)["version"] == row.version
     assert _card(model_dir / row.version)["metrics"] == {"macro_f1": 0.6}
     assert _card(source)["version"] == "draft"  # the source is left as it was
@@ -109,3 +109,37 @@ def test_two_registries_on_one_database_agree(model_dir, session, tfidf_model):
     row = Registry(model_dir, session).register(tfidf_model)
     Registry(model_dir, session).promote(row.version)
     assert Registry(model_dir, session).serving().version == row.version
+
+
+def test_garbage_collection_keeps_what_serves_what_rollback_needs_and_the_newest_challenger(
+        registry, tfidf_model, model_dir, tmp_path, session):
+    promoted = [registry.register(tfidf_model) for _ in range(5)]
+    for row in promoted:
+        registry.promote(row.version)
+    challengers = [registry.register(tfidf_model) for _ in range(3)]  # never promoted
+    other = registry.register(tfidf_model, scope="octo/repo")  # another scope's only version, unpromoted
+    registry.promote(promoted[0].version, "serves a repository too", scope="octo/repo")
+    elsewhere = registry.register(shutil.copytree(model_dir / promoted[0].version, tmp_path / "outside"),
+                                  scope="elsewhere/x")
+    kept_outside = tmp_path / "not-in-the-registry"
+    shutil.copytree(model_dir / promoted[0].version, kept_outside)
+    session.query(ModelVersion).filter_by(id=elsewhere.id).update({"path": str(kept_outside)})
+    registry.register(tfidf_model, scope="elsewhere/x")  # newer: the one outside is no longer kept as newest
+
+    assert registry.collect_garbage(dry_run=True) and all((model_dir / r.version).is_dir() for r in promoted)
+    deleted = {row.version for row in registry.collect_garbage()}
+
+    assert deleted == {promoted[1].version, *(c.version for c in challengers[:2])}
+    assert kept_outside.is_dir()  # registered from outside model_dir: not the registry's to delete
+    assert all((model_dir / v).is_dir() for v in (promoted[0].version, *(r.version for r in promoted[2:]),
+                                                  challengers[2].version, other.version))
+    assert registry.serving().version == promoted[4].version
+    registry.rollback()
+    assert registry.load().version == promoted[3].version  # both rollbacks load
+    registry.rollback()
+    assert registry.load().version == promoted[2].version
+    # the versions rolled back from left the history: they go; the rows stay, as history
+    assert {row.version for row in registry.collect_garbage()} == {promoted[3].version, promoted[4].version}
+    assert len(registry.list()) == 11
+    with pytest.raises(RegistryError, match="is missing"):
+        registry.promote(promoted[1].version)
