@@ -17,19 +17,19 @@ from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add
 from trainer import publish
 from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
-from trainer.config import BOOTSTRAP_RECIPE, TRUNCATIONS, TrainConfig
+from trainer.config import BOOTSTRAP_RECIPE, DEFAULT_BUDGET_MINUTES, TRUNCATIONS, TrainConfig
 from trainer.dataset import (
+    FORMATS,
     HUB_DATASET,
-    TEST_REPOS,
     Example,
     data_fingerprint,
     load_database,
     load_file,
-    split_by_repo,
 )
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
 from trainer.registry import KEEP_PROMOTED, Registry
+from trainer.sources import load_sources
 
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
@@ -100,16 +100,28 @@ def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _select_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
+    parser.add_argument("file", type=Path, nargs="?",
+                        help="labelled issues with a repository each (default: every source of ../shared)")
+    _format_argument(parser)
     parser.add_argument("--candidates", required=True, help="comma-separated hub ids or model directories")
-    parser.add_argument("--heldout-repos",
-                        help="comma-separated owner/name (default: TEST_REPOS in the file)")
-    _training_arguments(parser)
+    parser.add_argument("--folds", type=int, default=3, help="folds of whole repositories (unseen protocol)")
+    parser.add_argument("--budget-minutes", type=float, default=DEFAULT_BUDGET_MINUTES,
+                        help="CPU minutes training on the whole mix may take (estimated from the folds); "
+                             "a candidate over it cannot win")
+    _training_arguments(parser, TrainConfig(**BOOTSTRAP_RECIPE))
     _scope_argument(parser)
+
+
+def _format_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="how to read FILE (default: by its suffix: .csv/.jsonl/.parquet with title, body, "
+                             "label; .txt fastText `__label__X text`; .json a ccims file, body only, labelled by "
+                             "its name; .zip GitHub API issue objects)")
 
 
 def _evaluate_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path)
+    _format_argument(parser)
     parser.add_argument("--model", help="version to score (default: the one serving --scope)")
     _scope_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object with every metric")
@@ -238,23 +250,28 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def select(args: argparse.Namespace, settings: Settings) -> int:
-    """`select FILE --candidates a,b`: fine-tune each, compare with TF-IDF on held-out projects."""
+    """`select [FILE] --candidates a,b`: each, and TF-IDF, by the unseen protocol; register the best."""
     from trainer.select import select_encoder
 
-    examples = load_file(args.file)
-    present = {example.repo for example in examples}
-    held_out = _split_names(args.heldout_repos) or [repo for repo in TEST_REPOS if repo in present]
-    if not held_out:
-        raise ValueError(f"{args.file} has none of {TEST_REPOS}: pass --heldout-repos owner/a,owner/b")
-    train_set, heldout_set = split_by_repo(examples, held_out)
+    if args.file:
+        sources = {str(args.file): load_file(args.file, format=args.format)}
+    else:
+        source = choose_source(None, os.environ, hub_reachable=lambda: False)
+        sources = load_sources(source) if Path(source).is_dir() else {str(source): load_file(source)}
     with session_scope(make_sessionmaker(settings.database_url)) as session:
-        selection = select_encoder(_split_names(args.candidates), train_set, heldout_set,
-                                   train_config_from(args), registry=Registry(settings.model_dir, session),
-                                   scope=args.scope, progress=not args.no_progress)
-        print(f"{'candidate':<50} {'macro-F1':>9} {'repo-mean':>9} {'train s':>8} {'issues/s':>9}")
+        selection = select_encoder(_split_names(args.candidates), sources,
+                                   train_config_from(args, BOOTSTRAP_RECIPE), folds=args.folds,
+                                   budget_minutes=args.budget_minutes,
+                                   registry=Registry(settings.model_dir, session), scope=args.scope,
+                                   progress=not args.no_progress)
+        print(f"unseen repositories, {len(selection.best['metrics']['folds'])} folds; "
+              f"budget {args.budget_minutes:g} CPU minutes on the whole mix")
+        print(f"{'candidate':<50} {'repo-mean':>9} {'macro-F1':>9} {'folds s':>8} {'whole min':>9} {'issues/s':>9}")
         for row in selection.rows:
-            print(f"{row['candidate'][-50:]:<50} {row['macro_f1']:>9.4f} {row['mean_repo_macro_f1']:>9.4f} "
-                  f"{row['train_seconds']:>8.1f} {row['issues_per_second']:>9.1f}")
+            over = "" if row["within_budget"] else "  over budget"
+            print(f"{row['candidate'][-50:]:<50} {row['mean_repo_macro_f1']:>9.4f} {row['macro_f1']:>9.4f} "
+                  f"{row['train_seconds']:>8.1f} {row['whole_mix_minutes']:>9.1f} {row['issues_per_second']:>9.1f}"
+                  f"{over}")
         print(f"best: {selection.best['candidate']}, registered as {selection.registered.version}; "
               f"serve it with `issue-sorter promote {selection.registered.version}`")
     return 0
@@ -266,7 +283,7 @@ def _split_names(text: str | None) -> list[str]:
 
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     """`evaluate FILE`: every metric of a registered model on a labelled file."""
-    examples = load_file(args.file)
+    examples = load_file(args.file, format=args.format)
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         classifier = Registry(settings.model_dir, session).load(args.model, scope=args.scope)
     result = evaluate_classifier(classifier, examples, batch_size=args.batch_size,

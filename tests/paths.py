@@ -8,3 +8,5 @@ SHARED = Path(os.environ.get("ISSUE_SORTER_SHARED", REPO_ROOT.parent / "shared")
 NLBSE = SHARED / "data" / "nlbse24-issue-report-classification"
 WEBHOOKS = SHARED / "github" / "webhooks"
 API_RECORDINGS = SHARED / "github" / "api"
+DATA = SHARED / "data"  # every labelled source: NLBSE'24, Ticket Tagger, ccims, huggingface/datasets
+CCIMS = DATA / "ccims-issue-classification"

@@ -1,5 +1,6 @@
-"""Where the first model's issues come from: a file you name, `../shared` beside our checkouts, or the
-lesson's data set on the Hugging Face hub (its label rules, its split of projects, four kinds)."""
+"""Where the first model's issues come from: a file you name, `../shared` beside our checkouts (every
+labelled source there, four kinds: `trainer.sources`), or the lesson's data set on the Hugging Face hub
+(its label rules, its split of projects, four kinds)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from trainer.dataset import HUB_DATASET, TEST_REPOS, TRAIN_REPOS, Example, load_file, load_hub
+from trainer.sources import NLBSE_TEST_FILE, describe, load_sources, training_mix
 
 BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # a training file to use instead of looking
 SHARED_ENV = "ISSUE_SORTER_SHARED"  # where ../shared is, when not beside the checkout
@@ -29,8 +31,9 @@ class NoBootstrapData(FileNotFoundError):
 
 def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Path = CHECKOUT,
                   hub_reachable: Callable[[], bool] | None = None) -> Path | str:
-    """`data` (a file or "hub"), else $ISSUE_SORTER_BOOTSTRAP_DATA, else ../shared's NLBSE training file
-    where it exists, else the hub when it can be reached; otherwise a NoBootstrapData at once."""
+    """`data` (a file or "hub"), else $ISSUE_SORTER_BOOTSTRAP_DATA, else ../shared's data directory (the
+    full mix) where its NLBSE training file exists, else the hub when it can be reached; otherwise a
+    NoBootstrapData at once."""
     named = data or environ.get(BOOTSTRAP_ENV)
     if named == HUB:
         return HUB
@@ -38,9 +41,9 @@ def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Pat
         if not Path(named).is_file():
             raise NoBootstrapData(f"no bootstrap data at {named}: pass --data FILE or set {BOOTSTRAP_ENV}")
         return Path(named)
-    shared = Path(environ.get(SHARED_ENV) or checkout.parent / "shared") / NLBSE_TRAIN
-    if shared.is_file():
-        return shared
+    shared = Path(environ.get(SHARED_ENV) or checkout.parent / "shared")
+    if (shared / NLBSE_TRAIN).is_file():
+        return shared / "data"
     if (hub_reachable or is_hub_reachable)():
         return HUB
     raise NoBootstrapData(NO_DATA.format(endpoint=hub_endpoint()))
@@ -76,6 +79,9 @@ def load_source(source: Path | str, *, download=None, seed: int = 42) -> tuple[l
         return train, held_out, (f"{HUB_DATASET}{pinned} (train: {', '.join(TRAIN_REPOS)}; "
                                  f"held out: {', '.join(TEST_REPOS)})")
     path = Path(source)
+    if path.is_dir():  # ../shared/data: every source, NLBSE'24's test split held out
+        train = training_mix(load_sources(path))
+        return train, load_file(path / NLBSE_TEST_FILE), f"{path}: {describe(train)}"
     test = path.with_name("issues_test.csv")
     return load_file(path), load_file(test) if test.is_file() and test != path else [], str(path)
 

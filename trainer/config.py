@@ -12,7 +12,8 @@ from typing import Any
 TRUNCATIONS = ("head", "head+tail")
 # What `bootstrap-model` trains: the recipe that scored best on validation issues of NLBSE'24 with the
 # offline MiniLM on CPU (docs/BENCHMARKS.md, "Quality"). TrainConfig's defaults stay the lesson's recipe.
-BOOTSTRAP_RECIPE = {"lr": 5e-5, "epochs": 3, "max_length": 128, "tfidf_share": 0.7}
+BOOTSTRAP_RECIPE = {"lr": 5e-5, "epochs": 1, "max_length": 128, "tfidf_share": 0.7}
+DEFAULT_BUDGET_MINUTES = 15.0  # CPU minutes (2 cores) bootstrap-model may spend; `select` keeps to it
 # A repository's TF-IDF model also learns from other repositories' issues, each counting this much against
 # one of its own: best of 0 / 0.3 / 0.5 / 1 in 5-fold CV on NLBSE'24's training issues (bench/tfidf_cv.py).
 OTHER_REPOS_TFIDF_WEIGHT = 0.3

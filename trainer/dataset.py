@@ -13,7 +13,9 @@ import hashlib
 import itertools
 import json
 import logging
+import re
 import sys
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,11 @@ TRAIN_REPOS = ["python/cpython", "rust-lang/rust", "microsoft/TypeScript",
                "kubernetes/kubernetes", "pingcap/tidb", "swiftlang/swift",
                "ClickHouse/ClickHouse", "golang/go"]
 TEST_REPOS = ["moby/moby", "etcd-io/etcd", "facebook/react", "redis/redis", "vuejs/core"]
-FILE_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+FILE_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
+                ".txt": "fasttext", ".json": "ccims", ".zip": "github-api"}
+FORMATS = sorted(set(FILE_FORMATS.values()))
+_FASTTEXT_LINE = re.compile(r"^__label__(\S+)\s+(.*)$", re.DOTALL)
+_CCIMS_NAME = re.compile(r"^(?P<owner>[^_]+)_(?P<name>.+)_(?P<label>[^_]+)$")  # keras-team_keras_documentation
 
 
 @dataclass(frozen=True)
@@ -63,14 +69,111 @@ class Skipped:
     reason: str
 
 
-def load_file(path: Path | str, *, skipped: list[Skipped] | None = None) -> list[Example]:
-    """Examples from CSV, JSON Lines or Parquet with columns title, body, label[, repo, created_at]."""
+def load_file(path: Path | str, *, format: str | None = None,
+              skipped: list[Skipped] | None = None) -> list[Example]:
+    """Examples from a labelled file; `format` (default: by suffix) is one of FORMATS.
+
+    csv / jsonl / parquet: columns title, body, label[, repo, created_at]. fasttext: `__label__X text`
+    lines (Ticket Tagger). ccims: a JSON list of {"text", "labels"}, body only, the label in the file name.
+    github-api: a zip of JSON Lines issue objects as GitHub's REST API returns them.
+    """
     path = Path(path)
-    kind = FILE_FORMATS.get(path.suffix.lower())
-    if kind is None:
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(FILE_FORMATS)}")
+    kind = format or FILE_FORMATS.get(path.suffix.lower())
+    if kind not in FORMATS:
+        raise ValueError(f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(FILE_FORMATS)} "
+                         f"or name a format ({', '.join(FORMATS)})")
+    if kind == "fasttext":
+        return load_fasttext(path, skipped=skipped)
+    if kind == "ccims":
+        return load_ccims(path, skipped=skipped)
+    if kind == "github-api":
+        return load_github_issues(path, skipped=skipped)
     rows = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[kind](path)
     return _to_examples(rows, str(path), skipped)
+
+
+def load_fasttext(path: Path | str, *, repo: str | None = None,
+                  skipped: list[Skipped] | None = None) -> list[Example]:
+    """`__label__<label> <title and body>` lines; the label mapped by `kind_of` (enhancement → feature).
+
+    The text is title and body run together, so it is all body; one pair of wrapping quotes is dropped.
+    """
+    examples, problems = [], []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            match = _FASTTEXT_LINE.match(line.strip())
+            kind = kind_of([match.group(1)]) if match else None
+            if kind is None:
+                problems.append(Skipped(str(path), number, "no __label__ of a kind"))
+                continue
+            text = match.group(2).strip()
+            text = text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
+            examples.append(Example(title="", body=text, label=kind, repo=repo))
+    _report(problems, str(path), skipped)
+    return examples
+
+
+def ccims_file_parts(path: Path | str) -> tuple[str, str]:
+    """(owner/name, label) from a ccims file name such as `mui-org_material-ui_documentation.json`."""
+    match = _CCIMS_NAME.match(Path(path).stem)
+    if match is None:
+        raise ValueError(f"{path}: not a ccims file name <owner>_<repo>_<label>.json")
+    return f"{match['owner']}/{match['name']}", match["label"]
+
+
+def load_ccims(path: Path | str, *, skipped: list[Skipped] | None = None) -> list[Example]:
+    """One ccims file: body-only issues, labelled by the file name (its `labels` lists are unreliable).
+
+    Repeated bodies inside the file are kept once (reported); a label of no kind (`api`) is an error.
+    """
+    repo, label = ccims_file_parts(path)
+    kind = kind_of([label])
+    if kind is None:
+        raise ValueError(f"{path}: label {label!r} is no kind (bug / enhancement / documentation / question)")
+    rows = json.loads(Path(path).read_text(encoding="utf-8"))
+    examples, problems, seen = [], [], set()
+    for number, row in enumerate(rows, start=1):
+        body = (row.get("text") or "").strip()
+        if not body or body in seen:
+            problems.append(Skipped(str(path), number, "empty body" if not body else "repeated body"))
+            continue
+        seen.add(body)
+        examples.append(Example(title="", body=body, label=kind, repo=repo))
+    _report(problems, str(path), skipped)
+    return examples
+
+
+def load_github_issues(path: Path | str, *, skipped: list[Skipped] | None = None) -> list[Example]:
+    """Issues (not pull requests) of GitHub REST API objects, one per line, in a .jsonl or a zip of one.
+
+    The repository comes from `repository_url`; the kind from the issue's labels by `kind_of`.
+    """
+    examples, problems = [], []
+    for number, issue in enumerate(_github_objects(Path(path)), start=1):
+        if issue.get("pull_request"):  # issues carry "pull_request": null, or no such key
+            continue
+        kind = kind_of(label["name"] for label in issue.get("labels") or [])
+        if kind is None:
+            problems.append(Skipped(str(path), number, "labels give no single kind"))
+            continue
+        repo = (issue.get("repository_url") or "").removeprefix("https://api.github.com/repos/") or None
+        examples.append(Example(title=issue.get("title") or "", body=issue.get("body") or "", label=kind,
+                                repo=repo, created_at=parse_time(issue.get("created_at"))))
+    _report(problems, str(path), skipped)
+    return sorted(examples, key=lambda e: e.created_at or dt.datetime.min.replace(tzinfo=dt.UTC))
+
+
+def _github_objects(path: Path) -> Iterator[dict]:
+    if path.suffix.lower() != ".zip":
+        yield from _read_jsonl(path)
+        return
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            if name.endswith((".jsonl", ".json")):
+                with archive.open(name) as handle:
+                    for line in handle:
+                        if line.strip():
+                            yield json.loads(line)
 
 
 def _read_csv(path: Path) -> Iterator[dict]:
@@ -123,7 +226,7 @@ def parse_time(value: object) -> dt.datetime | None:
     if value is None or value == "":
         return None
     moment = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)

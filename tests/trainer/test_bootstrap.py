@@ -36,7 +36,7 @@ def test_a_named_file_wins_then_the_environment_then_shared(tmp_path, shared):
     env = {BOOTSTRAP_ENV: str(named), "ISSUE_SORTER_SHARED": str(shared)}
     assert choose_source(str(named), {}, hub_reachable=NEVER) == named
     assert choose_source(None, env, hub_reachable=NEVER) == named
-    assert choose_source(None, {"ISSUE_SORTER_SHARED": str(shared)}, hub_reachable=NEVER) == shared / NLBSE_TRAIN
+    assert choose_source(None, {"ISSUE_SORTER_SHARED": str(shared)}, hub_reachable=NEVER) == shared / "data"
     assert choose_source("hub", env, hub_reachable=NEVER) == HUB
 
 
@@ -96,3 +96,16 @@ def test_balanced_takes_at_most_n_of_each_label_reproducibly():
     picked = balanced(examples, 4, seed=1)
     assert sorted(e.label for e in picked) == ["bug"] * 4 + ["docs"] * 3
     assert picked == balanced(examples, 4, seed=1) and picked != balanced(examples, 4, seed=2)
+
+
+def test_shared_beside_the_checkout_means_the_full_mix_of_four_kinds_nlbse_test_held_out():
+    from tests.paths import DATA, SHARED
+
+    source = choose_source(None, {"ISSUE_SORTER_SHARED": str(SHARED)}, hub_reachable=NEVER)
+    assert source == DATA
+    train, held_out, described = load_source(source)
+    assert {e.label for e in train} == {"bug", "feature", "question", "docs"}
+    assert len({e.repo for e in train}) == 16 and "16 groups" in described
+    assert len(held_out) == 1500 and {e.label for e in held_out} == {"bug", "feature", "question"}
+    held_out_texts = {(e.title, e.body) for e in held_out}
+    assert sum((e.title, e.body) in held_out_texts for e in train) <= 3  # NLBSE's 3 exact train/test twins

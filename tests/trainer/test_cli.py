@@ -121,13 +121,34 @@ def test_bootstrap_without_data_names_the_fix(run_cli, tmp_path, capsys):
     assert "ISSUE_SORTER_BOOTSTRAP_DATA" in capsys.readouterr().err
 
 
-def test_select_holds_out_the_lessons_test_repos_and_registers_without_promoting(
+def test_select_scores_by_unseen_repositories_prints_speed_and_registers_without_promoting(
         run_cli, registry, tiny_bert_dir, small_train, tmp_path, capsys):
     data = _write_jsonl(tmp_path / "nlbse.jsonl", small_train)
     assert run_cli("select", data, "--candidates", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
-                   "--batch-size", 8, "--no-progress") == 0
+                   "--batch-size", 8, "--folds", 2, "--no-progress") == 0
     out = capsys.readouterr().out
-    assert "tfidf-logreg" in out and str(tiny_bert_dir)[-50:] in out and "best:" in out
+    assert "tfidf-logreg" in out and str(tiny_bert_dir)[-50:] in out and "best:" in out and "issues/s" in out
+    assert "unseen repositories, 2 folds" in out
     [registered] = registry.list()
-    assert registered.metrics["per_repo"].keys() == {"facebook/react"}  # NLBSE's one repo in TEST_REPOS
+    assert registered.metrics["per_repo"].keys() == {e.repo for e in small_train}  # every repo scored unseen
     assert registry.serving() is None
+
+
+def test_evaluate_reads_a_body_only_docs_file_of_shared_and_reports_docs_precision_and_recall(
+        run_cli, registry, session, capsys):
+    from tests.paths import DATA
+    from trainer.baseline import train_tfidf
+    from trainer.sources import capped, load_sources, training_mix
+
+    sources = load_sources(DATA)
+    mix = training_mix({name: capped(examples, 40, 1) for name, examples in sources.items()},
+                       exclude=["pytorch/pytorch"])
+    registry.promote(registry.register(train_tfidf(mix)).version)
+    session.commit()
+    docs_file = DATA / "ccims-issue-classification" / "pytorch_pytorch_documentation.json"
+    assert run_cli("evaluate", docs_file) == 0
+    out = capsys.readouterr().out
+    [docs] = [line for line in out.splitlines() if line.strip().startswith("docs ")]
+    precision, recall = float(docs.split(" P ")[1].split()[0]), float(docs.split(" R ")[1].split()[0])
+    assert precision == 1.0 and 0.0 < recall <= 1.0  # every issue there is docs: precision is 1 once any is found
+    assert "pytorch/pytorch" in out

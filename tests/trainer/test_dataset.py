@@ -84,8 +84,8 @@ def test_a_file_without_a_label_column_names_the_columns(tmp_path):
 
 
 def test_unknown_file_types_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="unknown file type '.txt'"):
-        load_file(tmp_path / "issues.txt")
+    with pytest.raises(ValueError, match="unknown file type '.xlsx'"):
+        load_file(tmp_path / "issues.xlsx")
 
 
 def test_hub_loader_keeps_the_lessons_rules(tmp_path):

@@ -1,28 +1,39 @@
-"""Encoder selection: each candidate fine-tuned and scored beside TF-IDF on held-out projects."""
+"""Encoder selection by the unseen protocol: each candidate and TF-IDF scored on repositories they never saw."""
 
+import functools
+import operator
 from pathlib import Path
 
 from trainer.baseline import BASE_MODEL
-from trainer.dataset import split_by_repo
+from trainer.sources import MixConfig
 
 
-def test_select_scores_every_candidate_and_the_baseline_and_registers_the_best(
-        registry, minilm_config, minilm_path, tiny_bert_dir, small_train, small_heldout):
-    train, _ = split_by_repo(small_train, ["opencv/opencv"])
-    _, held_out = split_by_repo(small_heldout, ["opencv/opencv"])
+def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_and_registers_the_best(
+        registry, minilm_config, minilm_path, tiny_bert_dir, small_train):
     from trainer.select import select_encoder
 
-    selection = select_encoder([minilm_path, str(tiny_bert_dir)], train, held_out, minilm_config,
-                               registry=registry)
+    sources = {"nlbse": small_train}
+    selection = select_encoder([minilm_path, str(tiny_bert_dir)], sources, minilm_config, folds=2,
+                               mix=MixConfig(title_drop=0.0), registry=registry)
     assert [row["candidate"] for row in selection.rows] == [BASE_MODEL, minilm_path, str(tiny_bert_dir)]
     assert [row["kind"] for row in selection.rows] == ["tfidf", "transformer", "transformer"]
-    best_score = max(row["macro_f1"] for row in selection.rows)
-    assert selection.best["macro_f1"] == best_score
-    assert selection.best is next(row for row in selection.rows if row["macro_f1"] == best_score)
+    assert all(row["issues_per_second"] > 0 and row["whole_mix_minutes"] > 0 for row in selection.rows)
+    best_score = max(row["mean_repo_macro_f1"] for row in selection.rows if row["within_budget"])
+    assert selection.best["mean_repo_macro_f1"] == best_score
+    folds = selection.best["metrics"]["folds"]
+    assert len(folds) == 2 and sorted(functools.reduce(operator.iadd, folds, [])) == sorted({e.repo for e in small_train})
     registered = selection.registered
-    assert registered.metrics["macro_f1"] == best_score
+    assert registered.metrics["mean_repo_macro_f1"] == best_score
     assert Path(registered.path).is_dir()
     expected_base = BASE_MODEL if selection.best["kind"] == "tfidf" else selection.best["candidate"]
     assert registered.base_model == expected_base
     assert registry.load(registered.version).labels == ["bug", "feature", "question"]
-    assert all(row["metrics"]["n_scored"] == len(held_out) for row in selection.rows)
+
+
+def test_a_candidate_over_the_training_budget_cannot_win(registry, minilm_config, tiny_bert_dir, small_train):
+    from trainer.select import select_encoder
+
+    selection = select_encoder([str(tiny_bert_dir)], {"nlbse": small_train}, minilm_config, folds=2,
+                               budget_minutes=0.0)
+    assert [row["within_budget"] for row in selection.rows] == [False, False]
+    assert selection.best["candidate"] == BASE_MODEL  # TF-IDF, the bar, is always there to fall back on

@@ -1,0 +1,258 @@
+"""Quality on repositories a model never saw: leave whole repositories out (trainer.unseen), four kinds.
+
+Every repository of ../shared/data (NLBSE'24 train's 5, Ticket Tagger as one group, ccims' 9,
+huggingface/datasets) is dealt into K folds of whole repositories; per fold, TF-IDF and the encoder are
+trained on the mix (trainer.sources) of the other folds and score the fold's issues (at most
+EVAL_PER_GROUP_KIND of each repository and kind; NLBSE'24 repositories by their train split, so its test
+split stays out of every choice). Scores: the mean over repositories of each one's macro-F1 over the kinds
+it has, a 95 % bootstrap interval, each kind's F1. The blend share is chosen nested (each fold's share is
+the best on the other folds); the best share over all folds is what the recipe serves.
+Second table, same run: the models trained on the whole mix, on NLBSE'24's test split (its protocol).
+TF-IDF-only variants of the data mix (cheap) ride along: what each part of the mix moves.
+
+    nice .venv/bin/python bench/unseen.py [--quick] [--folds 4] [--max-length 64] [--epochs 1]
+
+Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick) and
+the out-of-fold scores to <workdir>/unseen-scores.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from bench.quality import REPOS, bootstrap_interval, run_record, write_report
+from tests.paths import SHARED
+
+QUICK = {"folds": 2, "per_group_kind": 6, "eval_per_group_kind": 4, "max_length": 32, "max_steps": 4}
+MAIN = "mix"  # the recipe's data mix (trainer.sources.MixConfig defaults)
+
+
+class FrozenEncoder:
+    """The encoder's mean-pooled embeddings, each text embedded once for every fold (what makes the
+    protocol affordable on CPU), and a logistic-regression head fitted per fold on them."""
+
+    def __init__(self, config):
+        from transformers import AutoModel, AutoTokenizer
+
+        source = config.resolved_base_model()
+        self.tokenizer, self.model = AutoTokenizer.from_pretrained(source), AutoModel.from_pretrained(source)
+        self.max_length, self.seed, self.cache = config.max_length, config.seed, {}
+        self.embed_seconds = 0.0
+
+    def vectors(self, texts):
+        from bench.setfit_style import embed
+
+        missing = sorted({text for text in texts if text not in self.cache}, key=len)  # pad-free batches
+        started = time.perf_counter()
+        for start in range(0, len(missing), 512):
+            chunk = missing[start:start + 512]
+            self.cache.update(zip(chunk, embed(self.model, self.tokenizer, chunk, self.max_length), strict=True))
+        self.embed_seconds += time.perf_counter() - started
+        return [self.cache[text] for text in texts]
+
+    def train(self, examples):
+        from sklearn.linear_model import LogisticRegression
+
+        head = LogisticRegression(max_iter=2000, C=4.0, class_weight="balanced", random_state=self.seed)
+        head.fit(self.vectors([e.text for e in examples]), [e.label for e in examples])
+        return FrozenHead(self, head)
+
+
+class FrozenHead:
+    """A fold's head over the shared embeddings, with the classifier interface `predict_all` uses."""
+
+    def __init__(self, encoder: FrozenEncoder, head):
+        self.encoder, self.head = encoder, head
+
+    def predict(self, texts):
+        classes = [str(label) for label in self.head.classes_]
+        return [dict(zip(classes, map(float, row), strict=True))
+                for row in self.head.predict_proba(self.encoder.vectors(list(texts)))]
+
+
+def members(config, kinds, encoder: str = "fine-tune"):
+    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head), per fold."""
+    from trainer.baseline import train_tfidf
+    from trainer.train import fine_tune
+
+    tfidf = {"tfidf": lambda train: train_tfidf(train, seed=config.seed).classifier("bench")}
+    if encoder == "frozen":
+        return tfidf | {"encoder": FrozenEncoder(config).train}
+    return tfidf | {"encoder": lambda train: fine_tune(config, train, kinds, progress=False).classifier("bench")}
+
+
+def mix_variants(mix):
+    """TF-IDF-only variants of the data: (name, sources kept or None for all, MixConfig)."""
+    return [("no titles dropped", None, dataclasses.replace(mix, title_drop=0.0)),
+            ("NLBSE'24 + Ticket Tagger only (the old data)", ("nlbse24", "ticket-tagger"), mix)]
+
+
+def summary(examples, scores, seconds=None, rate=None) -> dict:
+    """`trainer.unseen.score` with its interval and costs, rounded for the tables."""
+    from trainer.evaluate import top_label
+    from trainer.unseen import score
+
+    result = score(examples, scores)
+    truth, predicted = [e.label for e in examples], [top_label(row) for row in scores]
+    return {"mean": round(result["mean"], 4),
+            "mean_95": bootstrap_interval(truth, predicted, [e.repo for e in examples]),
+            "per_kind": {kind: round(row["f1"], 4) for kind, row in result["per_kind"].items()},
+            "per_kind_precision_recall": {kind: [round(row["precision"], 3), round(row["recall"], 3)]
+                                          for kind, row in result["per_kind"].items()},
+            "per_repo": {repo: round(value, 4) for repo, value in result["per_repo"].items()},
+            **({"train_minutes": round(seconds / 60, 2)} if seconds is not None else {}),
+            **({"issues_per_second": round(rate, 1)} if rate is not None else {})}
+
+
+def unseen_rows(oof, shares) -> dict:
+    """TF-IDF, encoder, the nested blend and the fixed shares, on the unseen protocol."""
+    from trainer.unseen import best_share, blend, nested_blend
+
+    pool = oof.folds.pool
+    rows = {name: summary(pool, oof.scores[name], oof.seconds[name], oof.rates[name]) for name in oof.scores}
+    nested, chosen = nested_blend(oof, "encoder", "tfidf")
+    both = oof.seconds["encoder"] + oof.seconds["tfidf"]
+    rate = 1 / (1 / oof.rates["encoder"] + 1 / oof.rates["tfidf"])
+    rows["blend, share chosen nested"] = summary(pool, nested, both, rate) | {"chosen_shares": chosen}
+    served = best_share(oof, "encoder", "tfidf")
+    for share in sorted(set(shares) | {served}):
+        rows[f"blend, TF-IDF share {share:g}"] = summary(pool, blend(oof, "encoder", "tfidf", share), both, rate)
+    return rows | {"best share": served}
+
+
+def nlbse_rows(trained: dict, test, shares) -> dict:
+    """The whole-mix models on NLBSE'24's test split: mean of its 5 repositories' macro-F1."""
+    from core.classifier import blend_scores
+    from trainer.evaluate import predict_all
+
+    scores = {name: predict_all(model, [e.text for e in test], 32) for name, model in trained.items()}
+    rows = {name: summary(test, rows) for name, rows in scores.items()}
+    for share in shares:
+        rows[f"blend, TF-IDF share {share:g}"] = summary(test, blend_scores(scores["encoder"], scores["tfidf"],
+                                                                            share))
+    return rows
+
+
+def run(args) -> dict:
+    """The whole benchmark; returns the result to write."""
+    import torch
+    import transformers
+
+    from core.kinds import KINDS
+    from trainer.config import BOOTSTRAP_RECIPE, TrainConfig
+    from trainer.dataset import load_file
+    from trainer.sources import NLBSE_TEST_FILE, MixConfig, capped, describe, load_sources, training_mix
+    from trainer.unseen import make_folds, run_folds
+
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(2)
+    quick = QUICK if args.quick else {}
+    recipe = BOOTSTRAP_RECIPE | {"max_length": quick.get("max_length", args.max_length), "epochs": args.epochs}
+    config = TrainConfig(device="cpu", seed=args.seed, max_steps=quick.get("max_steps"),
+                         base_model=args.base_model, **recipe)
+    mix = MixConfig(per_group_kind=quick.get("per_group_kind", args.per_group_kind), seed=args.seed)
+    data = SHARED / "data"
+    sources = load_sources(data)
+    folds = make_folds(sources, quick.get("folds", args.folds),
+                       per_group_kind=quick.get("eval_per_group_kind", args.eval_per_group_kind), seed=args.seed)
+    print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
+    models = members(config, KINDS, args.encoder)
+    oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True))
+    shares = (0.3, 0.5, 0.7)
+    result = {"config": config.to_dict(), "mix": dataclasses.asdict(mix), "folds": folds.groups,
+              "trained_on": oof.trained_on, "scored": describe(folds.pool), "unseen": unseen_rows(oof, shares)}
+    variants = {}
+    tfidf_only = {"tfidf": models["tfidf"]}
+    for name, kept, variant_mix in ([] if args.no_variants else mix_variants(mix)):
+        chosen = {key: value for key, value in sources.items() if kept is None or key in kept}
+        variant = run_folds(chosen, folds, tfidf_only, variant_mix, log=lambda line: None)
+        variants[name] = summary(folds.pool, variant.scores["tfidf"], variant.seconds["tfidf"])
+        print(f"variant {name}: TF-IDF {variants[name]['mean']}", flush=True)
+    result["tfidf_variants"] = variants
+    whole = training_mix(sources, mix)
+    test = [e for e in load_file(data / NLBSE_TEST_FILE) if e.repo in REPOS]
+    test = test if not args.quick else test[::50]
+    test = capped(test, args.nlbse_per_repo_kind, args.seed) if args.nlbse_per_repo_kind else test
+    started = time.perf_counter()
+    trained = {name: trainer(whole) for name, trainer in models.items()}
+    result["whole_mix_train_minutes"] = round((time.perf_counter() - started) / 60, 2)
+    result["nlbse24"] = nlbse_rows(trained, test, sorted(set(shares) | {result["unseen"]["best share"]}))
+    result["whole_mix"] = describe(whole)
+    return result
+
+
+def markdown(result: dict) -> str:
+    """Both tables, the TF-IDF variants and the per-repository scores of the served blend."""
+    unseen, nlbse = result["unseen"], result["nlbse24"]
+    kinds = ["bug", "feature", "question", "docs"]
+    lines = [f"Unseen repositories ({len(result['folds'])} folds of whole repositories; scored: {result['scored']})",
+             "", "| model | mean per-repo macro-F1 [95 %] | " + " | ".join(f"{k} F1" for k in kinds)
+             + " | train min (all folds) | issues/s |", "|---" * (5 + len(kinds)) + "|"]
+    for name, row in unseen.items():
+        if isinstance(row, dict):
+            lines.append(f"| {name} | {row['mean']:.4f} [{row['mean_95'][0]:.3f}, {row['mean_95'][1]:.3f}] | "
+                         + " | ".join(f"{row['per_kind'].get(k, float('nan')):.3f}" for k in kinds)
+                         + f" | {row.get('train_minutes', '')} | {row.get('issues_per_second', '')} |")
+    lines += ["", (f"Best TF-IDF share over all folds: {unseen['best share']}; nested choices per fold: "
+              f"{unseen['blend, share chosen nested']['chosen_shares']}"), "",
+              "NLBSE'24 protocol (trained on the whole mix, scored on its test split)", "",
+              "| model | mean per-repo macro-F1 [95 %] | " + " | ".join(REPOS) + " |", "|---" * (2 + len(REPOS)) + "|"]
+    for name, row in nlbse.items():
+        lines.append(f"| {name} | {row['mean']:.4f} [{row['mean_95'][0]:.3f}, {row['mean_95'][1]:.3f}] | "
+                     + " | ".join(f"{row['per_repo'].get(r, float('nan')):.3f}" for r in REPOS) + " |")
+    if result["tfidf_variants"]:
+        lines += ["", "TF-IDF alone on the unseen protocol, one change of the data mix at a time", "",
+                  "| data | mean per-repo macro-F1 [95 %] | " + " | ".join(f"{k} F1" for k in kinds) + " |",
+                  "|---" * (2 + len(kinds)) + "|"]
+        for name, row in {"the mix": unseen["tfidf"], **result["tfidf_variants"]}.items():
+            lines.append(f"| {name} | {row['mean']:.4f} [{row['mean_95'][0]:.3f}, {row['mean_95'][1]:.3f}] | "
+                         + " | ".join(f"{row['per_kind'].get(k, float('nan')):.3f}" for k in kinds) + " |")
+    served = unseen[f"blend, TF-IDF share {unseen['best share']:g}"]
+    lines += ["", "Per repository (unseen), TF-IDF / encoder / blend at the best share", "",
+              "| repository | TF-IDF | encoder | blend |", "|---|---|---|---|"]
+    for repo, value in served["per_repo"].items():
+        lines.append(f"| {repo} | {unseen['tfidf']['per_repo'][repo]:.3f} | "
+                     f"{unseen['encoder']['per_repo'][repo]:.3f} | {value:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few issues, 2 folds, 4 steps: a smoke run")
+    parser.add_argument("--folds", type=int, default=4, help="folds of whole repositories")
+    parser.add_argument("--max-length", type=int, default=64, help="tokens per issue in the protocol")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--per-group-kind", type=int, default=300,
+                        help="training issues per repository and kind (the mix's cap; the recipe's is 300)")
+    parser.add_argument("--nlbse-per-repo-kind", type=int, default=None,
+                        help="score only this many NLBSE'24 test issues per repository and kind (default all)")
+    parser.add_argument("--eval-per-group-kind", type=int, default=150, help="issues scored per repo and kind")
+    parser.add_argument("--base-model", default=None, help="encoder (hub id or directory); default MiniLM")
+    parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
+                        help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
+                             "with it frozen and fit a LR head per fold (minutes instead of hours on CPU)")
+    parser.add_argument("--no-variants", action="store_true", help="skip the TF-IDF data-mix variants")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen")
+    args = parser.parse_args()
+    out = args.out or (args.workdir if args.quick else REPO_ROOT / "docs" / "quality")
+    started = time.perf_counter()
+    result = run(args)
+    result = run_record("unseen.py", {"quick": args.quick, "wall_minutes": round((time.perf_counter() - started) / 60, 1),
+                                      **result})
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "unseen-result.json").write_text(json.dumps(result) + "\n")
+    return write_report(out, "unseen", result, markdown(result))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
