@@ -10,6 +10,7 @@ from rq import SimpleWorker
 from bot import context
 from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
+from core.abandoned import MAINTENANCE_INTERVAL, requeue_abandoned
 from core.db import make_sessionmaker, session_scope
 from core.queues import BOT_QUEUES
 from core.settings import Settings
@@ -48,5 +49,6 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
     if ctx.github_for is None:
         log.warning("dry-run: no GitHub App credentials; issues are classified and stored, nothing is written")
     context.configure(ctx)
-    worker = SimpleWorker(list(queues), connection=ctx.redis)
+    requeue_abandoned(ctx.redis, queues)  # a job the previous worker died in runs again now
+    worker = SimpleWorker(list(queues), connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
