@@ -217,19 +217,23 @@ def fault_plan(args, duration: float, rng: random.Random) -> list[tuple[float, s
     return sorted((rng.uniform(0.1, 0.9) * duration, kind) for kind in kinds)
 
 
-def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log: list[dict]) -> None:
+def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log: list[dict]) -> list[threading.Thread]:
     """Run the plan; after each fault, the seconds until GitHub sees the next label (time to recover)."""
-    started = time.monotonic()
+    started, watchers = time.monotonic(), []
     for at, kind in plan:
         time.sleep(max(0.0, started + at - time.monotonic()))
-        before = _label_calls(fake)
-        moment = time.monotonic()
-        what = getattr(faults, kind)()
-        entry = {"at_s": round(moment - started, 1), "fault": kind, "what": what}
+        before, moment = _label_calls(fake), time.monotonic()
+        entry = {"at_s": round(moment - started, 1), "fault": kind, "what": getattr(faults, kind)()}
         log.append(entry)
-        while _label_calls(fake) == before and time.monotonic() - moment < 300:
-            time.sleep(0.1)
-        entry["recovered_after_s"] = round(time.monotonic() - moment, 1)
+        watchers.append(threading.Thread(target=_recovery, args=(fake, before, moment, entry), daemon=True))
+        watchers[-1].start()
+    return watchers
+
+
+def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None:
+    while _label_calls(fake) == before and time.monotonic() - moment < 600:
+        time.sleep(0.1)
+    entry["recovered_after_s"] = round(time.monotonic() - moment, 1)
 
 
 def _label_calls(fake: FakeGitHub) -> int:
@@ -343,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=120, help="give up after this long without progress")
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--flush-redis", action="store_true", help="empty REDIS_URL's database first")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="chaos-"))
     (workdir / "var").mkdir(parents=True, exist_ok=True)
@@ -357,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, workdir: Path) -> dict:
     issues = real_issues(args.n)
+    if os.environ.get("REDIS_URL") and args.flush_redis:
+        from redis import Redis
+
+        Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     fake = FakeGitHub(app_id=APP_ID).start()
     try:
         for repo in sorted({i["repo"] for i in issues}):
@@ -377,16 +386,20 @@ def run(args, workdir: Path) -> dict:
 def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_ids: dict, env: dict) -> dict:
     faults, fault_log = Faults(service, env["DATABASE_URL"]), []
     plan = fault_plan(args, args.n / args.rate, random.Random(args.seed))
-    injector = threading.Thread(target=inject, args=(faults, plan, fake, fault_log), daemon=True)
+    watchers: list[threading.Thread] = []
+    injector = threading.Thread(target=lambda: watchers.extend(inject(faults, plan, fake, fault_log)), daemon=True)
     started = time.monotonic()
     injector.start()
     answers = send_all(service, fake, issues, args.rate, repo_ids)
     sent = time.monotonic() - started
     waited = settle(fake, issues, args.settle)
     injector.join(timeout=5)
+    for watcher in watchers:
+        watcher.join(timeout=5)
     result = check(fake, issues, env["DATABASE_URL"], service.redis_url())
     stopped = service.stop()
     log = service.log_path.read_text()
+    during, _, shutdown = log.partition("issue-sorter run: stopping")
     return {
         "n": args.n, "rate_per_s": args.rate, "sent_in_s": round(sent, 1), "drained_after_s": round(waited, 1),
         "database": env["DATABASE_URL"].split(":")[0], "redis": "machine" if env.get("REDIS_URL") else "embedded",
@@ -395,7 +408,7 @@ def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_
         "faults": fault_log, **result,
         "restarts_logged": len(re.findall(r"restarted \(pid", log)),
         "shutdown_exit_code": stopped,
-        "tracebacks_in_log": log.count("Traceback"),
+        "tracebacks_during_faults": during.count("Traceback"), "tracebacks_at_shutdown": shutdown.count("Traceback"),
         "workdir": str(service.workdir),
     }
 

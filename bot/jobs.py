@@ -135,7 +135,8 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
     with session_scope(ctx.sessionmaker) as session:
         result = labeling.classify_and_label(session, repo=repo, number=number, issue=issue, github=github,
                                              classifier=classifier, policy=policy, delivery_id=event["delivery_id"],
-                                             installation_id=event.get("installation_id"))
+                                             installation_id=event.get("installation_id"),
+                                             checkpoint=session.commit)  # the decision outlives a crash
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
 
 
