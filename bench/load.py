@@ -92,14 +92,17 @@ async def load(port: int, rate: float, duration: float) -> tuple[list, float]:
 
 
 def summary(results: list, kind: str) -> dict:
-    times = sorted(t * 1000 for k, _, t in results if k == kind)
+    """Percentiles over the answered requests; `unanswered` counts refused or reset connections."""
+    times = sorted(t * 1000 for k, status, t in results if k == kind and status)
     statuses: dict[str, int] = {}
     for k, status, _ in results:
         if k == kind:
             statuses[str(status)] = statuses.get(str(status), 0) + 1
+    if not times:
+        return {"n": 0, "statuses": statuses}
     return {"n": len(times), "p50_ms": round(statistics.median(times), 2),
             "p99_ms": round(times[int(0.99 * (len(times) - 1))], 2), "max_ms": round(times[-1], 2),
-            "statuses": statuses}
+            "statuses": statuses, "unanswered": statuses.get("0", 0)}
 
 
 def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -177,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             hook, floor = summary(results, "webhook"), summary(results, "floor")
             report["rates"][str(int(rate))] = {
                 "sent_in_s": round(sent_in, 1), "webhook": hook, "floor": floor,
-                "p99_ratio": round(hook["p99_ms"] / floor["p99_ms"], 2),
-                "p50_ratio": round(hook["p50_ms"] / floor["p50_ms"], 2)}
+                "p99_ratio": round(hook["p99_ms"] / floor["p99_ms"], 2) if hook["n"] and floor["n"] else None,
+                "p50_ratio": round(hook["p50_ms"] / floor["p50_ms"], 2) if hook["n"] and floor["n"] else None}
             report["rates"][str(int(rate))]["queued"] = redis.llen("rq:queue:labeling")
             redis.flushdb()
         report["webhook_to_label"] = label_latency(port, fake, env, workdir, args.labels)
