@@ -265,7 +265,8 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
                                              classifier=classifier, policy=policy, delivery_id=event["delivery_id"],
                                              installation_id=event.get("installation_id"),
                                              github_id=event.get("repo_id"), private=event.get("repo_private"),
-                                             received_at=event.get("received_at"))
+                                             received_at=event.get("received_at"),
+                                             checkpoint=session.commit)  # the decision outlives a crash
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
 
 

@@ -7,11 +7,13 @@ bot.jobs wires them up.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
 from bot.feedback import removed_by_human
+from bot.github_client import GitHubError
 from bot.issues import IssueSnapshot, event_time
 from bot.markdown import code_span
 from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT, RepoConfig
@@ -126,19 +128,30 @@ def _map_to_repository(predicted: str, score: float, repo_labels: list[str], pol
     return Choice(predicted, score, None, f"the repository has no label for {predicted!r}")
 
 
+PENDING = "applying"  # the decision is stored, GitHub not yet written: a crash here is resumed, not redone
+
+
 def classify_and_label(session: Session, *, repo: str, number: int, issue: IssueSnapshot, github,
                        classifier: Classifier, policy: LabelingPolicy, delivery_id: str | None = None,
                        installation_id: int | None = None, github_id: int | None = None,
-                       private: bool | None = None, received_at: str | None = None) -> Prediction | str:
-    """Label one issue; returns the stored Prediction, or the reason it was skipped."""
+                       private: bool | None = None, received_at: str | None = None,
+                       checkpoint: Callable[[], None] | None = None) -> Prediction | str:
+    """Label one issue; returns the stored Prediction, or the reason it was skipped.
+
+    The Prediction is stored as PENDING and `checkpoint` (the job's commit) called before GitHub is
+    written, so a job that dies after GitHub took the label finishes the same decision when retried,
+    instead of finding the label and recording nothing."""
     repository = store.ensure_repository(session, repo, installation_id, github_id=github_id, private=private)
     record = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
                                 author_login=issue.author_login, state=issue.state,
                                 opened_at=issue.created_at, event_at=event_time(issue, received_at))
     if record.state == "deleted":
         return "it was deleted"
+    latest = store.latest_prediction(session, record)
+    if latest is not None and latest.outcome == PENDING:
+        return _resume(latest, issue, github, repo, number, policy)
     reason = skip_reason(issue, classifier.labels, policy)
-    if reason is None and store.latest_prediction(session, record) is not None:
+    if reason is None and latest is not None:
         reason = "it was already handled"
     if reason:
         log.info("skipping %s#%s: %s", repo, number, reason)
@@ -151,17 +164,26 @@ def classify_and_label(session: Session, *, repo: str, number: int, issue: Issue
     issue_type = _type_beside(choice, github, repo, policy) if policy.apply == "both" else None
     if issue_type:
         choice = replace(choice, reason=f"{choice.reason}; its issue type is {issue_type!r}")
-    outcome = _apply(choice, scores, github, repo, number, policy, issue_type)
-    if outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
-        choice = replace(choice, reason=choice.reason + mark_abstained(github, repo, number, names, policy))
     version = session.query(ModelVersion).filter_by(version=classifier.version).one_or_none()
     prediction = Prediction(issue_id=record.id, model_version_id=version.id if version else None,
                             delivery_id=delivery_id, scores=scores, predicted=choice.predicted,
-                            label=choice.label, applied=outcome == "applied", outcome=outcome,
-                            reason=choice.reason)
+                            label=choice.label, applied=False, outcome=PENDING, reason=choice.reason)
     session.add(prediction)
     session.flush()
-    log.info("%s#%s: %s %r (%s)", repo, number, outcome, choice.label, choice.reason)
+    if checkpoint is not None:
+        checkpoint()
+    try:
+        _record_outcome(prediction, _apply(choice, scores, github, repo, number, policy, issue_type))
+        if prediction.outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
+            prediction.reason += mark_abstained(github, repo, number, names, policy)
+    except GitHubError:  # GitHub answered and took nothing: forget the decision; the job decides what next
+        session.delete(prediction)
+        session.flush()
+        if checkpoint is not None:
+            checkpoint()
+        raise
+    session.flush()
+    log.info("%s#%s: %s %r (%s)", repo, number, prediction.outcome, choice.label, choice.reason)
     return prediction
 
 
@@ -219,6 +241,24 @@ def mark_abstained(github, repo: str, number: int, repo_labels: list[str], polic
         github.create_label(repo, name, "ededed", "Issue Sorter was not sure: a maintainer should sort it")
     github.add_labels(repo, number, [name])
     return f"; marked {name!r}"
+
+
+def _resume(pending: Prediction, issue: IssueSnapshot, github, repo: str, number: int,
+            policy: LabelingPolicy) -> Prediction:
+    """Finish a decision a crashed job stored: write to GitHub only what GitHub does not have yet."""
+    if pending.label is not None and pending.label in issue.labels:
+        outcome = "applied"  # GitHub took the label before the crash
+    else:
+        choice = Choice(pending.predicted, pending.scores.get(pending.predicted, 0.0), pending.label,
+                        pending.reason)
+        outcome = _apply(choice, pending.scores, github, repo, number, policy)
+    _record_outcome(pending, outcome)
+    log.info("%s#%s: resumed after a crash: %s %r", repo, number, outcome, pending.label)
+    return pending
+
+
+def _record_outcome(prediction: Prediction, outcome: str) -> None:
+    prediction.outcome, prediction.applied = outcome, outcome == "applied"
 
 
 def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: int,

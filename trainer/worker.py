@@ -8,6 +8,7 @@ from __future__ import annotations
 from redis import Redis
 from rq import SimpleWorker
 
+from core.abandoned import MAINTENANCE_INTERVAL, requeue_abandoned
 from core.db import make_sessionmaker
 from core.queues import TRAINING_QUEUE
 from core.settings import Settings
@@ -23,5 +24,6 @@ def run_worker(settings: Settings, *, burst: bool = False) -> bool:
     """Serve training jobs until stopped (SimpleWorker: torch never runs in a forking parent)."""
     ctx = build_context(settings)
     context.configure(ctx)
-    worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis)
+    requeue_abandoned(ctx.redis, [TRAINING_QUEUE])  # a run the previous worker died in runs again now
+    worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")

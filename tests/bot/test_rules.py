@@ -192,3 +192,52 @@ def test_the_same_delivery_is_recorded_once(labelled):
     assert record(labelled, once) == "skipped: event already recorded"
     with session_scope(labelled) as session:
         assert len(session.scalars(select(LabelEvent)).all()) == 1
+
+
+class Crash(Exception):
+    """The worker dying (SIGKILL, the database going away) at one moment of the job."""
+
+
+class CrashingGitHub(FakeGitHub):
+    """Dies in add_labels, after GitHub took the label (`after_write`) or before."""
+
+    def __init__(self, *, after_write: bool, **kwargs):
+        super().__init__(**kwargs)
+        self.after_write, self.crashes = after_write, 1
+
+    def add_labels(self, repo, number, labels):
+        if self.crashes and not self.after_write:
+            self.crashes -= 1
+            raise Crash
+        super().add_labels(repo, number, labels)
+        if self.crashes:
+            self.crashes -= 1
+            raise Crash
+
+
+def label_as_a_job(sessions, github, number: int):
+    """What bot.jobs does: one session, the checkpoint committing the decision before GitHub is written."""
+    policy = labeling.policy_for(SETTINGS, parse_config(None)[0], CLASSIFIER, dry_run=False)
+    issue = snapshot(number, labels=tuple(github.issue_labels.get((REPO, number), ())))
+    with session_scope(sessions) as session:
+        result = labeling.classify_and_label(session, repo=REPO, number=number, issue=issue, github=github,
+                                             classifier=CLASSIFIER, policy=policy, delivery_id=f"d-{number}",
+                                             installation_id=1, checkpoint=session.commit)
+        return result if isinstance(result, str) else (result.outcome, result.label)
+
+
+@pytest.mark.parametrize("after_write", [True, False], ids=["after-github-took-it", "before-github-heard"])
+def test_a_job_that_dies_around_the_label_write_is_finished_once_with_its_prediction(sessions, after_write):
+    github = CrashingGitHub(after_write=after_write, labels={REPO: list(LABELS)})
+    with pytest.raises(Crash):
+        label_as_a_job(sessions, github, 1)
+    with session_scope(sessions) as session:  # the decision survived the crash, marked unfinished
+        assert [p.outcome for p in session.scalars(select(Prediction))] == [labeling.PENDING]
+
+    assert label_as_a_job(sessions, github, 1) == ("applied", "bug")  # RQ's retry of the same job
+    assert github.issue_labels[(REPO, 1)] == ["bug"]
+    # one write reached GitHub: the retry saw the label (after) or wrote it itself (before)
+    assert [c for c in github.writes() if c[0] == "add_labels"] == [("add_labels", REPO, 1, ("bug",))]
+    with session_scope(sessions) as session:
+        assert [(p.outcome, p.applied) for p in session.scalars(select(Prediction))] == [("applied", True)]
+    assert label_as_a_job(sessions, github, 1) == "it already carries 'bug'"  # and nothing more after

@@ -1,0 +1,417 @@
+"""Faults under traffic: `issue-sorter run` labels N real issues while its worker, Redis and PostgreSQL fail.
+
+    .venv/bin/python bench/chaos.py --n 1000 --rate 5 --kills 3 --redis-restarts 2 --db-restarts 2
+    DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/6 \\
+        .venv/bin/python bench/chaos.py --n 1000 --rate 5
+
+It starts the service as a user does (`issue-sorter run` in a folder of its own: embedded Redis and
+SQLite unless DATABASE_URL / REDIS_URL are set) against the fake GitHub on loopback, sends N signed
+`issues.opened` deliveries of distinct NLBSE issues (GitHub's example payload as the shape) at a steady
+rate, and meanwhile, at random moments: SIGKILLs the labelling worker while a job runs, restarts Redis
+(embedded: SIGKILL of the server, which the supervisor restarts from its append-only file; a shared
+Redis cannot be restarted here, so every connection to our database is killed instead) and "restarts"
+PostgreSQL (the machine's server is shared: every backend of our database is terminated). Like GitHub,
+the sender delivers once and records the answer in the fake's delivery log; our redelivery sweep (cron)
+asks for the failed ones again. Then it checks GitHub and the database and prints one JSON report:
+lost, duplicated, predictions missing, failed jobs, time to recover after each fault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.signatures import sign_body
+from simulation.fake_github import FakeGitHub
+
+SHARED = Path(os.environ.get("ISSUE_SORTER_SHARED", ROOT.parent / "shared")).resolve()
+NLBSE = SHARED / "data" / "nlbse24-issue-report-classification"
+SHAPE = SHARED / "github" / "webhooks" / "issues" / "opened.payload.json"
+SECRET = "chaos-" + uuid.uuid4().hex
+APP_ID, INSTALLATION = 4711, 1
+LABELS = ["bug", "enhancement", "question", "documentation"]
+
+
+def real_issues(n: int) -> list[dict]:
+    """N distinct NLBSE issues (train, then test); past the 3,000 a number makes each title distinct."""
+    csv.field_size_limit(sys.maxsize)
+    rows = []
+    for name in ("issues_train.csv", "issues_test.csv"):
+        with (NLBSE / name).open(newline="") as handle:
+            rows += [{"repo": r["repo"], "title": r["title"], "body": r["body"]} for r in csv.DictReader(handle)]
+    numbers: dict[str, int] = {}
+    picked = []
+    for i in range(n):
+        row = dict(rows[i % len(rows)])
+        if i >= len(rows):
+            row["title"] = f"{row['title']} ({i // len(rows)})"
+        numbers[row["repo"]] = row["number"] = numbers.get(row["repo"], 0) + 1
+        picked.append(row)
+    return picked
+
+
+def delivery_body(shape: dict, issue: dict, repo_id: int) -> bytes:
+    """GitHub's example `issues.opened` payload carrying this issue, in this repository."""
+    payload = copy.deepcopy(shape)
+    owner, name = issue["repo"].split("/")
+    payload["issue"].update(number=issue["number"], title=issue["title"], body=issue["body"], labels=[])
+    payload["repository"].update(id=repo_id, name=name, full_name=issue["repo"])
+    payload["repository"]["owner"]["login"] = owner
+    payload["installation"] = {"id": INSTALLATION}
+    return json.dumps(payload).encode()
+
+
+class Service:
+    """`issue-sorter run` in `workdir`, its log in run.log."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]):
+        self.workdir, self.env = workdir, env
+        self.base = f"http://127.0.0.1:{env['PORT']}"
+        self.log_path = workdir / "run.log"
+        with self.log_path.open("w") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=workdir,
+                                            env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def wait_healthy(self, seconds: float = 120) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
+            try:
+                health = requests.get(f"{self.base}/healthz", timeout=1).json()
+                if health.get("database") == "ok" and health.get("redis") == "ok":
+                    return
+            except (requests.RequestException, ValueError):
+                pass
+            time.sleep(0.3)
+        raise SystemExit("issue-sorter run did not come up:\n" + self.log_path.read_text()[-3000:])
+
+    def redis_url(self) -> str:
+        if self.env.get("REDIS_URL"):
+            return self.env["REDIS_URL"]
+        return re.search(r"listening on (redis://\S+),", self.log_path.read_text()).group(1)
+
+    def child_pid(self, pattern: str) -> int | None:
+        """The pid of the service's process whose command line matches `pattern` (workers, Redis)."""
+        out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            pid, ppid, args = line.split(None, 2)
+            if int(ppid) == self.process.pid and re.search(pattern, args):
+                return int(pid)
+        return None
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return -9
+
+
+class Faults:
+    """The three faults, each as the kind of deployment allows."""
+
+    def __init__(self, service: Service, database_url: str):
+        from redis import Redis
+
+        self.service, self.database_url = service, database_url
+        self.redis = Redis.from_url(service.redis_url(), socket_timeout=5)
+        self.embedded_redis = not service.env.get("REDIS_URL")
+
+    def kill_worker(self) -> str:
+        from rq.registry import StartedJobRegistry
+
+        deadline = time.monotonic() + 5  # mid-job: wait (a little) for one to be running
+        while time.monotonic() < deadline and not _safe(lambda: StartedJobRegistry("labeling", connection=self.redis).count):
+            time.sleep(0.02)
+        pid = self.service.child_pid(r"issue_sorter\.cli worker")
+        if pid is None:
+            return "worker: not running (being restarted)"
+        os.kill(pid, signal.SIGKILL)
+        return f"worker {pid} SIGKILLed"
+
+    def restart_redis(self) -> str:
+        if self.embedded_redis:
+            pid = self.service.child_pid(r"valkey-server")
+            if pid is None:
+                return "redis: not running (being restarted)"
+            os.kill(pid, signal.SIGKILL)
+            return f"embedded Redis {pid} SIGKILLed (restarted by the supervisor from its AOF)"
+        db = self.redis.connection_pool.connection_kwargs.get("db", 0)
+        killed = 0
+        for client in self.redis.client_list():
+            if int(client.get("db", -1)) == db and client.get("name") != "chaos":
+                killed += _safe(lambda c=client: self.redis.client_kill_filter(_id=c["id"])) or 0
+        return f"shared Redis: {killed} connections to db {db} killed (no restart of a shared server)"
+
+    def restart_postgres(self) -> str:
+        if not self.database_url.startswith("postgresql"):
+            return "database: SQLite, nothing to restart"
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(self.database_url)
+        with engine.connect() as connection:
+            count = connection.execute(text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+        engine.dispose()
+        return f"PostgreSQL: {count} backends of our database terminated (shared server, not restarted)"
+
+
+def _safe(call):
+    try:
+        return call()
+    except Exception:  # noqa: BLE001 - a probe during a fault may fail; the fault is the point
+        return None
+
+
+def send_all(service: Service, fake: FakeGitHub, issues: list[dict], rate: float, repo_ids: dict) -> dict:
+    """Deliver each issue once at `rate` per second, as GitHub does, recording the answer in its log."""
+    shape = json.loads(SHAPE.read_text())
+    answers: dict[str, int] = {}
+
+    def send(issue: dict) -> None:
+        body = delivery_body(shape, issue, repo_ids[issue["repo"]])
+        guid = str(uuid.uuid4())
+        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": guid, "Content-Type": "application/json",
+                   "X-Hub-Signature-256": sign_body(body, SECRET), "User-Agent": "GitHub-Hookshot/chaos"}
+        try:
+            status = requests.post(f"{service.base}/webhook", data=body, headers=headers, timeout=10).status_code
+        except requests.RequestException:
+            status = 0
+        answers[guid] = status
+        fake.add_delivery("issues", "opened", guid=guid, status_code=status, body=body,
+                          installation_id=INSTALLATION, repository_id=repo_ids[issue["repo"]])
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        for i, issue in enumerate(issues):
+            time.sleep(max(0.0, started + i / rate - time.monotonic()))
+            pool.submit(send, issue)
+    return answers
+
+
+def fault_plan(args, duration: float, rng: random.Random) -> list[tuple[float, str]]:
+    kinds = (["kill_worker"] * args.kills + ["restart_redis"] * args.redis_restarts
+             + ["restart_postgres"] * args.db_restarts)
+    return sorted((rng.uniform(0.1, 0.9) * duration, kind) for kind in kinds)
+
+
+def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log: list[dict]) -> list[threading.Thread]:
+    """Run the plan; after each fault, the seconds until GitHub sees the next label (time to recover)."""
+    started, watchers = time.monotonic(), []
+    for at, kind in plan:
+        time.sleep(max(0.0, started + at - time.monotonic()))
+        before, moment = _label_calls(fake), time.monotonic()
+        entry = {"at_s": round(moment - started, 1), "fault": kind, "what": getattr(faults, kind)()}
+        log.append(entry)
+        watchers.append(threading.Thread(target=_recovery, args=(fake, before, moment, entry), daemon=True))
+        watchers[-1].start()
+    return watchers
+
+
+def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None:
+    while _label_calls(fake) == before and time.monotonic() - moment < 600:
+        time.sleep(0.1)
+    entry["recovered_after_s"] = round(time.monotonic() - moment, 1)
+
+
+def _label_calls(fake: FakeGitHub) -> int:
+    return len(fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"))
+
+
+def settle(fake: FakeGitHub, issues: list[dict], seconds: float) -> float:
+    """Wait until every issue carries a label, or nothing changed for `seconds`; the wait."""
+    started = last_change = time.monotonic()
+    done = -1
+    while time.monotonic() - last_change < seconds:
+        now_done = sum(1 for i in issues if fake.issue_labels(i["repo"], i["number"]))
+        if now_done != done:
+            done, last_change = now_done, time.monotonic()
+        if done == len(issues):
+            break
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: str) -> dict:
+    """What GitHub and the database hold, against what was sent."""
+    from redis import Redis
+    from rq.registry import FailedJobRegistry
+    from sqlalchemy import create_engine, func, select
+    from sqlalchemy.orm import Session
+
+    from core.tables import IssueRecord, Prediction, Repository, WebhookDelivery
+
+    label_posts: dict[tuple[str, int], int] = {}
+    for call in fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"):
+        owner, name, _, number, _ = call.path.split("/")[2:7]
+        key = (f"{owner}/{name}", int(number))
+        label_posts[key] = label_posts.get(key, 0) + 1
+    labels = {(i["repo"], i["number"]): fake.issue_labels(i["repo"], i["number"]) for i in issues}
+    engine = create_engine(database_url)
+    with Session(engine) as session:
+        rows = session.execute(select(Repository.full_name, IssueRecord.number, func.count(Prediction.id))
+                               .join(IssueRecord, IssueRecord.repository_id == Repository.id)
+                               .join(Prediction, Prediction.issue_id == IssueRecord.id)
+                               .group_by(Repository.full_name, IssueRecord.number)).all()
+        predictions = {(repo, number): count for repo, number, count in rows}
+        outcomes = dict(session.execute(select(WebhookDelivery.outcome, func.count()).group_by(
+            WebhookDelivery.outcome)).all())
+    engine.dispose()
+    redis = Redis.from_url(redis_url)
+    failed = {q: FailedJobRegistry(q, connection=redis).get_job_ids() for q in ("labeling", "feedback")}
+    comments = sum(max(0, len(fake.comments(repo, number)) - 1) for repo, number in labels)
+    return {
+        "lost": sum(1 for v in labels.values() if not v),
+        "duplicated": sum(1 for v in labels.values() if len(v) > 1) + comments,
+        "repeated_label_calls": sum(1 for v in label_posts.values() if v > 1),
+        "predictions_missing": sum(1 for key in labels if predictions.get(key, 0) == 0),
+        "predictions_duplicated": sum(1 for v in predictions.values() if v > 1),
+        "failed_jobs": {q: ids for q, ids in failed.items() if ids},
+        "delivery_outcomes": {str(k)[:40]: v for k, v in sorted(outcomes.items(), key=lambda kv: -kv[1])[:8]},
+    }
+
+
+def environment(args, fake: FakeGitHub, workdir: Path) -> dict[str, str]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("MODEL_DIR",)}
+    env.update(PORT=str(port), GITHUB_WEBHOOK_SECRET=SECRET, GITHUB_APP_ID=str(APP_ID),
+               GITHUB_PRIVATE_KEY=fake.private_key_pem, GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0",
+               GITHUB_REQUEST_INTERVAL="0", ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
+               PYTHONPATH=str(ROOT))
+    env.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'var' / 'issue-sorter.db'}")
+    env["MODEL_DIR"] = str(workdir / "var" / "models")
+    return env
+
+
+def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> None:
+    """Migrate, and promote `source` (or a small model trained here on 48 NLBSE issues, about a minute)."""
+    from core.db import make_sessionmaker, session_scope
+    from core.migrate import upgrade
+    from trainer.registry import Registry
+
+    upgrade(database_url)
+    if source is None:
+        from trainer.config import TrainConfig
+        from trainer.dataset import load_file
+        from trainer.train import fine_tune
+
+        examples = load_file(NLBSE / "issues_train.csv")
+        picked = []
+        for label in ("bug", "feature", "question"):
+            picked += [e for e in examples if e.label == label][:16]
+        trained = fine_tune(TrainConfig(max_length=64, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
+        source = model_dir.parent / "chaos-model"
+        trained.save(source, version="chaos", metrics={}, thresholds={}, data_fingerprint="")
+    with session_scope(make_sessionmaker(database_url)) as session:
+        registry = Registry(model_dir, session)
+        row = registry.register(source, scope="global")
+        registry.promote(row.version, "chaos bench", scope="global")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=5.0, help="deliveries per second")
+    parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--redis-restarts", type=int, default=2)
+    parser.add_argument("--db-restarts", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
+    parser.add_argument("--sweep-interval", type=int, default=5, help="seconds between redelivery sweeps")
+    parser.add_argument("--settle", type=float, default=120, help="give up after this long without progress")
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--flush-redis", action="store_true", help="empty REDIS_URL's database first")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="chaos-"))
+    (workdir / "var").mkdir(parents=True, exist_ok=True)
+    report = run(args, workdir)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+    ok = report["lost"] == report["duplicated"] == report["predictions_missing"] == 0 and not report["failed_jobs"]
+    return 0 if ok else 1
+
+
+def run(args, workdir: Path) -> dict:
+    issues = real_issues(args.n)
+    if os.environ.get("REDIS_URL") and args.flush_redis:
+        from redis import Redis
+
+        Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+    fake = FakeGitHub(app_id=APP_ID).start()
+    try:
+        for repo in sorted({i["repo"] for i in issues}):
+            fake.add_repo(repo, labels=LABELS, installation_id=INSTALLATION)
+        for issue in issues:
+            fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
+        repo_ids = {repo: fake._repos[repo]["id"] for repo in {i["repo"] for i in issues}}  # the fake's ids
+        env = environment(args, fake, workdir)
+        prepare_model(env["DATABASE_URL"], Path(env["MODEL_DIR"]), args.model)
+        service = Service(workdir, env)
+        service.wait_healthy()
+        fake.webhook_url, fake.webhook_secret = f"{service.base}/webhook", SECRET
+        return _measure(args, service, fake, issues, repo_ids, env)
+    finally:
+        fake.stop()
+
+
+def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_ids: dict, env: dict) -> dict:
+    faults, fault_log = Faults(service, env["DATABASE_URL"]), []
+    plan = fault_plan(args, args.n / args.rate, random.Random(args.seed))
+    watchers: list[threading.Thread] = []
+    injector = threading.Thread(target=lambda: watchers.extend(inject(faults, plan, fake, fault_log)), daemon=True)
+    started = time.monotonic()
+    injector.start()
+    answers = send_all(service, fake, issues, args.rate, repo_ids)
+    sent = time.monotonic() - started
+    waited = settle(fake, issues, args.settle)
+    injector.join(timeout=5)
+    for watcher in watchers:
+        watcher.join(timeout=5)
+    result = check(fake, issues, env["DATABASE_URL"], service.redis_url())
+    stopped = service.stop()
+    log = service.log_path.read_text()
+    during, _, shutdown = log.partition("issue-sorter run: stopping")
+    return {
+        "n": args.n, "rate_per_s": args.rate, "sent_in_s": round(sent, 1), "drained_after_s": round(waited, 1),
+        "database": env["DATABASE_URL"].split(":")[0], "redis": "machine" if env.get("REDIS_URL") else "embedded",
+        "answers": {str(code): sum(1 for a in answers.values() if a == code) for code in sorted(set(answers.values()))},
+        "redeliveries": sum(1 for d in fake.deliveries if d["redelivery"]),
+        "faults": fault_log, **result,
+        "restarts_logged": len(re.findall(r"restarted \(pid", log)),
+        "shutdown_exit_code": stopped,
+        "tracebacks_during_faults": during.count("Traceback"), "tracebacks_at_shutdown": shutdown.count("Traceback"),
+        "workdir": str(service.workdir),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

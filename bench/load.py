@@ -1,0 +1,207 @@
+"""Webhook acknowledgement under load: gunicorn as `issue-sorter web` runs it, real Redis, loopback only.
+
+    REDIS_URL=redis://127.0.0.1:6379/6 .venv/bin/python bench/load.py --rates 100 500 --duration 60
+
+For each rate, signed `issues.opened` deliveries (each a new delivery id, so each is verified, parsed and
+enqueued) go to POST /webhook at that steady rate, open loop, and as many POSTs to a bare route of the same
+Flask app on the same gunicorn that answers 202 and does nothing (the floor), interleaved, in the same run.
+Latency is from connecting to the last byte of the answer. Then, with the queue emptied, a warm
+`issue-sorter worker` and the fake GitHub: webhook -> label latency of deliveries sent one a second.
+REDIS_URL's database is flushed before and after: give it one of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
+
+from chaos import APP_ID, INSTALLATION, LABELS, SECRET, SHAPE, prepare_model  # the same fake GitHub set-up
+
+from bot.signatures import sign_body
+from simulation.fake_github import FakeGitHub
+
+REPO = "Codertocat/Hello-World"
+
+
+def service():
+    """gunicorn's app: the bot's own, plus POST /floor answering 202 with nothing done (the floor)."""
+    from bot.app import create_app_from_env
+
+    app = create_app_from_env()
+    app.add_url_rule("/floor", "floor", lambda: ("", 202), methods=["POST"])
+    return app
+
+
+def request_bytes(path: str, number: int, port: int) -> bytes:
+    """A signed issues.opened delivery (or the same bytes to the floor) as raw HTTP/1.1."""
+    payload = json.loads(SHAPE.read_text())
+    payload["issue"].update(number=number, labels=[])
+    payload["installation"] = {"id": INSTALLATION}
+    body = json.dumps(payload).encode()
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nX-GitHub-Event: issues\r\nX-GitHub-Delivery: {uuid.uuid4()}\r\n"
+            f"X-Hub-Signature-256: {sign_body(body, SECRET)}\r\nConnection: close\r\n\r\n")
+    return head.encode() + body
+
+
+async def one(port: int, raw: bytes, results: list, kind: str) -> None:
+    started = time.perf_counter()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(raw)
+        await writer.drain()
+        answer = await reader.read()  # gunicorn's sync workers close after each answer
+        writer.close()
+        status = int(answer.split(b" ", 2)[1])
+    except (OSError, ValueError, IndexError):
+        status = 0
+    results.append((kind, status, time.perf_counter() - started))
+
+
+async def load(port: int, rate: float, duration: float) -> tuple[list, float]:
+    """`rate` deliveries a second and as many floor requests, interleaved, open loop."""
+    count = int(rate * duration)
+    webhooks = [request_bytes("/webhook", 100000 + i, port) for i in range(count)]
+    floor = request_bytes("/floor", 1, port)
+    results: list = []
+    tasks = []
+    started = time.perf_counter()
+    for i in range(count):
+        for offset, kind, raw in ((0.0, "webhook", webhooks[i]), (0.5, "floor", floor)):
+            delay = started + (i + offset) / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(port, raw, results, kind)))
+    sent_in = time.perf_counter() - started
+    await asyncio.gather(*tasks)
+    return results, sent_in
+
+
+def summary(results: list, kind: str) -> dict:
+    """Percentiles over the answered requests; `unanswered` counts refused or reset connections."""
+    times = sorted(t * 1000 for k, status, t in results if k == kind and status)
+    statuses: dict[str, int] = {}
+    for k, status, _ in results:
+        if k == kind:
+            statuses[str(status)] = statuses.get(str(status), 0) + 1
+    if not times:
+        return {"n": 0, "statuses": statuses}
+    return {"n": len(times), "p50_ms": round(statistics.median(times), 2),
+            "p99_ms": round(times[int(0.99 * (len(times) - 1))], 2), "max_ms": round(times[-1], 2),
+            "statuses": statuses, "unanswered": statuses.get("0", 0)}
+
+
+def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=BENCH.parent)
+
+
+def wait_up(url: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url, timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            time.sleep(0.2)
+    raise SystemExit(f"{url} did not answer")
+
+
+def label_latency(port: int, fake: FakeGitHub, env: dict, workdir: Path, count: int) -> dict:
+    """Deliveries one a second to a warm worker: seconds from POST to the label on GitHub."""
+    worker = start([sys.executable, "-m", "issue_sorter.cli", "worker"], env, workdir / "worker.log")
+    try:
+        seconds = []
+        for i in range(count + 1):  # the first one warms the worker up and is not counted
+            number = i + 1
+            fake.add_issue(REPO, number, f"App crashes on start {i}", "Traceback (most recent call last): ...")
+            raw = request_bytes("/webhook", number, port)
+            head, body = raw.split(b"\r\n\r\n", 1)
+            headers = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:])
+            started = time.perf_counter()
+            requests.post(f"http://127.0.0.1:{port}/webhook", data=body, headers=headers, timeout=10)
+            while not fake.issue_labels(REPO, number) and time.perf_counter() - started < 120:
+                time.sleep(0.01)
+            if i:
+                seconds.append(time.perf_counter() - started)
+            time.sleep(max(0.0, 1.0 - (time.perf_counter() - started)))
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    seconds.sort()
+    return {"n": len(seconds), "p50_s": round(statistics.median(seconds), 3),
+            "p99_s": round(seconds[int(0.99 * (len(seconds) - 1))], 3), "max_s": round(seconds[-1], 3)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rates", type=float, nargs="+", default=[100, 500])
+    parser.add_argument("--duration", type=float, default=60)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (issue-sorter run uses 2)")
+    parser.add_argument("--labels", type=int, default=30, help="deliveries for the label latency")
+    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
+    args = parser.parse_args(argv)
+    if not os.environ.get("REDIS_URL"):
+        raise SystemExit("set REDIS_URL to a Redis database of its own (it is flushed)")
+    from redis import Redis
+
+    redis = Redis.from_url(os.environ["REDIS_URL"])
+    redis.flushdb()
+    workdir = Path(tempfile.mkdtemp(prefix="load-"))
+    fake = FakeGitHub(app_id=APP_ID).start()
+    fake.add_repo(REPO, labels=LABELS, installation_id=INSTALLATION)
+    env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_APP_ID": str(APP_ID),
+           "GITHUB_PRIVATE_KEY": fake.private_key_pem, "GITHUB_API_URL": fake.url, "ISSUE_SORTER_THRESHOLD": "0",
+           "GITHUB_REQUEST_INTERVAL": "0", "MODEL_DIR": str(workdir / "models"),
+           "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir / 'issue-sorter.db'}")}
+    prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
+    port = free_port()
+    web = start([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
+                 "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(BENCH), "load:service()"],
+                env, workdir / "web.log")
+    report = {"gunicorn_workers": args.workers, "duration_s": args.duration, "rates": {}}
+    try:
+        wait_up(f"http://127.0.0.1:{port}/healthz")
+        for rate in args.rates:
+            results, sent_in = asyncio.run(load(port, rate, args.duration))
+            hook, floor = summary(results, "webhook"), summary(results, "floor")
+            report["rates"][str(int(rate))] = {
+                "sent_in_s": round(sent_in, 1), "webhook": hook, "floor": floor,
+                "p99_ratio": round(hook["p99_ms"] / floor["p99_ms"], 2) if hook["n"] and floor["n"] else None,
+                "p50_ratio": round(hook["p50_ms"] / floor["p50_ms"], 2) if hook["n"] and floor["n"] else None}
+            report["rates"][str(int(rate))]["queued"] = redis.llen("rq:queue:labeling")
+            redis.flushdb()
+        report["webhook_to_label"] = label_latency(port, fake, env, workdir, args.labels)
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+        fake.stop()
+        redis.flushdb()
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def free_port() -> int:
+    """A free loopback port (closed again before gunicorn binds it)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

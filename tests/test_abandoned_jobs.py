@@ -1,0 +1,108 @@
+"""A job whose worker is SIGKILLed mid-job: what RQ 3.0 does by itself, and what core.abandoned adds.
+
+Real Redis, a real RQ SimpleWorker in its own process, killed while the job runs.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rq import Retry, SimpleWorker
+from rq.job import Job, JobStatus
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.scheduler import RQScheduler
+
+from core.abandoned import requeue_abandoned
+from core.queues import CRASH_RETRY, make_queue
+
+pytestmark = pytest.mark.redis
+QUEUE = "labeling"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def hang_the_first_time(marker: str) -> str:
+    """The job: the first run leaves a marker and hangs (to be killed); a retry finds it and finishes."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("started")
+        time.sleep(120)
+    return "finished"
+
+
+def _worker_in_the_job(redis_url: str, marker: Path) -> subprocess.Popen:
+    code = ("import sys; from redis import Redis; from rq import SimpleWorker; "
+            f"SimpleWorker([{QUEUE!r}], connection=Redis.from_url(sys.argv[1])).work()")
+    worker = subprocess.Popen([sys.executable, "-c", code, redis_url], cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not marker.exists():
+        worker.kill()
+        pytest.fail("the worker never started the job")
+    return worker
+
+
+def _kill_worker_mid_job(redis_url: str, marker: Path) -> None:
+    worker = _worker_in_the_job(redis_url, marker)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+
+
+def _enqueue(redis, marker: Path, retry: Retry | None) -> Job:
+    return make_queue(redis, QUEUE).enqueue(hang_the_first_time, str(marker), retry=retry)
+
+
+def test_rq_alone_leaves_a_killed_workers_job_started_for_minutes(redis, redis_url, tmp_path):
+    job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
+    _kill_worker_mid_job(redis_url, tmp_path / "marker")
+    registry = StartedJobRegistry(QUEUE, connection=redis)
+    registry.cleanup()  # what a worker's maintenance does: nothing yet, the entry expires timeout + 60 s on
+    assert job.get_status() == JobStatus.STARTED and job.id in registry.get_job_ids(cleanup=False)
+    (expiry,) = [score for _, score in redis.zrange(registry.key, 0, -1, withscores=True)]
+    assert expiry - time.time() > 300  # labelling's 300 s timeout + 60: six minutes of nothing
+
+
+def test_a_killed_workers_job_is_retried_at_once_and_finishes(redis, redis_url, tmp_path):
+    job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
+    _kill_worker_mid_job(redis_url, tmp_path / "marker")
+
+    assert requeue_abandoned(redis, [QUEUE]) == [job.id]
+    job.refresh()
+    assert job.get_status() == JobStatus.SCHEDULED and job.retries_left == CRASH_RETRY.max - 1
+    scheduled = ScheduledJobRegistry(QUEUE, connection=redis)
+    assert 5 < scheduled.get_scheduled_time(job).timestamp() - time.time() <= CRASH_RETRY.intervals[0]
+    assert StartedJobRegistry(QUEUE, connection=redis).get_job_ids(cleanup=False) == []
+
+    redis.zadd(scheduled.key, {job.id: time.time() - 1})  # let the 10 s back-off pass
+    scheduler = RQScheduler([QUEUE], connection=redis)  # what the worker's scheduler does each second
+    scheduler.acquire_locks()
+    scheduler.enqueue_scheduled_jobs()
+    scheduler.release_locks()
+    SimpleWorker([QUEUE], connection=redis).work(burst=True)
+    job.refresh()
+    assert job.get_status() == JobStatus.FINISHED and job.return_value() == "finished"
+    assert requeue_abandoned(redis, [QUEUE]) == []  # nothing is requeued twice
+
+
+def test_a_job_killed_with_no_retry_left_is_failed_not_dropped(redis, redis_url, tmp_path):
+    job = _enqueue(redis, tmp_path / "marker", None)
+    _kill_worker_mid_job(redis_url, tmp_path / "marker")
+    assert requeue_abandoned(redis, [QUEUE]) == [job.id]
+    assert job.get_status() == JobStatus.FAILED
+    assert job.id in FailedJobRegistry(QUEUE, connection=redis).get_job_ids()
+
+
+def test_a_live_workers_job_is_left_alone(redis, redis_url, tmp_path):
+    job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
+    worker = _worker_in_the_job(redis_url, tmp_path / "marker")
+    try:
+        assert requeue_abandoned(redis, [QUEUE]) == []
+        assert job.get_status() == JobStatus.STARTED
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
