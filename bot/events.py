@@ -25,6 +25,13 @@ class UnsupportedContentType(ValueError):
     """The delivery is neither JSON nor GitHub's form encoding."""
 
 
+class _JobArguments:
+    """An event's fields as a job's keyword arguments: plain dicts and lists (bot.queueing)."""
+
+    def job_kwargs(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
 @dataclass(frozen=True)
 class IssueEvent:
     """An `issues` delivery: opened, labeled, unlabeled, edited, closed, transferred, deleted..."""
@@ -49,7 +56,7 @@ class IssueEvent:
 
 
 @dataclass(frozen=True)
-class CommentEvent:
+class CommentEvent(_JobArguments):
     """An `issue_comment.created` delivery (slash commands)."""
 
     delivery_id: str
@@ -61,12 +68,9 @@ class CommentEvent:
     body: str
     comment_id: int | None = None  # where a refusal is answered, with a reaction
 
-    def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self))
-
 
 @dataclass(frozen=True)
-class InstallationEvent:
+class InstallationEvent(_JobArguments):
     """`installation.*` / `installation_repositories.*`: repositories to backfill, purge, freeze or thaw."""
 
     delivery_id: str
@@ -77,12 +81,9 @@ class InstallationEvent:
     # the same repositories as {"repo", "repo_id", "private"}: GitHub's id and visibility travel with them
     repositories: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
-    def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self))
-
 
 @dataclass(frozen=True)
-class RepositoryEvent:
+class RepositoryEvent(_JobArguments):
     """`repository.renamed / transferred / privatized / publicized`: one repository's name or visibility."""
 
     delivery_id: str
@@ -92,12 +93,9 @@ class RepositoryEvent:
     repo_id: int
     private: bool
 
-    def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self))
-
 
 @dataclass(frozen=True)
-class LabelEvent:
+class LabelEvent(_JobArguments):
     """A `label` delivery (created, edited, deleted): the repository's set of labels changed."""
 
     delivery_id: str
@@ -105,9 +103,6 @@ class LabelEvent:
     installation_id: int | None
     repo: str
     label: str | None  # its name (the new name, for an edit)
-
-    def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self))
 
 
 Event = IssueEvent | CommentEvent | InstallationEvent | RepositoryEvent | LabelEvent

@@ -10,37 +10,27 @@ from redis.exceptions import RedisError
 
 from bot import events, queueing
 from bot.signatures import verify_signature
-from core.queues import (
-    BACKFILL_INSTALLATION,
-    HANDLE_COMMENT,
-    LABEL_ISSUE,
-    RECORD_ISSUE_EVENT,
-    REFRESH_LABELS,
-    REMOVE_INSTALLATION,
-    REMOVE_REPOSITORIES,
-    SUSPEND_INSTALLATION,
-    UPDATE_REPOSITORY,
-    JobSpec,
-)
+from core import queues
+from core.queues import JobSpec
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("webhooks", __name__)
 
 # (event type, action or None for any) → the job that handles it. The whole routing table of the bot.
 ROUTES: dict[tuple[type, str | None], JobSpec] = {
-    (events.IssueEvent, "opened"): LABEL_ISSUE,
-    **{(events.IssueEvent, action): RECORD_ISSUE_EVENT
+    (events.IssueEvent, "opened"): queues.LABEL_ISSUE,
+    **{(events.IssueEvent, action): queues.RECORD_ISSUE_EVENT
        for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted", "typed",
                       "untyped")},
-    (events.CommentEvent, None): HANDLE_COMMENT,
-    (events.InstallationEvent, "created"): BACKFILL_INSTALLATION,
-    (events.InstallationEvent, "added"): BACKFILL_INSTALLATION,
-    (events.InstallationEvent, "deleted"): REMOVE_INSTALLATION,
-    (events.InstallationEvent, "removed"): REMOVE_REPOSITORIES,
-    (events.InstallationEvent, "suspend"): SUSPEND_INSTALLATION,
-    (events.InstallationEvent, "unsuspend"): SUSPEND_INSTALLATION,
-    (events.RepositoryEvent, None): UPDATE_REPOSITORY,  # renamed, transferred, privatized, publicized
-    (events.LabelEvent, None): REFRESH_LABELS,  # created, edited, deleted
+    (events.CommentEvent, None): queues.HANDLE_COMMENT,
+    (events.InstallationEvent, "created"): queues.BACKFILL_INSTALLATION,
+    (events.InstallationEvent, "added"): queues.BACKFILL_INSTALLATION,
+    (events.InstallationEvent, "deleted"): queues.REMOVE_INSTALLATION,
+    (events.InstallationEvent, "removed"): queues.REMOVE_REPOSITORIES,
+    (events.InstallationEvent, "suspend"): queues.SUSPEND_INSTALLATION,
+    (events.InstallationEvent, "unsuspend"): queues.SUSPEND_INSTALLATION,
+    (events.RepositoryEvent, None): queues.UPDATE_REPOSITORY,  # renamed, transferred, privatized, publicized
+    (events.LabelEvent, None): queues.REFRESH_LABELS,  # created, edited, deleted
 }
 
 

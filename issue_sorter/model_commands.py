@@ -4,10 +4,11 @@ convert-tfidf, gc-models."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from core.card import update_card
@@ -226,10 +227,17 @@ def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _registry(settings: Settings) -> Iterator[Registry]:
+    """The registry in a transaction of its own, committed when the command's work is done."""
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        yield Registry(settings.model_dir, session)
+
+
 def push_model(args: argparse.Namespace, settings: Settings) -> int:
     """`push-model VERSION TARGET`: the version's directory and a model card, to the hub or a directory."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        row = Registry(settings.model_dir, session).get(args.version)
+    with _registry(settings) as registry:
+        row = registry.get(args.version)
     print(f"published {row.version} to {publish.push_model(Path(row.path), args.target)}")
     return 0
 
@@ -334,31 +342,32 @@ def convert_tfidf(args: argparse.Namespace, settings: Settings) -> int:
     """`convert-tfidf [VERSION...]`: no pickle left to load in the registry's directories."""
     from trainer.baseline import convert_pickled
 
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        registry = Registry(settings.model_dir, session)
+    with _registry(settings) as registry:
         rows = [registry.get(version) for version in args.versions] if args.versions else registry.list()
         paths = [Path(row.path) for row in rows if Path(row.path).is_dir()]
     converted = [directory for path in paths for directory in convert_pickled(path)]
-    for directory in converted:
-        print(f"converted {directory}")
-    print(f"{len(converted)} pickled TF-IDF models converted")
-    return 0
+    return _listed([f"converted {directory}" for directory in converted],
+                   f"{len(converted)} pickled TF-IDF models converted")
 
 
 def gc_models(args: argparse.Namespace, settings: Settings) -> int:
     """`gc-models`: what serves and what a rollback may need stays; the rows stay as history."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        deleted = Registry(settings.model_dir, session).collect_garbage(keep_promoted=args.keep,
-                                                                        dry_run=args.dry_run)
-    for row in deleted:
-        print(f"{'would delete' if args.dry_run else 'deleted'} {row.version} ({row.scope}): {row.path}")
-    print(f"{len(deleted)} model versions {'to delete' if args.dry_run else 'deleted'}")
+    with _registry(settings) as registry:
+        deleted = registry.collect_garbage(keep_promoted=args.keep, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    return _listed([f"{verb} {row.version} ({row.scope}): {row.path}" for row in deleted],
+                   f"{len(deleted)} model versions {'to delete' if args.dry_run else 'deleted'}")
+
+
+def _listed(lines: list[str], summary: str) -> int:
+    """Print what a command did, one line each, then the count; exit code 0."""
+    print("\n".join([*lines, summary]))
     return 0
 
 
 def rollback(args: argparse.Namespace, settings: Settings) -> int:
     """`rollback`: the previous version serves the scope again."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        promotion = Registry(settings.model_dir, session).rollback(args.scope)
+    with _registry(settings) as registry:
+        promotion = registry.rollback(args.scope)
         print(f"{args.scope} now served by {promotion.model_version.version} ({promotion.reason})")
     return 0
