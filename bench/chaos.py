@@ -302,7 +302,7 @@ def environment(args, fake: FakeGitHub, workdir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MODEL_DIR",)}
     env.update(PORT=str(port), GITHUB_WEBHOOK_SECRET=SECRET, GITHUB_APP_ID=str(APP_ID),
                GITHUB_PRIVATE_KEY=fake.private_key_pem, GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0",
-               GITHUB_REQUEST_INTERVAL="0", ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
+               GITHUB_WRITE_INTERVAL="0", ISSUE_SORTER_MAX_EVENT_AGE="0", ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
                PYTHONPATH=str(ROOT))
     env.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'var' / 'issue-sorter.db'}")
     env["MODEL_DIR"] = str(workdir / "var" / "models")

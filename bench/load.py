@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     fake.add_repo(REPO, labels=LABELS, installation_id=INSTALLATION)
     env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_APP_ID": str(APP_ID),
            "GITHUB_PRIVATE_KEY": fake.private_key_pem, "GITHUB_API_URL": fake.url, "ISSUE_SORTER_THRESHOLD": "0",
-           "GITHUB_REQUEST_INTERVAL": "0", "MODEL_DIR": str(workdir / "models"),
+           "GITHUB_WRITE_INTERVAL": "0", "ISSUE_SORTER_MAX_EVENT_AGE": "0", "MODEL_DIR": str(workdir / "models"),
            "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir / 'issue-sorter.db'}")}
     prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
     port = free_port()

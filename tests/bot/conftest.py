@@ -35,8 +35,11 @@ def fake_github():
 
 @pytest.fixture
 def app_settings(settings, fake_github):
+    """The App on the fake GitHub. Its jobs read every issue again from the fake (no fresh window), where
+    the tests set the state under test; tests/bot/test_github_calls.py opens the window to measure it."""
     return dataclasses.replace(settings, app_id=1, private_key=fake_github.private_key_pem,
-                               api_url=fake_github.url, threshold=0.0, app_slug="issue-sorter")
+                               api_url=fake_github.url, threshold=0.0, app_slug="issue-sorter",
+                               fresh_delivery_seconds=0.0)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ Through the real pipeline (signed delivery → Redis → RQ worker → PyGithub 
 counting the fake's recorded requests job by job.
 """
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -15,6 +16,12 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ORG_CONFIG = "Codertocat/.github"
 TITLES = {1: "App crashes with TypeError when saving", 2: "Add dark mode to the settings page",
           3: "How do I configure the proxy?", 4: "Segfault when the config file is empty"}
+
+
+@pytest.fixture
+def app_settings(app_settings):
+    """The fresh window as in production: a delivery younger than it is not read again."""
+    return dataclasses.replace(app_settings, fresh_delivery_seconds=10.0)
 
 
 def open_issue(fake_github, client, payload, number: int, *, age_seconds: float = 0.0) -> list:

@@ -26,6 +26,8 @@ def send(client, payload, action: str, number: int, delivery: str, *, repo: str 
     data = issue_payload(payload, action, number, title=TITLE, body=BODY, labels=labels, label=label,
                          sender=sender)
     data["repository"].update(full_name=repo, name=repo.split("/")[1])
+    if repo != REPO:  # another repository has another GitHub id: repositories are known by it, not by name
+        data["repository"]["id"] = data["repository"]["id"] + 1
     return deliver(client, "issues", data, delivery)
 
 
