@@ -106,9 +106,15 @@ class Service:
         raise SystemExit("issue-sorter run did not come up:\n" + self.log_path.read_text()[-3000:])
 
     def redis_url(self) -> str:
+        """The service's Redis: REDIS_URL when given, else the embedded one, whose password `run` keeps
+        in a file (the log names only its port: a URL with the password never reaches a log)."""
         if self.env.get("REDIS_URL"):
             return self.env["REDIS_URL"]
-        return re.search(r"listening on (redis://\S+),", self.log_path.read_text()).group(1)
+        from issue_sorter.run import REDIS_PASSWORD_FILE, REDIS_USER
+
+        port = re.search(r"listening on 127\.0\.0\.1:(\d+),", self.log_path.read_text()).group(1)
+        password = (self.workdir / REDIS_PASSWORD_FILE).read_text().strip()
+        return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
 
     def child_pid(self, pattern: str) -> int | None:
         """The pid of the service's process whose command line matches `pattern` (workers, Redis)."""
