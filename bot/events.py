@@ -172,7 +172,7 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any], *,
     return None
 
 
-def event_time(payload: dict[str, Any]) -> dt.datetime | None:
+def payload_updated_at(payload: dict[str, Any]) -> dt.datetime | None:
     """When the event happened: the newest `updated_at` of its issue or comment; None when it has neither.
 
     Installation events are left out: adding a repository need not touch the installation's `updated_at`.

@@ -62,7 +62,7 @@ def receive():
     route = route_for(event) if event else None
     if route is None:
         return "", 204
-    if _too_old(events.event_time(payload), settings.max_event_age):
+    if _too_old(events.payload_updated_at(payload), settings.max_event_age):
         log.warning("ignored delivery %s: its event is older than GitHub's redelivery window", delivery_id)
         return {"ignored": "event older than GitHub's redelivery window", "delivery": delivery_id}, 200
     return _enqueue(route, event, queueing.body_digest(body))

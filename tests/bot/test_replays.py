@@ -88,10 +88,10 @@ def test_an_old_comment_on_an_old_issue_is_ignored(client, redis, payload):
 def test_event_time_is_the_newest_issue_or_comment_update(payload):
     body = payload("issue_comment/created")
     body["comment"]["updated_at"] = "2026-01-02T03:04:05Z"
-    assert events.event_time(body) == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
-    assert events.event_time(payload("installation/created")) is None  # not dated: the body markers guard it
+    assert events.payload_updated_at(body) == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    assert events.payload_updated_at(payload("installation/created")) is None  # not dated: the body markers guard it
     body["issue"]["updated_at"] = "not a time"
-    assert events.event_time(body) == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    assert events.payload_updated_at(body) == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 
 
 def test_the_age_limit_is_a_setting():
