@@ -1,6 +1,7 @@
 # One image for every role. Pick the role with the command:
 #   docker run IMAGE web       # gunicorn webhook receiver on $PORT
-#   docker run IMAGE worker    # RQ worker (labeling, feedback); scale it out as you like
+#   docker run IMAGE worker    # RQ worker for new issues (queue labeling); scale it out as you like
+#   docker run IMAGE worker --queues feedback   # and at least one for decisions, comments, backfills
 #   docker run IMAGE training-worker   # the worker for retraining runs (loads no serving model)
 #   docker run IMAGE cron      # RQ's cron scheduler (periodic retraining); run exactly one
 #   docker run IMAGE migrate   # Alembic migrations, once per release

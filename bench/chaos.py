@@ -150,7 +150,7 @@ class Faults:
         deadline = time.monotonic() + 5  # mid-job: wait (a little) for one to be running
         while time.monotonic() < deadline and not _safe(lambda: StartedJobRegistry("labeling", connection=self.redis).count):
             time.sleep(0.02)
-        pid = self.service.child_pid(r"issue_sorter\.cli worker")
+        pid = self.service.child_pid(r"issue_sorter\.cli worker --queues labeling")
         if pid is None:
             return "worker: not running (being restarted)"
         os.kill(pid, signal.SIGKILL)

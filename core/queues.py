@@ -18,7 +18,7 @@ from rq.job import Job
 LABELING_QUEUE = "labeling"  # issues to classify and label: latency matters
 FEEDBACK_QUEUE = "feedback"  # label decisions, comments, backfills, replies: cheap, order-insensitive
 TRAINING_QUEUE = "training"  # fine-tuning runs: minutes each, one at a time, on the training worker
-BOT_QUEUES = (LABELING_QUEUE, FEEDBACK_QUEUE)  # what `issue-sorter worker` serves
+BOT_QUEUES = (LABELING_QUEUE, FEEDBACK_QUEUE)  # what `issue-sorter worker` serves: one per process
 QUEUES = (*BOT_QUEUES, TRAINING_QUEUE)
 JOB_TIMEOUT = {LABELING_QUEUE: 300, FEEDBACK_QUEUE: 1800, TRAINING_QUEUE: 6 * 3600}  # seconds
 # A job that crashed (DB restarting, worker killed) is retried by RQ; GitHub's own transient errors

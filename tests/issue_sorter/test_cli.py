@@ -35,6 +35,22 @@ def test_worker_without_a_promoted_model_says_which_command_to_run(env, redis_ur
         main(["worker", "--burst"])
 
 
+@pytest.mark.redis
+def test_worker_refuses_a_queue_that_is_not_the_bots(env, redis_url):
+    env.setenv("REDIS_URL", redis_url)
+    with pytest.raises(SystemExit, match="no such queue: labelling .*labeling, feedback"):
+        main(["worker", "--queues", "labelling", "--burst"])
+
+
+@pytest.mark.redis
+def test_a_worker_of_two_queues_warns_that_it_can_lose_a_job(env, redis_url, capsys):
+    env.setenv("REDIS_URL", redis_url)
+    main(["migrate"])
+    with pytest.raises(SystemExit):  # no model: it stops after the warning
+        main(["worker", "--queues", "labeling,feedback", "--burst"])
+    assert "a job can be lost" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", [["retrain"], ["stats"], ["backfill", "octo/widgets"], ["models"]])
 def test_commands_on_an_unmigrated_database_name_the_fix(env, tmp_path, capsys, command):
     assert main(command) == 1
