@@ -350,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--sweep-interval", type=int, default=5, help="seconds between redelivery sweeps")
-    parser.add_argument("--settle", type=float, default=120, help="give up after this long without progress")
+    parser.add_argument("--settle", type=float, default=300,
+                        help="give up after this long without progress (a job a worker died taking comes back after 1-2 min)")
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--flush-redis", action="store_true", help="empty REDIS_URL's database first")

@@ -24,6 +24,10 @@ from rq.utils import parse_composite_key
 log = logging.getLogger(__name__)
 
 MAINTENANCE_INTERVAL = 30  # seconds: RQ's cleanup and scheduler takeover every half minute, not every 10
+# RQ runs maintenance only between jobs, and an idle worker waits for one for worker_ttl - 15 s (405 s by
+# default): a scheduled retry whose scheduler died with Redis then waited minutes for a worker to take the
+# scheduler's lock over. With this TTL an idle worker wakes every MAINTENANCE_INTERVAL seconds.
+WORKER_TTL = MAINTENANCE_INTERVAL + 15
 
 
 def pid_alive(pid: int) -> bool:

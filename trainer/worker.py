@@ -8,7 +8,7 @@ from __future__ import annotations
 from redis import Redis
 from rq import SimpleWorker
 
-from core.abandoned import MAINTENANCE_INTERVAL, requeue_abandoned
+from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.db import make_sessionmaker
 from core.queues import TRAINING_QUEUE
 from core.settings import Settings
@@ -25,5 +25,6 @@ def run_worker(settings: Settings, *, burst: bool = False) -> bool:
     ctx = build_context(settings)
     context.configure(ctx)
     requeue_abandoned(ctx.redis, [TRAINING_QUEUE])  # a run the previous worker died in runs again now
-    worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL)
+    worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL,
+                          worker_ttl=WORKER_TTL)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
