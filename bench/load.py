@@ -72,20 +72,26 @@ async def one(port: int, raw: bytes, results: list, kind: str) -> None:
     results.append((kind, status, time.perf_counter() - started))
 
 
-async def load(port: int, rate: float, duration: float) -> tuple[list, float]:
-    """`rate` deliveries a second and as many floor requests, interleaved, open loop."""
+async def load(port: int, rate: float, duration: float, sequential: bool = False) -> tuple[list, float]:
+    """`rate` deliveries a second and as many floor requests, open loop: interleaved (the server sees
+    2 x rate), or, `sequential`, the floor's `duration` first and then the webhooks' (it sees rate)."""
     count = int(rate * duration)
     webhooks = [request_bytes("/webhook", 100000 + i, port) for i in range(count)]
     floor = request_bytes("/floor", 1, port)
+    if sequential:
+        plan = [(i / rate, "floor", floor) for i in range(count)]
+        plan += [(duration + i / rate, "webhook", webhooks[i]) for i in range(count)]
+    else:
+        plan = [(i / rate + offset, kind, raw) for i in range(count)
+                for offset, kind, raw in ((0.0, "webhook", webhooks[i]), (0.5 / rate, "floor", floor))]
     results: list = []
     tasks = []
     started = time.perf_counter()
-    for i in range(count):
-        for offset, kind, raw in ((0.0, "webhook", webhooks[i]), (0.5, "floor", floor)):
-            delay = started + (i + offset) / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(port, raw, results, kind)))
+    for at, kind, raw in plan:
+        delay = started + at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(port, raw, results, kind)))
     sent_in = time.perf_counter() - started
     await asyncio.gather(*tasks)
     return results, sent_in
@@ -151,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rates", type=float, nargs="+", default=[100, 500])
     parser.add_argument("--duration", type=float, default=60)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (issue-sorter run uses 2)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="the floor's requests first, then the webhooks' (not interleaved: half the load)")
     parser.add_argument("--labels", type=int, default=30, help="deliveries for the label latency")
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     args = parser.parse_args(argv)
@@ -172,11 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     web = start([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
                  "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(BENCH), "load:service()"],
                 env, workdir / "web.log")
-    report = {"gunicorn_workers": args.workers, "duration_s": args.duration, "rates": {}}
+    report = {"gunicorn_workers": args.workers, "duration_s": args.duration, "sequential": args.sequential,
+              "rates": {}}
     try:
         wait_up(f"http://127.0.0.1:{port}/healthz")
         for rate in args.rates:
-            results, sent_in = asyncio.run(load(port, rate, args.duration))
+            results, sent_in = asyncio.run(load(port, rate, args.duration, args.sequential))
             hook, floor = summary(results, "webhook"), summary(results, "floor")
             report["rates"][str(int(rate))] = {
                 "sent_in_s": round(sent_in, 1), "webhook": hook, "floor": floor,

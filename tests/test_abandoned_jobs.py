@@ -147,3 +147,18 @@ def test_a_job_taken_by_a_two_queue_worker_that_died_is_in_no_list(redis, tmp_pa
     assert queue.job_ids == [] and queue.intermediate_queue.get_job_ids() == []
     assert job.get_status() == JobStatus.QUEUED  # queued, says RQ, yet in no queue: lost
     assert job.id not in StartedJobRegistry(QUEUE, connection=redis).get_job_ids(cleanup=False)
+
+
+def test_a_periodic_job_killed_mid_run_is_retried_once_not_failed(redis, redis_url, tmp_path):
+    """RQ's cron gives its jobs no retries: a sweep abandoned by a dead worker would sit in the failed
+    registry (chaos run 2) and a weekly retraining check wait a week."""
+    from core.abandoned import PERIODIC, PERIODIC_RETRY_AFTER
+
+    job = make_queue(redis, QUEUE).enqueue(hang_the_first_time, str(tmp_path / "marker"), meta={PERIODIC: True})
+    _kill_worker_mid_job(redis_url, tmp_path / "marker")
+    assert requeue_abandoned(redis, [QUEUE]) == [job.id]
+    job.refresh()
+    assert job.get_status() == JobStatus.SCHEDULED and job.retries_left == 0
+    scheduled_in = ScheduledJobRegistry(QUEUE, connection=redis).get_scheduled_time(job).timestamp() - time.time()
+    assert 0 < scheduled_in <= PERIODIC_RETRY_AFTER
+    assert FailedJobRegistry(QUEUE, connection=redis).get_job_ids() == []

@@ -236,6 +236,15 @@ def test_cron_sweeps_at_the_configured_interval(monkeypatch, redis):
     assert len(sweeps) == 1 and sweeps[0].interval == 600 and sweeps[0].queue_name == FEEDBACK_QUEUE
 
 
+def test_every_periodic_job_is_marked_so_a_dead_worker_s_run_is_retried(redis):
+    from core.abandoned import PERIODIC
+
+    scheduler = CronScheduler(connection=redis)
+    scheduler.load_config_from_file("issue_sorter.cron")
+    jobs = [cron_job.enqueue(redis) for cron_job in scheduler.get_jobs()]
+    assert jobs and all(job.meta.get(PERIODIC) for job in jobs)
+
+
 def test_the_interval_setting_has_a_default_and_must_be_positive():
     assert Settings.from_env({}, require_webhook_secret=False).redelivery_interval == 900
     with pytest.raises(ConfigError, match="ISSUE_SORTER_REDELIVERY_INTERVAL"):
