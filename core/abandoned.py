@@ -5,7 +5,8 @@ that is the job's timeout + 60 s after it started (labelling: 6 minutes), and on
 maintenance run (every 10 minutes by default). Then `StartedJobRegistry.cleanup` retries it while
 `job.retries_left` lasts (core.queues.CRASH_RETRY) and moves it to the FailedJobRegistry after. A worker
 starting on this host knows better: an execution whose worker is gone, or was a process of this host that
-no longer exists, was abandoned. Its entry is expired now and RQ's own cleanup does the rest.
+no longer exists, was abandoned. Its entry is expired now and RQ's own cleanup does the rest; a job that
+cleanup fails (no retry left) loses the issue text that travelled beside it (core.queues.JOB_TEXT_KEY).
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from collections.abc import Callable, Iterable
 from redis import Redis
 from rq import Worker
 from rq.executions import Execution
+from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.utils import parse_composite_key
+
+from core.queues import SERIALIZER, forget_text
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ def requeue_abandoned(redis: Redis, queue_names: Iterable[str], *,
     """Retry (or fail, when no retries are left) the started jobs whose worker is dead; their ids."""
     host, abandoned = socket.gethostname(), []
     for name in queue_names:
-        registry = StartedJobRegistry(name, connection=redis)
+        registry = StartedJobRegistry(name, connection=redis, serializer=SERIALIZER)
         for entry in redis.zrange(registry.key, 0, -1):
             job_id, execution_id = parse_composite_key(entry.decode() if isinstance(entry, bytes) else entry)
             if _worker_is_dead(redis, job_id, execution_id, host, alive):
@@ -52,6 +56,8 @@ def requeue_abandoned(redis: Redis, queue_names: Iterable[str], *,
             registry.cleanup(timestamp=1)
     for job_id in abandoned:
         log.warning("job %s was abandoned by a dead worker: handed back to RQ (retried or failed)", job_id)
+        if redis.hget(Job.key_for(job_id), "status") in (None, JobStatus.FAILED.value.encode()):
+            forget_text(redis, job_id)  # failed (or gone): it never runs again, nor needs its text
     return abandoned
 
 

@@ -10,7 +10,7 @@ from rq import SimpleWorker
 
 from core.abandoned import MAINTENANCE_INTERVAL, requeue_abandoned
 from core.db import make_sessionmaker
-from core.queues import TRAINING_QUEUE
+from core.queues import SERIALIZER, TRAINING_QUEUE
 from core.settings import Settings
 from trainer import context
 
@@ -25,5 +25,6 @@ def run_worker(settings: Settings, *, burst: bool = False) -> bool:
     ctx = build_context(settings)
     context.configure(ctx)
     requeue_abandoned(ctx.redis, [TRAINING_QUEUE])  # a run the previous worker died in runs again now
-    worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL)
+    worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL,
+                          serializer=SERIALIZER)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
