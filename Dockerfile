@@ -10,12 +10,13 @@
 #   GITHUB_PRIVATE_KEY_PATH=/run/secrets/github-app-key
 #   GITHUB_WEBHOOK_SECRET_PATH=/run/secrets/github-webhook-secret
 # The files must be readable by uid 10001, the user the image runs as.
-# The base image is pinned by tag only: its digest could not be read where this file was written. To pin
-# it, take the digest from `docker buildx imagetools inspect python:3.11-slim` and write
-# `python:3.11-slim@sha256:<digest>` in both FROM lines.
+# The base image is pinned by digest (the tag is for readers; Docker pulls the digest): the multi-platform
+# index of python:3.11-slim of 2026-08-05 (Python 3.11.15, Debian trixie), as docker-library/repo-info
+# records it (repos/python/remote/3.11-slim.md at commit 2477d553d2fd, read 2026-12-01). To update, take
+# the digest of `docker buildx imagetools inspect python:3.11-slim` and write it in both FROM lines.
 
 # ---- the wheel: built from the source, which stays in this stage ----
-FROM python:3.11-slim AS wheel
+FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff AS wheel
 WORKDIR /src
 COPY pyproject.toml README.md ./
 # simulation/ (the fake GitHub and the replay) is for tests and benchmarks: not in the image
@@ -28,7 +29,7 @@ COPY requirements.lock ./
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . && cp requirements.lock /wheels/
 
 # ---- the image: the installed package only, as `pip install issue-sorter` would leave it ----
-FROM python:3.11-slim
+FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     MODEL_DIR=/models PORT=8000 HF_HUB_DISABLE_TELEMETRY=1
 COPY --from=wheel /wheels /wheels

@@ -16,7 +16,7 @@ from redis import Redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from core.queues import RETRAIN, enqueue
+from core.queues import RETRAIN, SERIALIZER, enqueue
 
 RETRAIN_COMMAND = re.compile(r"^/issue-sorter\s+retrain\b")  # the first line of the comment
 RETRAIN_ROLES = ("admin", "maintain")
@@ -59,7 +59,7 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
 
 def _pending(redis: Redis, job_id: str) -> bool:
     try:
-        return Job.fetch(job_id, connection=redis).get_status() in PENDING
+        return Job.fetch(job_id, connection=redis, serializer=SERIALIZER).get_status() in PENDING
     except NoSuchJobError:
         return False
 

@@ -11,6 +11,8 @@ from urllib.parse import parse_qs
 from bot.issues import IssueSnapshot
 
 MAX_JOB_BODY_CHARS = 20_000  # what travels in the queue; the worker re-reads the issue from GitHub anyway
+COMMAND_PREFIX = "/issue-sorter"  # bot.commands' commands start so (on a comment's first line)
+MAX_COMMAND_CHARS = 200  # of that line: all of a comment that a job carries
 
 
 JSON_TYPE = "application/json"
@@ -65,7 +67,7 @@ class CommentEvent(_JobArguments):
     number: int
     commenter_login: str
     commenter_is_bot: bool
-    body: str
+    body: str  # the comment's first line when it is a command (command_line), else "": never its text
     comment_id: int | None = None  # where a refusal is answered, with a reaction
 
 
@@ -109,7 +111,7 @@ Event = IssueEvent | CommentEvent | InstallationEvent | RepositoryEvent | LabelE
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:
-    # RQ pickles job arguments; plain dicts and lists keep jobs readable by any version of this code.
+    # RQ stores job arguments as JSON (core.queues.SERIALIZER): plain dicts and lists, readable by any version.
     return {k: (_plain(v) if isinstance(v, dict) else list(v) if isinstance(v, tuple) else v)
             for k, v in data.items()}
 
@@ -246,9 +248,15 @@ def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:
         delivery_id=delivery_id, installation_id=(payload.get("installation") or {}).get("id"),
         repo=payload["repository"]["full_name"], number=int(payload["issue"]["number"]),
         commenter_login=user.get("login") or "", commenter_is_bot=user.get("type") == "Bot",
-        body=str(comment.get("body") or "")[:MAX_JOB_BODY_CHARS],
+        body=command_line(str(comment.get("body") or "")),
         comment_id=int(comment["id"]) if comment.get("id") is not None else None,
     )
+
+
+def command_line(body: str) -> str:
+    """A comment's first line when it is addressed to the App, else "": the rest of a comment is no job's."""
+    first = body.strip().split("\n", 1)[0].strip()
+    return first[:MAX_COMMAND_CHARS] if first.startswith(COMMAND_PREFIX) else ""
 
 
 def _parse_installation(delivery_id: str, action: str, payload: dict, key: str) -> InstallationEvent:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.issues import IssueSnapshot, event_time
+from bot.issues import IssueSnapshot, event_time, has_text
 from core import memory, store
 from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
@@ -60,6 +60,7 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
     if is_event_recorded(session, event["delivery_id"]):  # a worker died before marking it done
         return "skipped: event already recorded"
     snapshot = IssueSnapshot.from_job(event["snapshot"])
+    known = has_text(event["snapshot"])  # a retry's copy in dry-run has none: the stored text stays
     actor = identify_actor(event.get("sender_login"), event.get("sender_is_bot", False), event.get("via_app_id"),
                            bot_login=bot_login, app_id=app_id)
     repository = store.ensure_repository(session, event["repo"], event.get("installation_id"),
@@ -70,12 +71,13 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
         _add_label_event(session, existing, event, actor)
         return f"stale: older than the issue's newest event ({existing.state}); recorded, nothing changed"
     if event["action"] == "transferred" and event.get("moved_to"):
-        return transfer_issue(session, repository, event, snapshot, actor, event_at)
+        return transfer_issue(session, repository, event, snapshot, actor, event_at, text_known=known)
     deleted = event["action"] == "deleted"
     state = {"deleted": "deleted", "transferred": "transferred"}.get(event["action"], snapshot.state)
-    issue = store.upsert_issue(session, repository, event["number"], title="" if deleted else snapshot.title,
-                               body="" if deleted else snapshot.body, author_login=snapshot.author_login,
-                               state=state, event_at=event_at)
+    issue = store.upsert_issue(session, repository, event["number"],
+                               title="" if deleted else snapshot.title if known else None,
+                               body="" if deleted else snapshot.body if known else None,
+                               author_login=snapshot.author_login, state=state, event_at=event_at)
     confirmed = issue.confirmed_label
     if deleted:
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
@@ -99,15 +101,17 @@ def update_memory(session: Session, issue: IssueRecord, embedder) -> None:
 
 
 def transfer_issue(session: Session, source: Repository, event: dict, snapshot: IssueSnapshot, actor: Actor,
-                   event_at) -> str:
+                   event_at, *, text_known: bool = True) -> str:
     """issues.transferred: the issue's row, predictions and decisions move to where it went.
 
     Only into a repository of the same installation (known to us, or of the same owner): an issue
-    moved out of the installation's reach keeps nothing here, as if deleted.
+    moved out of the installation's reach keeps nothing here, as if deleted. Without the snapshot's text
+    (`text_known` False: a retried job's), the stored text moves with the row.
     """
     moved = event["moved_to"]
-    issue = store.upsert_issue(session, source, event["number"], title=snapshot.title, body=snapshot.body,
-                               author_login=snapshot.author_login, state="transferred", event_at=event_at)
+    issue = store.upsert_issue(session, source, event["number"], title=snapshot.title if text_known else None,
+                               body=snapshot.body if text_known else None, author_login=snapshot.author_login,
+                               state="transferred", event_at=event_at)
     _add_label_event(session, issue, event, actor)
     known = store.find_repository(session, github_id=moved.get("repo_id")) if moved.get("repo_id") else None
     same_owner = moved["repo"].split("/")[0].lower() == source.full_name.split("/")[0].lower()

@@ -49,10 +49,10 @@ class IssueSnapshot:
 
     @classmethod
     def from_job(cls, data: Mapping[str, Any]) -> IssueSnapshot:
-        """The inverse of `to_job`."""
+        """The inverse of `to_job`. A job's copy whose text is gone (`has_text`) gets empty text."""
         times = {name: parse_github_time(data[name]) if data.get(name) else None
                  for name in ("created_at", "updated_at")}
-        return cls(**{**data, "labels": tuple(data.get("labels") or ()), **times})
+        return cls(**{"title": "", "body": "", **data, "labels": tuple(data.get("labels") or ()), **times})
 
     def is_current(self, now: dt.datetime, *, max_age_seconds: float, max_body_chars: int) -> bool:
         """Whether this copy (a delivery's) may stand for the issue as GitHub has it `now`.
@@ -64,6 +64,12 @@ class IssueSnapshot:
         if self.updated_at is None or len(self.body) >= max_body_chars:
             return False
         return (now - self.updated_at).total_seconds() < max_age_seconds
+
+
+def has_text(job_copy: Mapping[str, Any]) -> bool:
+    """Whether a job's copy of the issue (`to_job`) still has its title and body: the text travels beside
+    the job (core.queues.JOB_TEXT_KEY) and is gone once the job failed, was retried or was rescheduled."""
+    return "title" in job_copy and "body" in job_copy
 
 
 def parse_github_time(value: str | dt.datetime) -> dt.datetime:

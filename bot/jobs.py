@@ -2,7 +2,8 @@
 
 Jobs take the plain fields of a delivery (bot.events) as keyword arguments, named in the contract
 (core.queues). `_once` is their one boundary: a delivery is processed once, GitHub's transient errors
-reschedule it at the time GitHub asks for, permanent ones are recorded and dropped.
+reschedule it at the time GitHub asks for, permanent ones are recorded and dropped; the issue text that
+travelled beside the job is put back for it, and deleted when it ends (a retry reads the issue again).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
+
+from rq import get_current_job
 
 from bot import (
     backfill,
@@ -28,11 +31,11 @@ from bot.context import WorkerContext
 from bot.events import MAX_JOB_BODY_CHARS
 from bot.github_cache import CachedGitHub
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
-from bot.issues import IssueSnapshot
+from bot.issues import IssueSnapshot, has_text
 from bot.repo_config import config_for
 from bot.review import decide, pending
 from bot.serving import NO_MODEL
-from core import metrics, store
+from core import metrics, queues, store
 from core.db import session_scope
 from core.queues import (
     BACKFILL_REPOSITORY,
@@ -212,9 +215,14 @@ def preview_repository(*, repo: str) -> str:
 def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:
     ctx = context.current()
     started = time.perf_counter()
+    job = get_current_job()  # None when a test calls the job directly, with its text in `event`
     try:
+        if job is not None and spec.text:
+            event = queues.job_text(ctx.redis, spec, job.id, event)
         return _once_timed(ctx, spec, event, work)
     finally:
+        if job is not None and spec.text:
+            queues.forget_text(ctx.redis, job.id)  # done, failed or rescheduled: the text leaves Redis
         metrics.observe_job(ctx.redis, spec.short_name, time.perf_counter() - started)
 
 
@@ -251,10 +259,13 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
     if github is not None:
         github = CachedGitHub(github, ctx.redis, labels_seconds=ctx.settings.labels_cache_seconds,
                               missing_file_seconds=ctx.settings.missing_config_cache_seconds)
-    issue = IssueSnapshot.from_job(event["snapshot"])
-    if github is not None and not issue.is_current(dt.datetime.now(dt.UTC), max_body_chars=MAX_JOB_BODY_CHARS,
-                                                   max_age_seconds=ctx.settings.fresh_delivery_seconds):
+    issue = IssueSnapshot.from_job(event["snapshot"]) if has_text(event["snapshot"]) else None
+    if github is not None and (issue is None or not issue.is_current(
+            dt.datetime.now(dt.UTC), max_body_chars=MAX_JOB_BODY_CHARS,
+            max_age_seconds=ctx.settings.fresh_delivery_seconds)):
         issue = github.get_issue(repo, number)
+    if issue is None:
+        return "skipped: the issue's text expired from the queue, and dry-run cannot read GitHub"
     classifier = ctx.models.for_repository(repo)
     if classifier is None:
         raise RuntimeError(NO_MODEL)
@@ -276,6 +287,12 @@ def _forget_labels(ctx: WorkerContext, event: dict) -> str:
 
 
 def _record_issue_event(ctx: WorkerContext, event: dict) -> str:
+    github = None if has_text(event["snapshot"]) else ctx.github(event.get("installation_id"))
+    if github is not None and event["action"] not in ("deleted", "transferred"):
+        # a retry: the issue's text as GitHub has it now (a deleted or moved issue's is not stored anyway);
+        # the rest of the delivery's copy (labels, state, time) still says what this event did
+        fresh = github.get_issue(event["repo"], event["number"])
+        event = {**event, "snapshot": {**event["snapshot"], "title": fresh.title, "body": fresh.body}}
     with session_scope(ctx.sessionmaker) as session:
         return feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
                                            app_id=ctx.settings.app_id, embedder=_embedder(ctx, event["repo"]))

@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from core import metrics
-from core.queues import QUEUES
+from core.queues import QUEUES, SERIALIZER
 from core.tables import Prediction
 
 blueprint = Blueprint("metrics", __name__)
@@ -85,8 +85,9 @@ class Collector:
         depth = GaugeMetricFamily("issue_sorter_queue_depth", "Jobs waiting, by queue", labels=["queue"])
         failed = GaugeMetricFamily("issue_sorter_failed_jobs", "Jobs in RQ's failed registry", labels=["queue"])
         for name in QUEUES:
-            depth.add_metric([name], Queue(name, connection=self.redis).count)
-            failed.add_metric([name], FailedJobRegistry(name, connection=self.redis).count)
+            depth.add_metric([name], Queue(name, connection=self.redis, serializer=SERIALIZER).count)
+            failed.add_metric([name], FailedJobRegistry(name, connection=self.redis,
+                                                            serializer=SERIALIZER).count)
         yield depth
         yield failed
         workers = GaugeMetricFamily("issue_sorter_workers_alive", "Workers with a recent heartbeat, by queue",

@@ -16,7 +16,7 @@ from redis import Redis
 from redis.exceptions import WatchError
 from rq import get_current_job
 
-from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, make_queue
+from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, job_options, make_queue, split_text
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,6 @@ DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # GitHub lets you redeliver for a few days
 # body seen under another id is a replay. GitHub redelivers for 3 days; the hour is for clocks and queues.
 BODY_KEY = "issue-sorter:body:{}"  # SHA-256 of a signed body → the delivery id it came with
 REPLAY_WINDOW_SECONDS = 3 * 24 * 3600 + 3600
-FAILED_JOB_TTL = 30 * 24 * 3600  # seconds a failed delivery job stays inspectable in RQ
 
 
 def job_id(kind: str, delivery_id: str) -> str:
@@ -72,7 +71,7 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
             pipe.multi()
             pipe.set(marker, spec.queue, ex=DELIVERY_TTL_SECONDS)
             enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
-                    failure_ttl=FAILED_JOB_TTL, pipeline=pipe)
+                    pipeline=pipe)
             pipe.execute()
         except WatchError:  # the same delivery twice at once: the other request queued it
             log.info("delivery %s enqueued by a concurrent request; ignoring this one", delivery_id)
@@ -87,7 +86,10 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
 def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: float | None,
                base_seconds: float, max_attempts: int, why: Exception) -> str:
     """Run the current job again later without blocking the worker: after `delay` seconds (GitHub's
-    reset time) or, when GitHub named none, with doubling back-off from `base_seconds`."""
+    reset time) or, when GitHub named none, with doubling back-off from `base_seconds`.
+
+    The new job carries no issue text (core.queues.split_text): its copy would be old by then, so it reads
+    the issue from GitHub."""
     job = get_current_job()
     attempt = int(job.meta.get("attempt", 1)) if job else 1
     if attempt >= max_attempts:
@@ -96,7 +98,7 @@ def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: fl
     delay = delay if delay is not None else base_seconds * 2 ** (attempt - 1)
     base_id = (job.id if job else spec.short_name).split("--retry")[0]
     make_queue(redis, job.origin if job else LABELING_QUEUE).enqueue_in(
-        timedelta(seconds=max(0.0, delay)), spec.name, kwargs=kwargs, job_id=f"{base_id}--retry{attempt}",
-        meta={"attempt": attempt + 1}, retry=CRASH_RETRY)
+        timedelta(seconds=max(0.0, delay)), spec.name, kwargs=split_text(spec, kwargs)[0],
+        **job_options(job_id=f"{base_id}--retry{attempt}", meta={"attempt": attempt + 1}, retry=CRASH_RETRY))
     log.warning("GitHub error on %s; retry %d in %.0f s: %s", kwargs.get("delivery_id"), attempt, delay, why)
     return f"rescheduled in {delay:.0f} s"

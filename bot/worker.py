@@ -15,7 +15,7 @@ from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.db import make_sessionmaker, session_scope
-from core.queues import BOT_QUEUES
+from core.queues import BOT_QUEUES, SERIALIZER
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,8 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
     importlib.import_module("bot.jobs")  # RQ would import it for the first job
     requeue_abandoned(ctx.redis, queues)  # a job the previous worker died in runs again now
     worker = ServingWorker(list(queues), connection=ctx.redis, warm_up=ctx.models.warm_up,
-                           maintenance_interval=MAINTENANCE_INTERVAL, worker_ttl=WORKER_TTL)
+                           maintenance_interval=MAINTENANCE_INTERVAL, worker_ttl=WORKER_TTL,
+                           serializer=SERIALIZER)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
 
 

@@ -5,10 +5,8 @@ that is the job's timeout + 60 s after it started (labelling: 6 minutes), and on
 maintenance run (every 10 minutes by default). Then `StartedJobRegistry.cleanup` retries it while
 `job.retries_left` lasts (core.queues.CRASH_RETRY) and moves it to the FailedJobRegistry after. A worker
 starting on this host knows better: an execution whose worker is gone, or was a process of this host that
-no longer exists, was abandoned. Its entry is expired now and RQ's own cleanup does the rest. A periodic
-job (issue_sorter.cron marks them PERIODIC: RQ's cron cannot give a job retries) gets one retry here, as
-the bot's jobs have theirs (core.queues.CRASH_RETRY): a sweep or a weekly retraining check is not a week late
-because a worker died under it.
+no longer exists, was abandoned. Its entry is expired now and RQ's own cleanup does the rest; a job that
+cleanup fails (no retry left) loses the issue text that travelled beside it (core.queues.JOB_TEXT_KEY).
 """
 
 from __future__ import annotations
@@ -20,11 +18,12 @@ from collections.abc import Callable, Iterable
 
 from redis import Redis
 from rq import Worker
-from rq.exceptions import NoSuchJobError
 from rq.executions import Execution
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.utils import parse_composite_key
+
+from core.queues import SERIALIZER, forget_text
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +32,6 @@ MAINTENANCE_INTERVAL = 30  # seconds: RQ's cleanup and scheduler takeover every 
 # default): a scheduled retry whose scheduler died with Redis then waited minutes for a worker to take the
 # scheduler's lock over. With this TTL an idle worker wakes every MAINTENANCE_INTERVAL seconds.
 WORKER_TTL = MAINTENANCE_INTERVAL + 15
-PERIODIC = "periodic"  # job.meta key of the jobs RQ's cron enqueues
-PERIODIC_RETRY_AFTER = 10  # seconds
 
 
 def pid_alive(pid: int) -> bool:
@@ -53,29 +50,19 @@ def requeue_abandoned(redis: Redis, queue_names: Iterable[str], *,
     """Retry (or fail, when no retries are left) the started jobs whose worker is dead; their ids."""
     host, abandoned = socket.gethostname(), []
     for name in queue_names:
-        registry = StartedJobRegistry(name, connection=redis)
+        registry = StartedJobRegistry(name, connection=redis, serializer=SERIALIZER)
         for entry in redis.zrange(registry.key, 0, -1):
             job_id, execution_id = parse_composite_key(entry.decode() if isinstance(entry, bytes) else entry)
-            if not _worker_is_dead(redis, job_id, execution_id, host, alive):
-                continue
-            _retry_once_if_periodic(redis, job_id)
-            redis.zadd(registry.key, {entry: 1}, xx=True)  # expired long ago: cleanup takes it
-            abandoned.append(job_id)
+            if _worker_is_dead(redis, job_id, execution_id, host, alive):
+                redis.zadd(registry.key, {entry: 1}, xx=True)  # expired long ago: cleanup takes it
+                abandoned.append(job_id)
         if abandoned:
             registry.cleanup(timestamp=1)
     for job_id in abandoned:
         log.warning("job %s was abandoned by a dead worker: handed back to RQ (retried or failed)", job_id)
+        if redis.hget(Job.key_for(job_id), "status") in (None, JobStatus.FAILED.value.encode()):
+            forget_text(redis, job_id)  # failed (or gone): it never runs again, nor needs its text
     return abandoned
-
-
-def _retry_once_if_periodic(redis: Redis, job_id: str) -> None:
-    try:
-        job = Job.fetch(job_id, connection=redis)
-    except NoSuchJobError:
-        return
-    if job.meta.get(PERIODIC) and job.retries_left is None:
-        job.retries_left, job.retry_intervals = 1, [PERIODIC_RETRY_AFTER]
-        job.save()
 
 
 def _worker_is_dead(redis: Redis, job_id: str, execution_id: str, host: str,

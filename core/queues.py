@@ -4,16 +4,24 @@ The web process, the bot's workers and the training worker never import each oth
 they enqueue by the names below, so enqueueing never loads a worker's code (nor torch). Each name is an
 import path that tests/test_job_contract.py imports and checks against its signature, so a rename
 fails a test instead of failing in production.
+
+Jobs are JSON in Redis (SERIALIZER), never pickles: everything that writes or reads a job (queues, workers,
+registries, the cron scheduler) takes it from here. An issue's title and body never sit in a job: they
+travel beside it under JOB_TEXT_KEY, which the job deletes when it ends, however it ends (`job_text`).
+A failed, retried or rescheduled job so carries ids only, and reads the issue again from GitHub.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
 from rq import Queue, Retry
 from rq.job import Job
+from rq.serializers import JSONSerializer
 
 LABELING_QUEUE = "labeling"  # issues to classify and label: latency matters
 FEEDBACK_QUEUE = "feedback"  # label decisions, comments, backfills, replies: cheap, order-insensitive
@@ -24,6 +32,11 @@ JOB_TIMEOUT = {LABELING_QUEUE: 300, FEEDBACK_QUEUE: 1800, TRAINING_QUEUE: 6 * 36
 # A job that crashed (DB restarting, worker killed) is retried by RQ; GitHub's own transient errors
 # are rescheduled by the job itself at the time GitHub asks for (bot.queueing.reschedule).
 CRASH_RETRY = Retry(max=3, interval=[10, 60, 300])
+SERIALIZER = JSONSerializer  # of every job's data, meta and result: what Redis holds cannot run code when read
+KEEP_SECONDS = 7 * 24 * 3600  # the most a job stays in Redis: queued or scheduled (RQ's ttl) and failed
+# An issue's text beside its job, deleted when the job ends; expiring first, a queued job reads GitHub.
+JOB_TEXT_KEY = "issue-sorter:job-text:{}"  # job id → JSON {"snapshot.title": ..., "snapshot.body": ...}
+JOB_TEXT_TTL = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,7 @@ class JobSpec:
     name: str  # import path of the job function
     queue: str
     arguments: frozenset[str]  # keyword arguments it must accept (callers may pass more, with defaults)
+    text: tuple[str, ...] = ()  # "argument.field" paths of issue text, kept out of the job (JOB_TEXT_KEY)
 
     @property
     def short_name(self) -> str:
@@ -40,14 +54,15 @@ class JobSpec:
         return self.name.rsplit(".", 1)[-1]
 
 
-def _spec(name: str, queue: str, *arguments: str) -> JobSpec:
-    return JobSpec(name, queue, frozenset(arguments))
+def _spec(name: str, queue: str, *arguments: str, text: tuple[str, ...] = ()) -> JobSpec:
+    return JobSpec(name, queue, frozenset(arguments), text)
 
 
 _DELIVERY = ("delivery_id", "installation_id", "repo", "number")  # what every issue delivery's job reads
-LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot")
+_ISSUE_TEXT = ("snapshot.title", "snapshot.body")  # bot.issues.IssueSnapshot.to_job's text
+LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot", text=_ISSUE_TEXT)
 RECORD_ISSUE_EVENT = _spec("bot.jobs.record_issue_event", FEEDBACK_QUEUE, *_DELIVERY, "action", "snapshot",
-                           "label", "sender_login", "sender_is_bot", "via_app_id")
+                           "label", "sender_login", "sender_is_bot", "via_app_id", text=_ISSUE_TEXT)
 # label.created/edited/deleted: on the labelling queue, so it is done before the issues delivered after it
 REFRESH_LABELS = _spec("bot.jobs.refresh_labels", LABELING_QUEUE, "delivery_id", "installation_id", "repo",
                        "action", "label")
@@ -78,13 +93,54 @@ JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFIL
 
 
 def make_queue(redis: Redis, name: str) -> Queue:
-    """The RQ queue `name`, with its timeout."""
-    return Queue(name, connection=redis, default_timeout=JOB_TIMEOUT[name])
+    """The RQ queue `name`, with its timeout and the jobs' serializer."""
+    return Queue(name, connection=redis, default_timeout=JOB_TIMEOUT[name], serializer=SERIALIZER)
+
+
+def job_options(**options: Any) -> dict[str, Any]:
+    """RQ's options for one of our jobs: nothing of it outlives KEEP_SECONDS (RQ keeps failed jobs a year)."""
+    return {"ttl": KEEP_SECONDS, "failure_ttl": KEEP_SECONDS, **options}
 
 
 def enqueue(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], **options: Any) -> Job:
-    """Enqueue `spec` on its queue; a missing argument is an error here, not in the worker."""
+    """Enqueue `spec` on its queue, its issue text beside it; a missing argument is an error here, not in
+    the worker. With `pipeline=`, the text and the job are written by the same MULTI/EXEC."""
     missing = spec.arguments - kwargs.keys()
     if missing:
         raise TypeError(f"{spec.name} needs {', '.join(sorted(missing))}")
-    return make_queue(redis, spec.queue).enqueue(spec.name, kwargs=kwargs, **options)
+    kwargs, text = split_text(spec, kwargs)
+    if text:
+        options.setdefault("job_id", f"{spec.short_name}--{uuid.uuid4().hex}")
+        target = redis if options.get("pipeline") is None else options["pipeline"]
+        target.set(JOB_TEXT_KEY.format(options["job_id"]), json.dumps(text), ex=JOB_TEXT_TTL)
+    return make_queue(redis, spec.queue).enqueue(spec.name, kwargs=kwargs, **job_options(**options))
+
+
+def split_text(spec: JobSpec, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """`kwargs` without the issue text `spec` names, and that text by path ({} when there is none)."""
+    kwargs, text = dict(kwargs), {}
+    for path in spec.text:
+        argument, field = path.split(".")
+        if isinstance(kwargs.get(argument), dict) and field in kwargs[argument]:
+            kwargs[argument] = dict(kwargs[argument])
+            text[path] = kwargs[argument].pop(field)
+    return kwargs, text
+
+
+def job_text(redis: Redis, spec: JobSpec, job_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A running job's arguments with its issue text put back, while JOB_TEXT_KEY still holds it; without
+    it, a path's field is absent (the job reads the issue from GitHub). Call forget_text when the job ends."""
+    stored = redis.get(JOB_TEXT_KEY.format(job_id))
+    if not stored:
+        return kwargs
+    kwargs = dict(kwargs)
+    for path, value in json.loads(stored).items():
+        argument, field = path.split(".")
+        if path in spec.text and isinstance(kwargs.get(argument), dict):
+            kwargs[argument] = {**kwargs[argument], field: value}
+    return kwargs
+
+
+def forget_text(redis: Redis, job_id: str) -> None:
+    """The job is over (done, failed, rescheduled): its issue text goes; a retry reads the issue again."""
+    redis.delete(JOB_TEXT_KEY.format(job_id))

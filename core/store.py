@@ -137,19 +137,23 @@ def as_utc(moment: dt.datetime | None) -> dt.datetime | None:
     return moment.replace(tzinfo=dt.timezone.utc)
 
 
-def upsert_issue(session: Session, repository: Repository, number: int, *, title: str, body: str,
+def upsert_issue(session: Session, repository: Repository, number: int, *, title: str | None, body: str | None,
                  author_login: str | None, state: str, opened_at=None,
                  event_at: dt.datetime | None = None) -> IssueRecord:
-    """The issue's row with this event's text and state, unless a newer event was applied (see accepts_event)."""
+    """The issue's row with this event's text and state, unless a newer event was applied (see accepts_event).
+
+    A `title` or `body` of None (an event whose text is unknown) keeps the stored one ("" for a new row)."""
     issue = find_issue(session, repository, number)
     if issue is None:
-        issue = IssueRecord(repository_id=repository.id, number=number)
+        issue = IssueRecord(repository_id=repository.id, number=number, title="", body="")
         session.add(issue)
     elif not accepts_event(issue, event_at):
         return issue
     if event_at is not None:
         issue.last_event_at = as_utc(event_at)
-    issue.title, issue.body, issue.author_login, issue.state = title, body, author_login, state
+    issue.author_login, issue.state = author_login, state
+    issue.title = issue.title if title is None else title
+    issue.body = issue.body if body is None else body
     if isinstance(opened_at, str):  # GitHub's ISO 8601, "2019-05-15T15:20:18Z"
         opened_at = dt.datetime.fromisoformat(opened_at.replace("Z", "+00:00"))
     if opened_at is not None:

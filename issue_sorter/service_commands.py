@@ -100,11 +100,11 @@ def cmd_training_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
+    from issue_sorter.cron import run_cron
+
     _require_redis(settings, "cron")
-    # rq's CLI reads --url from RQ_REDIS_URL: the URL holds Redis's password, and a command line is
-    # readable by every user of the machine (`ps`)
-    os.environ["RQ_REDIS_URL"] = settings.redis_url
-    os.execvp(sys.executable, [sys.executable, "-m", "rq.cli", "cron", "issue_sorter.cron"])
+    run_cron(settings)  # in this process: no Redis URL (it holds the password) on a command line
+    return 0
 
 
 def cmd_forward(args: argparse.Namespace, settings: Settings) -> int:

@@ -30,7 +30,7 @@ from bot.worker import build_context
 from core import store
 from core.db import session_scope
 from core.migrate import upgrade
-from core.queues import QUEUES, RETRAIN, enqueue
+from core.queues import QUEUES, RETRAIN, SERIALIZER, enqueue
 from core.settings import Settings
 from core.tables import IssueRecord, ModelVersion, Prediction
 from simulation.fake_github import FakeGitHub
@@ -174,7 +174,7 @@ class _Run:
             raise RuntimeError(f"the webhook answered {response.status_code}: {response.get_data(as_text=True)}")
 
     def work(self) -> None:
-        SimpleWorker(list(QUEUES), connection=self.ctx.redis).work(burst=True, logging_level="WARNING")
+        SimpleWorker(list(QUEUES), connection=self.ctx.redis, serializer=SERIALIZER).work(burst=True, logging_level="WARNING")
 
     def model_of(self, number: int) -> str | None:
         with session_scope(self.ctx.sessionmaker) as session:

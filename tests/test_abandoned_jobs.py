@@ -18,7 +18,7 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegis
 from rq.scheduler import RQScheduler
 
 from core.abandoned import requeue_abandoned
-from core.queues import CRASH_RETRY, make_queue
+from core.queues import CRASH_RETRY, JOB_TEXT_KEY, SERIALIZER, make_queue
 
 pytestmark = pytest.mark.redis
 QUEUE = "labeling"
@@ -35,8 +35,8 @@ def hang_the_first_time(marker: str) -> str:
 
 
 def _worker_in_the_job(redis_url: str, marker: Path) -> subprocess.Popen:
-    code = ("import sys; from redis import Redis; from rq import SimpleWorker; "
-            f"SimpleWorker([{QUEUE!r}], connection=Redis.from_url(sys.argv[1])).work()")
+    code = ("import sys; from redis import Redis; from rq import SimpleWorker; from core.queues import SERIALIZER; "
+            f"SimpleWorker([{QUEUE!r}], connection=Redis.from_url(sys.argv[1]), serializer=SERIALIZER).work()")
     worker = subprocess.Popen([sys.executable, "-c", code, redis_url], cwd=ROOT)
     deadline = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < deadline:
@@ -60,7 +60,7 @@ def _enqueue(redis, marker: Path, retry: Retry | None) -> Job:
 def test_rq_alone_leaves_a_killed_workers_job_started_for_minutes(redis, redis_url, tmp_path):
     job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
     _kill_worker_mid_job(redis_url, tmp_path / "marker")
-    registry = StartedJobRegistry(QUEUE, connection=redis)
+    registry = StartedJobRegistry(QUEUE, connection=redis, serializer=SERIALIZER)
     registry.cleanup()  # what a worker's maintenance does: nothing yet, the entry expires timeout + 60 s on
     assert job.get_status() == JobStatus.STARTED and job.id in registry.get_job_ids(cleanup=False)
     (expiry,) = [score for _, score in redis.zrange(registry.key, 0, -1, withscores=True)]
@@ -71,30 +71,35 @@ def test_a_killed_workers_job_is_retried_at_once_and_finishes(redis, redis_url, 
     job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
     _kill_worker_mid_job(redis_url, tmp_path / "marker")
 
+    redis.set(JOB_TEXT_KEY.format(job.id), '{"snapshot.body": "text"}', ex=60)
     assert requeue_abandoned(redis, [QUEUE]) == [job.id]
     job.refresh()
     assert job.get_status() == JobStatus.SCHEDULED and job.retries_left == CRASH_RETRY.max - 1
-    scheduled = ScheduledJobRegistry(QUEUE, connection=redis)
+    assert redis.exists(JOB_TEXT_KEY.format(job.id))  # it runs again, with the text it was queued with
+    scheduled = ScheduledJobRegistry(QUEUE, connection=redis, serializer=SERIALIZER)
     assert 5 < scheduled.get_scheduled_time(job).timestamp() - time.time() <= CRASH_RETRY.intervals[0]
-    assert StartedJobRegistry(QUEUE, connection=redis).get_job_ids(cleanup=False) == []
+    assert StartedJobRegistry(QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids(cleanup=False) == []
 
     redis.zadd(scheduled.key, {job.id: time.time() - 1})  # let the 10 s back-off pass
-    scheduler = RQScheduler([QUEUE], connection=redis)  # what the worker's scheduler does each second
+    scheduler = RQScheduler([QUEUE], connection=redis, serializer=SERIALIZER)  # the worker's scheduler, each second
     scheduler.acquire_locks()
     scheduler.enqueue_scheduled_jobs()
     scheduler.release_locks()
-    SimpleWorker([QUEUE], connection=redis).work(burst=True)
+    SimpleWorker([QUEUE], connection=redis, serializer=SERIALIZER).work(burst=True)
     job.refresh()
     assert job.get_status() == JobStatus.FINISHED and job.return_value() == "finished"
     assert requeue_abandoned(redis, [QUEUE]) == []  # nothing is requeued twice
 
 
-def test_a_job_killed_with_no_retry_left_is_failed_not_dropped(redis, redis_url, tmp_path):
+def test_a_job_killed_with_no_retry_left_is_failed_not_dropped_and_loses_its_issue_text(redis, redis_url,
+                                                                                       tmp_path):
     job = _enqueue(redis, tmp_path / "marker", None)
+    redis.set(JOB_TEXT_KEY.format(job.id), '{"snapshot.body": "text"}', ex=60)  # what an issue's job has beside it
     _kill_worker_mid_job(redis_url, tmp_path / "marker")
     assert requeue_abandoned(redis, [QUEUE]) == [job.id]
     assert job.get_status() == JobStatus.FAILED
-    assert job.id in FailedJobRegistry(QUEUE, connection=redis).get_job_ids()
+    assert job.id in FailedJobRegistry(QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
+    assert not redis.exists(JOB_TEXT_KEY.format(job.id))  # it never runs again: a failed job keeps ids only
 
 
 def test_a_live_workers_job_is_left_alone(redis, redis_url, tmp_path):
@@ -113,7 +118,7 @@ def _taken_by_a_worker_that_died(redis, queues: list[str]) -> None:
     never reaches the started registry."""
     from rq import Queue
 
-    Queue.dequeue_any([make_queue(redis, name) for name in queues], timeout=None, connection=redis)
+    Queue.dequeue_any([make_queue(redis, name) for name in queues], timeout=None, connection=redis, serializer=SERIALIZER)
 
 
 def test_a_job_taken_by_a_one_queue_worker_that_died_is_retried(redis, tmp_path):
@@ -125,12 +130,12 @@ def test_a_job_taken_by_a_one_queue_worker_that_died_is_retried(redis, tmp_path)
     queue = make_queue(redis, QUEUE)
     assert queue.count == 0 and queue.intermediate_queue.get_job_ids() == [job.id]
 
-    worker = SimpleWorker([QUEUE], connection=redis)
+    worker = SimpleWorker([QUEUE], connection=redis, serializer=SERIALIZER)
     worker.clean_registries()  # the first maintenance pass sees it
     redis.set(queue.intermediate_queue.get_first_seen_key(job.id), time.time() - 61)  # a minute passes
     worker.clean_registries()  # the next one gives it back: retried
     assert queue.intermediate_queue.get_job_ids() == [] and queue.job_ids == [job.id]
-    SimpleWorker([QUEUE], connection=redis).work(burst=True)
+    SimpleWorker([QUEUE], connection=redis, serializer=SERIALIZER).work(burst=True)
     job.refresh()
     assert job.get_status() == JobStatus.FINISHED and job.return_value() == "finished"
 
@@ -140,7 +145,7 @@ def test_a_job_taken_by_a_two_queue_worker_that_died_is_in_no_list(redis, tmp_pa
     job = _enqueue(redis, tmp_path / "marker", Retry(max=1))
     _taken_by_a_worker_that_died(redis, [QUEUE, "feedback"])
     queue = make_queue(redis, QUEUE)
-    worker = SimpleWorker([QUEUE, "feedback"], connection=redis)
+    worker = SimpleWorker([QUEUE, "feedback"], connection=redis, serializer=SERIALIZER)
     worker.clean_registries()
     redis.set(queue.intermediate_queue.get_first_seen_key(job.id), time.time() - 61)
     worker.clean_registries()
@@ -148,17 +153,3 @@ def test_a_job_taken_by_a_two_queue_worker_that_died_is_in_no_list(redis, tmp_pa
     assert job.get_status() == JobStatus.QUEUED  # queued, says RQ, yet in no queue: lost
     assert job.id not in StartedJobRegistry(QUEUE, connection=redis).get_job_ids(cleanup=False)
 
-
-def test_a_periodic_job_killed_mid_run_is_retried_once_not_failed(redis, redis_url, tmp_path):
-    """RQ's cron gives its jobs no retries: a sweep abandoned by a dead worker would sit in the failed
-    registry (chaos run 2) and a weekly retraining check wait a week."""
-    from core.abandoned import PERIODIC, PERIODIC_RETRY_AFTER
-
-    job = make_queue(redis, QUEUE).enqueue(hang_the_first_time, str(tmp_path / "marker"), meta={PERIODIC: True})
-    _kill_worker_mid_job(redis_url, tmp_path / "marker")
-    assert requeue_abandoned(redis, [QUEUE]) == [job.id]
-    job.refresh()
-    assert job.get_status() == JobStatus.SCHEDULED and job.retries_left == 0
-    scheduled_in = ScheduledJobRegistry(QUEUE, connection=redis).get_scheduled_time(job).timestamp() - time.time()
-    assert 0 < scheduled_in <= PERIODIC_RETRY_AFTER
-    assert FailedJobRegistry(QUEUE, connection=redis).get_job_ids() == []

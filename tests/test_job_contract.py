@@ -49,6 +49,15 @@ def test_each_routed_event_sends_every_argument_its_job_needs(route):
     assert spec.arguments <= sent, f"{event_type.__name__} lacks {spec.arguments - sent} for {spec.name}"
 
 
+@pytest.mark.parametrize("route", list(webhooks.ROUTES.items()), ids=lambda route: f"{route[0][0].__name__}")
+def test_the_issue_text_an_event_sends_travels_beside_its_job_not_in_it(route):
+    """An issue's title and body are named in the contract as `text`, kept out of the job (core.queues)."""
+    (event_type, _action), spec = route
+    carries_issue = any(field.type in ("IssueSnapshot", events.IssueSnapshot)
+                        for field in dataclasses.fields(event_type))
+    assert set(spec.text) == ({"snapshot.title", "snapshot.body"} if carries_issue else set())
+
+
 def test_enqueue_refuses_a_call_that_breaks_the_contract_before_it_reaches_a_worker():
     with pytest.raises(TypeError, match="scope"):
         queues.enqueue(None, queues.RETRAIN, {"trigger": "manual"})

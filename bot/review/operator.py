@@ -12,7 +12,7 @@ from rq.registry import FailedJobRegistry, StartedJobRegistry
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core.queues import QUEUES
+from core.queues import QUEUES, SERIALIZER
 from core.tables import ModelPromotion, TrainingRun
 
 MAX_FAILED = 50  # failed jobs listed per queue, newest first
@@ -29,16 +29,16 @@ class FailedJob:
 
 
 def queue_rows(redis: Redis) -> list[dict]:
-    return [{"name": name, "waiting": Queue(name, connection=redis).count,
-             "running": StartedJobRegistry(name, connection=redis).count,
-             "failed": FailedJobRegistry(name, connection=redis).count} for name in QUEUES]
+    return [{"name": name, "waiting": Queue(name, connection=redis, serializer=SERIALIZER).count,
+             "running": StartedJobRegistry(name, connection=redis, serializer=SERIALIZER).count,
+             "failed": FailedJobRegistry(name, connection=redis, serializer=SERIALIZER).count} for name in QUEUES]
 
 
 def failed_jobs(redis: Redis) -> list[FailedJob]:
     found = []
     for name in QUEUES:
-        registry = FailedJobRegistry(name, connection=redis)
-        for job in Job.fetch_many(registry.get_job_ids(0, MAX_FAILED - 1), connection=redis):
+        registry = FailedJobRegistry(name, connection=redis, serializer=SERIALIZER)
+        for job in Job.fetch_many(registry.get_job_ids(0, MAX_FAILED - 1), connection=redis, serializer=SERIALIZER):
             if job is not None:
                 found.append(FailedJob(name, job.id, job.func_name, _last_line(job), str(job.ended_at or "")))
     return found
@@ -53,7 +53,7 @@ def retry_failed(redis: Redis, queue: str, job_id: str) -> bool:
     """Put a failed job back on its queue; False when it is no longer in the failed registry."""
     if queue not in QUEUES:
         return False
-    registry = FailedJobRegistry(queue, connection=redis)
+    registry = FailedJobRegistry(queue, connection=redis, serializer=SERIALIZER)
     if job_id not in registry.get_job_ids():
         return False
     registry.requeue(job_id)

@@ -14,7 +14,7 @@ from bot import context
 from bot.app import create_app
 from bot.signatures import sign_body
 from bot.worker import build_context
-from core.queues import QUEUES
+from core.queues import QUEUES, SERIALIZER
 from simulation.fake_github import FakeGitHub
 from tests.conftest import WEBHOOK_SECRET, promote_model
 from trainer import context as training_context
@@ -77,7 +77,7 @@ def client(app_settings, redis):
 
 def run_worker(redis, queues: tuple[str, ...] = QUEUES) -> None:
     """A real RQ worker, in this process, until the queues are empty."""
-    SimpleWorker(list(queues), connection=redis).work(burst=True)
+    SimpleWorker(list(queues), connection=redis, serializer=SERIALIZER).work(burst=True)
 
 
 def deliver(client, event: str, body: dict, delivery: str, secret: str = WEBHOOK_SECRET):

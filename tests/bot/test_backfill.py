@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from bot.backfill import BACKFILL_DONE, training_label
 from core.db import session_scope
-from core.queues import FEEDBACK_QUEUE
+from core.queues import FEEDBACK_QUEUE, SERIALIZER
 from core.tables import Installation, IssueRecord, Repository
 from tests.bot.conftest import INSTALLATION, REPO, deliver, run_worker
 
@@ -71,7 +71,7 @@ def pages_read(fake_github) -> list[tuple[str, int]]:
 
 
 def run_due_retries(redis) -> None:
-    scheduler = RQScheduler([FEEDBACK_QUEUE], connection=redis)
+    scheduler = RQScheduler([FEEDBACK_QUEUE], connection=redis, serializer=SERIALIZER)
     scheduler.acquire_locks()
     scheduler.enqueue_scheduled_jobs()
     scheduler.release_locks()
@@ -136,12 +136,12 @@ def test_a_5xx_between_pages_reschedules_and_the_saved_page_is_resumed(bare_cont
     deliver(client, "installation", installation_delivery(payload, "installation"), "d-install")
     run_worker(redis)
     assert len(confirmed(bare_context)) == 100 and next_page(bare_context) == 2
-    assert ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis).count == 1
+    assert ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).count == 1
     time.sleep(1.2)  # retry_base_seconds = 1 in the harness
     run_due_retries(redis)
     assert pages_read(fake_github) == [("1", 200), ("2", 502), ("2", 200)]  # page 1 is not read again
     assert len(confirmed(bare_context)) == 150 and next_page(bare_context) == BACKFILL_DONE
-    assert FailedJobRegistry(FEEDBACK_QUEUE, connection=redis).count == 0
+    assert FailedJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).count == 0
 
 
 def test_the_bound_holds_across_a_resumed_backfill(bare_context, fake_github, client, payload, redis):
@@ -165,7 +165,7 @@ def test_a_rate_limited_page_reschedules_the_backfill_at_githubs_reset_time(bare
                           headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})
     deliver(client, "installation", installation_delivery(payload, "installation"), "d-install")
     run_worker(redis)
-    scheduled = ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis)
+    scheduled = ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER)
     (job_id,) = scheduled.get_job_ids()
     assert abs(scheduled.get_scheduled_time(job_id).timestamp() - reset) < 5
     assert len(confirmed(bare_context)) == 100 and next_page(bare_context) == 2

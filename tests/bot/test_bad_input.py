@@ -23,7 +23,7 @@ from bot.worker import build_context
 from core.db import session_scope
 from core.issue_text import format_issue_text
 from core.migrate import upgrade
-from core.queues import LABELING_QUEUE, QUEUES, make_queue
+from core.queues import LABELING_QUEUE, QUEUES, SERIALIZER, make_queue
 from core.storable_text import storable
 from core.tables import IssueRecord, Prediction, WebhookDelivery
 from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
@@ -68,8 +68,8 @@ def predictions(ctx) -> list[Prediction]:
 
 def no_jobs_left(redis) -> bool:
     """Nothing waiting, scheduled for a retry or failed: a dropped delivery makes no retry storm."""
-    return all(make_queue(redis, q).count == 0 and not ScheduledJobRegistry(q, connection=redis).get_job_ids()
-               and not FailedJobRegistry(q, connection=redis).get_job_ids() for q in QUEUES)
+    return all(make_queue(redis, q).count == 0 and not ScheduledJobRegistry(q, connection=redis, serializer=SERIALIZER).get_job_ids()
+               and not FailedJobRegistry(q, connection=redis, serializer=SERIALIZER).get_job_ids() for q in QUEUES)
 
 
 # --- the request: each bad body, header or size gets its own clear answer --------------------------------
@@ -274,8 +274,8 @@ def test_the_database_down_during_a_job_fails_it_for_rqs_retry_and_marks_nothing
     context.configure(build_context(down, redis=redis))
     run_worker(redis)
 
-    job = Job.fetch("label_issue--d-db", connection=redis)
-    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    job = Job.fetch("label_issue--d-db", connection=redis, serializer=SERIALIZER)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
     assert scheduled.get_job_ids() == [job.id] and job.retries_left == 2  # core.queues.CRASH_RETRY
     assert fake_github.issue_labels(REPO, 1) == [] and outcome(worker_context, "d-db") is None
 

@@ -4,7 +4,7 @@ fake GitHub → a job on the training queue (never run here) and an answer in th
 import pytest
 from rq import Queue
 
-from core.queues import FEEDBACK_QUEUE, TRAINING_QUEUE
+from core.queues import FEEDBACK_QUEUE, SERIALIZER, TRAINING_QUEUE
 from tests.bot.conftest import REPO, deliver, run_worker
 
 pytestmark = pytest.mark.redis
@@ -44,7 +44,7 @@ def test_retrain_from_an_admin_or_maintainer_queues_one_training_job_and_says_so
     assert not comment(client, payload, "/issue-sorter retrain", login).json["queued"]  # GitHub redelivers
     run_feedback_jobs(redis)
     assert permission_asked(fake_github, login)
-    training = Queue(TRAINING_QUEUE, connection=redis)
+    training = Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER)
     (job,) = training.jobs
     assert job.func_name == "trainer.jobs.retrain"
     assert job.kwargs["scope"] == REPO and job.kwargs["trigger"] == "comment"
@@ -60,7 +60,7 @@ def test_retrain_from_anyone_else_is_refused_with_a_reaction_that_pings_nobody(b
         comment(client, payload, "/issue-sorter retrain", login, delivery=f"d-{n}", comment_id=COMMENT_ID + n)
     run_feedback_jobs(redis)
     assert permission_asked_times(fake_github, login) == 3
-    assert Queue(TRAINING_QUEUE, connection=redis).count == 0
+    assert Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER).count == 0
     assert fake_github.comments(REPO, issue) == []
     assert [fake_github.reactions(REPO, COMMENT_ID + n) for n in range(3)] == [["-1"]] * 3
 
@@ -76,7 +76,7 @@ def test_one_retraining_per_repository_at_a_time_then_an_hours_cooldown(bare_con
     comment(client, payload, "/issue-sorter retrain", "boss", delivery="d-1", comment_id=1)
     comment(client, payload, "/issue-sorter retrain", "maintainer", delivery="d-2", comment_id=2)
     run_feedback_jobs(redis)
-    training = Queue(TRAINING_QUEUE, connection=redis)
+    training = Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER)
     assert training.count == 1  # the second asked while the first was queued
     assert fake_github.reactions(REPO, 2) == ["confused"] and fake_github.reactions(REPO, 1) == []
     (cooldown,) = redis.keys(COOLDOWN_KEY.format("*"))

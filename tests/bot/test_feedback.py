@@ -13,7 +13,7 @@ from bot.repo_config import CONFIG_PATH
 from bot.worker import build_context
 from core import store
 from core.db import Base, make_sessionmaker, session_scope
-from core.queues import FEEDBACK_QUEUE
+from core.queues import FEEDBACK_QUEUE, SERIALIZER
 from core.tables import IssueRecord, LabelEvent, WebhookDelivery
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
@@ -72,8 +72,8 @@ def label_events(ctx) -> list[tuple]:
 
 
 def no_job_failed_or_retried(redis) -> bool:
-    return (FailedJobRegistry(FEEDBACK_QUEUE, connection=redis).count,
-            ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis).count) == (0, 0)
+    return (FailedJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).count,
+            ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).count) == (0, 0)
 
 
 def outcome(ctx, delivery: str) -> str:

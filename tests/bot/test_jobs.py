@@ -15,7 +15,7 @@ from core.classifier import load_classifier
 from core.db import session_scope
 from core.issue_text import format_issue_text
 from core.kinds import labels_for_kinds
-from core.queues import LABELING_QUEUE
+from core.queues import LABELING_QUEUE, SERIALIZER
 from core.tables import Prediction, WebhookDelivery
 from simulation.fake_github import FAILURE_MESSAGES
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
@@ -89,10 +89,10 @@ def test_a_github_5xx_is_retried_later_and_then_labels(worker_context, fake_gith
     open_issue(fake_github, client, payload, 1, "d-5xx")
     run_worker(redis)
     assert fake_github.issue_labels(REPO, 1) == []
-    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
     assert scheduled.get_job_ids() == ["label_issue--d-5xx--retry1"]
     time.sleep(1.2)  # retry_base_seconds = 1 in the harness
-    scheduler = RQScheduler([LABELING_QUEUE], connection=redis)
+    scheduler = RQScheduler([LABELING_QUEUE], connection=redis, serializer=SERIALIZER)
     scheduler.acquire_locks()
     scheduler.enqueue_scheduled_jobs()
     scheduler.release_locks()
@@ -106,7 +106,7 @@ def test_a_rate_limit_is_retried_at_githubs_reset_time(worker_context, fake_gith
                           headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})
     open_issue(fake_github, client, payload, 1, "d-rate")
     run_worker(redis)
-    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
     when = scheduled.get_scheduled_time("label_issue--d-rate--retry1").timestamp()
     assert abs(when - reset) < 5
 
@@ -120,7 +120,7 @@ def test_a_secondary_rate_limit_is_retried_when_github_says(worker_context, fake
     open_issue(fake_github, client, payload, 1, "d-secondary")
     started = time.time()
     run_worker(redis)
-    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
     when = scheduled.get_scheduled_time("label_issue--d-secondary--retry1").timestamp()
     assert abs(when - started - wait) < 5 and fake_github.issue_labels(REPO, 1) == []
     assert predictions(worker_context) == []  # rolled back: the retry classifies afresh
@@ -134,7 +134,7 @@ def test_permission_and_missing_issue_errors_are_recorded_and_dropped(worker_con
     open_issue(fake_github, client, payload, 1, "d-drop")
     run_worker(redis)
     assert fake_github.issue_labels(REPO, 1) == []
-    assert ScheduledJobRegistry(LABELING_QUEUE, connection=redis).get_job_ids() == []
+    assert ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids() == []
     with session_scope(worker_context.sessionmaker) as session:
         assert session.get(WebhookDelivery, "d-drop").outcome.startswith(f"dropped: GitHub answered {status}")
 

@@ -5,6 +5,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from rq import SimpleWorker
 
+from core.queues import SERIALIZER
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 pytestmark = [pytest.mark.redis]
@@ -42,7 +43,7 @@ def test_deliveries_jobs_labels_and_github_errors_are_counted(worker_context, fa
 
 def test_healthz_says_which_queues_have_a_live_worker(client, redis):
     assert client.get("/healthz").json["workers"] == {"labeling": False, "feedback": False, "training": False}
-    worker = SimpleWorker(["labeling", "feedback"], connection=redis)
+    worker = SimpleWorker(["labeling", "feedback"], connection=redis, serializer=SERIALIZER)
     worker.register_birth()
     worker.heartbeat()
     try:

@@ -12,7 +12,7 @@ from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 
 from bot.signatures import sign_body
-from core.queues import QUEUES
+from core.queues import QUEUES, SERIALIZER
 from tests.bot.conftest import REPO, run_worker
 from tests.conftest import WEBHOOK_SECRET
 from tests.paths import WEBHOOKS
@@ -61,9 +61,9 @@ def test_every_real_payload_is_answered_and_its_job_finishes(worker_context, fak
 
     ids = [job_id for queue in QUEUES for job_id in redis.lrange(f"rq:queue:{queue}", 0, -1)]
     run_worker(redis)
-    jobs = Job.fetch_many([i.decode() for i in ids], connection=redis)
+    jobs = Job.fetch_many([i.decode() for i in ids], connection=redis, serializer=SERIALIZER)
     assert {job.id: job.get_status() for job in jobs} == {job.id: JobStatus.FINISHED for job in jobs}
-    assert all(FailedJobRegistry(queue, connection=redis).get_job_ids() == [] for queue in QUEUES)
+    assert all(FailedJobRegistry(queue, connection=redis, serializer=SERIALIZER).get_job_ids() == [] for queue in QUEUES)
     outcomes = {job.id: job.return_value() for job in jobs}
     assert not [o for o in outcomes.values() if str(o).startswith("failed")], outcomes
     assert "backfill queued for 1 repositories" in outcomes.values()  # installation.created did its work

@@ -14,7 +14,7 @@ from rq import Queue
 from bot import events
 from bot.app import create_app
 from bot.queueing import BODY_KEY, REPLAY_WINDOW_SECONDS, body_digest
-from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE
+from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER
 from core.settings import Settings
 from tests.bot.test_webhooks import deliver
 
@@ -41,7 +41,7 @@ def test_the_same_body_under_a_new_delivery_id_is_refused(client, redis, payload
     assert deliver(client, "issues", body, delivery="first").status_code == 202
     replay = deliver(client, "issues", body, delivery="attacker-made-id")
     assert replay.status_code == 409 and "another X-GitHub-Delivery" in replay.json["error"]
-    assert Queue(LABELING_QUEUE, connection=redis).job_ids == ["label_issue--first"]
+    assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).job_ids == ["label_issue--first"]
 
 
 def test_githubs_redelivery_same_body_same_id_still_works_after_a_failed_attempt(client, redis, payload,
@@ -54,7 +54,7 @@ def test_githubs_redelivery_same_body_same_id_still_works_after_a_failed_attempt
     monkeypatch.undo()
     assert deliver(client, "issues", body, delivery="d-1").status_code == 202  # the redelivery
     assert deliver(client, "issues", body, delivery="d-1").json["queued"] is False  # and once only
-    assert Queue(LABELING_QUEUE, connection=redis).count == 1
+    assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).count == 1
 
 
 def _failing_enqueue(*_args, **_kwargs):
@@ -75,14 +75,14 @@ def test_an_event_older_than_the_window_is_ignored_and_a_recent_one_is_not(clien
     assert old.status_code == 200 and "older" in old.json["ignored"]
     recent = deliver(client, "issues", fresh_opened(payload, age=window - dt.timedelta(hours=2)), delivery="new")
     assert recent.status_code == 202
-    assert Queue(LABELING_QUEUE, connection=redis).job_ids == ["label_issue--new"]
+    assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).job_ids == ["label_issue--new"]
 
 
 def test_an_old_comment_on_an_old_issue_is_ignored(client, redis, payload):
     body = payload("issue_comment/created")  # 2019, as GitHub published it
     body["comment"]["body"] = "/issue-sorter retrain"
     response = deliver(client, "issue_comment", json.dumps(body).encode(), delivery="c-1")
-    assert response.status_code == 200 and Queue(FEEDBACK_QUEUE, connection=redis).count == 0
+    assert response.status_code == 200 and Queue(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).count == 0
 
 
 def test_event_time_is_the_newest_issue_or_comment_update(payload):

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot.github_client import RepoFile
 from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, parse_file, problem_report
 from core.db import session_scope
-from core.queues import LABELING_QUEUE
+from core.queues import LABELING_QUEUE, SERIALIZER
 from core.tables import Prediction, WebhookDelivery
 from tests.bot.commonmark import code_contents, text_outside_code
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
@@ -238,8 +238,8 @@ def predictions(ctx) -> list[Prediction]:
 
 
 def nothing_failed_or_retried(redis) -> bool:
-    return (FailedJobRegistry(LABELING_QUEUE, connection=redis).count,
-            ScheduledJobRegistry(LABELING_QUEUE, connection=redis).count) == (0, 0)
+    return (FailedJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).count,
+            ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).count) == (0, 0)
 
 
 @pytest.mark.redis

