@@ -15,7 +15,7 @@ from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.db import make_sessionmaker, session_scope
-from core.queues import BOT_QUEUES, SERIALIZER
+from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
     requeue_abandoned(ctx.redis, queues)  # a job the previous worker died in runs again now
     worker = ServingWorker(list(queues), connection=ctx.redis, warm_up=ctx.models.warm_up,
                            maintenance_interval=MAINTENANCE_INTERVAL, worker_ttl=WORKER_TTL,
-                           serializer=SERIALIZER)
+                           serializer=SERIALIZER, job_class=ContractJob)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
 
 

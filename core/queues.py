@@ -92,6 +92,26 @@ JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFIL
         REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, PREVIEW, RETRAIN, RETRAIN_DUE, PROMOTE, ROLLBACK)
 
 
+class NotAContractJob(RuntimeError):
+    """A job in Redis names a function the contract does not: it fails instead of running."""
+
+
+class ContractJob(Job):
+    """RQ's Job that runs only the functions JOBS names. A job names its function by import path, and RQ
+    would import and call any (`os.system`, with the job's JSON arguments): with this, whoever can write
+    Redis can only ask for our own jobs. The workers use it (`job_class=`)."""
+
+    NAMES = frozenset(spec.name for spec in JOBS)
+
+    @property
+    def func(self):
+        callbacks = (self._success_callback_name, self._failure_callback_name, self._stopped_callback_name)
+        if self.instance is not None or self.func_name not in self.NAMES or any(callbacks):
+            raise NotAContractJob(f"job {self.id} asks for {self.func_name!r} (or a callback), which is not one "
+                                  "of core.queues.JOBS: not run")
+        return super().func
+
+
 def make_queue(redis: Redis, name: str) -> Queue:
     """The RQ queue `name`, with its timeout and the jobs' serializer."""
     return Queue(name, connection=redis, default_timeout=JOB_TIMEOUT[name], serializer=SERIALIZER)

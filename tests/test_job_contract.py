@@ -87,3 +87,25 @@ def test_the_training_worker_starts_without_a_serving_model_and_holds_none(setti
         run_worker(settings, burst=True)  # no model promoted, an empty queue: it starts, finds nothing, stops
     finally:
         training_context.configure(None)
+
+
+@pytest.mark.redis
+def test_a_job_in_redis_that_names_another_function_fails_without_running(settings, redis, tmp_path):
+    """Whoever can write Redis picks a job's function by name; the workers run only the contract's."""
+    from rq.job import JobStatus
+
+    from trainer import context as training_context
+    from trainer.worker import run_worker
+
+    marker = tmp_path / "ran"
+    queue = queues.make_queue(redis, queues.TRAINING_QUEUE)
+    job = queue.enqueue("os.system", f"touch {marker}")
+    with_callback = queue.enqueue(queues.RETRAIN_DUE.name, on_success="os.getcwd")
+    try:
+        run_worker(settings, burst=True)  # the training worker: it builds its RQ worker as production does
+    finally:
+        training_context.configure(None)
+    assert not marker.exists()
+    for refused in (job, with_callback):
+        refused = queues.ContractJob.fetch(refused.id, connection=redis, serializer=queues.SERIALIZER)
+        assert refused.get_status() == JobStatus.FAILED and "not one of core.queues.JOBS" in refused.exc_info

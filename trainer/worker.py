@@ -10,7 +10,7 @@ from rq import SimpleWorker
 
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.db import make_sessionmaker
-from core.queues import SERIALIZER, TRAINING_QUEUE
+from core.queues import SERIALIZER, TRAINING_QUEUE, ContractJob
 from core.settings import Settings
 from trainer import context
 
@@ -26,5 +26,5 @@ def run_worker(settings: Settings, *, burst: bool = False) -> bool:
     context.configure(ctx)
     requeue_abandoned(ctx.redis, [TRAINING_QUEUE])  # a run the previous worker died in runs again now
     worker = SimpleWorker([TRAINING_QUEUE], connection=ctx.redis, maintenance_interval=MAINTENANCE_INTERVAL,
-                          worker_ttl=WORKER_TTL, serializer=SERIALIZER)
+                          worker_ttl=WORKER_TTL, serializer=SERIALIZER, job_class=ContractJob)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
