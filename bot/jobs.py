@@ -174,6 +174,9 @@ def redeliver_failed(*, max_asks: int = redelivery.MAX_ASKS) -> str:
     result = redelivery.sweep(ctx.github_app, redelivery.Ledger(ctx.redis, ctx.sessionmaker), limit=max_asks)
     for delivery in result.asked:
         log.info("asked GitHub to redeliver %s", delivery.describe())
+    for delivery in result.given_up:
+        log.warning("gave up on %s: %d redeliveries failed too; `issue-sorter redeliver --again` asks once more",
+                    delivery.describe(), redelivery.MAX_REDELIVERIES)
     if result.stopped:
         log.warning("redelivery sweep stopped: %s", result.stopped)
     return result.summary()

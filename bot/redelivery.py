@@ -4,8 +4,9 @@ GitHub never redelivers by itself, and our receiver answers 503 when it cannot q
 lists the App's deliveries of GitHub's three-day window (newest first, page by page), keeps the guids none
 of whose attempts succeeded and that we neither processed (core.tables.WebhookDelivery) nor queued (the
 receiver's marker, bot.queueing.DELIVERY_KEY), and asks GitHub to redeliver the newest attempt of each:
-once per guid (a marker in Redis that lives as long as the window), at most one ask a second and `limit`
-a sweep. `failed_deliveries` decides and is pure; `sweep` does the I/O through the objects passed in.
+once per attempt (a marker in Redis that lives as long as the window), so a redelivery that failed too
+(the fault was not over) is asked for again, up to MAX_REDELIVERIES a guid (a receiver that fails every
+delivery is not fed forever); at most one ask a second and `limit` a sweep. `failed_deliveries` decides and is pure; `sweep` does the I/O through the objects passed in.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import datetime as dt
 import logging
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -30,7 +32,8 @@ log = logging.getLogger(__name__)
 
 WINDOW = dt.timedelta(days=3)  # GitHub redelivers only what it delivered in the past three days
 EDGE = dt.timedelta(minutes=10)  # keep clear of the window's end: a delivery about to expire may be refused
-ASKED_KEY = "issue-sorter:redelivery-asked:{}"  # SET NX per guid: asked once, by whichever sweep came first
+ASKED_KEY = "issue-sorter:redelivery-asked:{}"  # SET NX per "guid:attempt id": by whichever sweep came first
+MAX_REDELIVERIES = 3  # asks per guid: a fault outlasting one redelivery (chaos: Redis down twice) is not a loss
 ASKED_TTL_SECONDS = int(WINDOW.total_seconds())  # past the window GitHub would refuse the ask anyway
 ASK_INTERVAL = 1.0  # seconds between two asks: polite towards GitHub's secondary rate limits
 MAX_ASKS = 50  # asks per sweep; the rest wait for the next sweep
@@ -85,6 +88,7 @@ class SweepResult:
     listed: int = 0  # attempts GitHub listed since then
     failed: int = 0  # guids none of whose attempts succeeded
     handled: int = 0  # of those, already processed, queued or asked for
+    given_up: list[Delivery] = dataclasses.field(default_factory=list)  # MAX_REDELIVERIES asked, all failed
     asked: list[Delivery] = dataclasses.field(default_factory=list)
     refused: list[tuple[Delivery, str]] = dataclasses.field(default_factory=list)  # 4xx: never asked again
     left: int = 0  # not asked this sweep (over the cap, or the sweep stopped): the next sweep asks
@@ -93,14 +97,15 @@ class SweepResult:
     def summary(self) -> str:
         text = (f"asked GitHub to redeliver {len(self.asked)} of {self.failed} failed deliveries since "
                 f"{self.since:%Y-%m-%d %H:%M} UTC ({self.handled} already handled, "
-                f"{len(self.refused)} refused, {self.left} left for the next sweep)")
+                f"{len(self.refused)} refused, {len(self.given_up)} given up after {MAX_REDELIVERIES} "
+                f"redeliveries, {self.left} left for the next sweep)")
         return f"{text}; stopped: {self.stopped}" if self.stopped else text
 
 
 class Ledger:
     """What we know of a delivery: processed (the database), queued (the receiver's marker), asked (ours).
 
-    With `again`, an earlier ask does not count: an operator's second try after a redelivery failed too.
+    With `again`, earlier asks do not count, nor their number: an operator's try after the sweep gave up.
     """
 
     def __init__(self, redis: Redis, sessions: sessionmaker[Session], *, again: bool = False):
@@ -108,24 +113,32 @@ class Ledger:
         self._sessions = sessions
         self._again = again
 
-    def handled(self, guids: Collection[str]) -> set[str]:
-        """The guids processed, queued or already asked for: none of them needs asking."""
-        guids = list(guids)
+    @property
+    def again(self) -> bool:
+        return self._again
+
+    def handled(self, newest: Collection[Delivery]) -> set[str]:
+        """The guids processed, queued, or whose newest attempt was already asked for: none needs asking."""
+        guids = [delivery.guid for delivery in newest]
         with session_scope(self._sessions) as session:
             found = store.processed_deliveries(session, guids)
         pipe = self._redis.pipeline(transaction=False)
-        for guid in guids:
-            pipe.exists(DELIVERY_KEY.format(guid), *(() if self._again else (ASKED_KEY.format(guid),)))
-        return found | {guid for guid, count in zip(guids, pipe.execute()) if count}
+        for delivery in newest:
+            pipe.exists(DELIVERY_KEY.format(delivery.guid), *(() if self._again else (_asked_key(delivery),)))
+        return found | {delivery.guid for delivery, count in zip(newest, pipe.execute()) if count}
 
-    def claim(self, guid: str, now: dt.datetime) -> bool:
-        """Note that we ask for `guid` now; False when a sweep already did."""
-        return bool(self._redis.set(ASKED_KEY.format(guid), now.isoformat(), nx=not self._again,
+    def claim(self, delivery: Delivery, now: dt.datetime) -> bool:
+        """Note that we ask for this attempt again now; False when a sweep already did."""
+        return bool(self._redis.set(_asked_key(delivery), now.isoformat(), nx=not self._again,
                                     ex=ASKED_TTL_SECONDS))
 
-    def release(self, guid: str) -> None:
+    def release(self, delivery: Delivery) -> None:
         """Forget an ask GitHub did not take (it was failing): the next sweep asks again."""
-        self._redis.delete(ASKED_KEY.format(guid))
+        self._redis.delete(_asked_key(delivery))
+
+
+def _asked_key(delivery: Delivery) -> str:
+    return ASKED_KEY.format(f"{delivery.guid}:{delivery.id}")
 
 
 def window_start(now: dt.datetime, since: dt.datetime | None = None) -> dt.datetime:
@@ -189,8 +202,13 @@ def sweep(github: HookDeliveries, ledger: Ledger, *, now: dt.datetime | None = N
         result.stopped = f"GitHub failed to list the deliveries: {error}"
         return result
     failed = failed_deliveries(deliveries, since=result.since)
-    handled = ledger.handled([delivery.guid for delivery in failed])
+    handled = ledger.handled(failed)
     todo = [delivery for delivery in failed if delivery.guid not in handled]
+    attempts = Counter(delivery.guid for delivery in deliveries)
+    if not ledger.again:  # the original attempt and MAX_REDELIVERIES of ours, all failed: stop asking
+        result.given_up = [delivery for delivery in todo if attempts[delivery.guid] > MAX_REDELIVERIES]
+        todo = [delivery for delivery in todo if attempts[delivery.guid] <= MAX_REDELIVERIES]
+    todo.sort(key=lambda delivery: attempts[delivery.guid])  # never asked for first, then oldest first
     result.listed, result.failed, result.handled = len(deliveries), len(failed), len(failed) - len(todo)
     result.left = max(0, len(todo) - limit)
     _ask(github, ledger, todo[:limit], result, now=now, interval=interval, sleep=sleep)
@@ -200,7 +218,7 @@ def sweep(github: HookDeliveries, ledger: Ledger, *, now: dt.datetime | None = N
 def _ask(github: HookDeliveries, ledger: Ledger, todo: list[Delivery], result: SweepResult, *,
          now: dt.datetime, interval: float, sleep: Callable[[float], None]) -> None:
     for position, delivery in enumerate(todo):
-        if not ledger.claim(delivery.guid, now):  # another sweep is asking for it right now
+        if not ledger.claim(delivery, now):  # another sweep is asking for it right now
             result.handled += 1
             continue
         if result.asked or result.refused:
@@ -208,7 +226,7 @@ def _ask(github: HookDeliveries, ledger: Ledger, todo: list[Delivery], result: S
         try:
             github.redeliver(delivery.id)
         except TransientGitHubError as error:  # GitHub failing or limiting us: stop; the next sweep retries
-            ledger.release(delivery.guid)
+            ledger.release(delivery)
             result.left += len(todo) - position
             result.stopped = f"GitHub failed to redeliver {delivery.guid}: {error}"
             return

@@ -113,6 +113,8 @@ def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
         print(f"asked: {delivery.describe()}")
     for delivery, why in result.refused:
         print(f"refused: {delivery.describe()}: {why}")
+    for delivery in result.given_up:
+        print(f"given up (its redeliveries failed too; --again asks once more): {delivery.describe()}")
     print(result.summary())
     return 1 if result.stopped else 0
 

@@ -1,7 +1,7 @@
 """The redelivery sweep against the fake GitHub over real HTTP: what it asks for, how often, and the CLI.
 
 The story: Redis was down, the receiver answered 503, GitHub marked the deliveries failed and will never
-send them again by itself. The sweep finds them in GET /app/hook/deliveries and asks for each once.
+send them again by itself. The sweep finds them in GET /app/hook/deliveries and asks for each, once per failed attempt, up to MAX_REDELIVERIES times.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bot.github_client import GitHubApp
 from bot.queueing import DELIVERY_KEY
 from bot.redelivery import (
     ASKED_KEY,
+    MAX_REDELIVERIES,
     WINDOW,
     Delivery,
     Ledger,
@@ -150,19 +151,21 @@ def test_deliveries_outside_githubs_three_days_are_neither_read_further_nor_aske
     assert ago(days=3) < result.since <= ago(days=3) + dt.timedelta(minutes=11)
 
 
-def test_a_second_sweep_asks_nothing_again_even_when_the_redelivery_failed(fake_github, app, ledger, redis):
+def test_a_redelivery_that_failed_too_is_asked_for_again_up_to_the_cap(fake_github, app, ledger, redis):
+    """The chaos bench lost 2 of 10,000 issues this way: Redis was down at the delivery and again at its
+    redelivery, and the sweep, which asked once per guid, never asked again."""
     for guid in ("a", "b"):
         fake_github.add_delivery(guid=guid, status_code=503, delivered_at=ago(minutes=30))
     assert fake_github.webhook_url is None  # so each redelivery fails too, and is listed as failed
 
-    first = sweep(app, ledger, interval=0)
-    second = sweep(app, ledger, interval=0)
+    sweeps = [sweep(app, ledger, interval=0) for _ in range(MAX_REDELIVERIES + 1)]
 
-    assert sorted(d.guid for d in first.asked) == ["a", "b"] and second.asked == []
-    assert sorted(asked_guids(fake_github)) == ["a", "b"]
-    assert [item["redelivery"] for item in fake_github.deliveries].count(True) == 2
-    assert (second.failed, second.handled) == (2, 2)
-    assert 0 < redis.ttl(ASKED_KEY.format("a")) <= WINDOW.total_seconds()
+    assert [sorted(d.guid for d in result.asked) for result in sweeps] == [["a", "b"]] * MAX_REDELIVERIES + [[]]
+    assert sorted(d.guid for d in sweeps[-1].given_up) == ["a", "b"]
+    assert "2 given up after 3 redeliveries" in sweeps[-1].summary()
+    assert [item["redelivery"] for item in fake_github.deliveries].count(True) == 2 * MAX_REDELIVERIES
+    newest = max((d for d in sweeps[0].asked if d.guid == "a"), key=lambda d: d.id)
+    assert 0 < redis.ttl(ASKED_KEY.format(f"a:{newest.id}")) <= WINDOW.total_seconds()
 
 
 def test_asks_are_paced_and_capped_per_sweep_and_the_rest_wait_for_the_next(fake_github, app, ledger):
@@ -175,8 +178,9 @@ def test_asks_are_paced_and_capped_per_sweep_and_the_rest_wait_for_the_next(fake
     assert [d.guid for d in first.asked] == ["lost-0", "lost-1"] and first.left == 3
     assert sleeps == [1.0]  # one second between two asks, none before the first
     assert [d.guid for d in sweep(app, ledger, limit=2, sleep=sleeps.append).asked] == ["lost-2", "lost-3"]
-    assert [d.guid for d in sweep(app, ledger, limit=2, sleep=sleeps.append).asked] == ["lost-4"]
-    assert asked_guids(fake_github) == [f"lost-{n}" for n in range(5)]
+    # the never asked for first; then, the fake's redeliveries having failed too, the oldest again
+    assert [d.guid for d in sweep(app, ledger, limit=2, sleep=sleeps.append).asked] == ["lost-4", "lost-0"]
+    assert asked_guids(fake_github) == [f"lost-{n}" for n in range(5)] + ["lost-0"]
 
 
 def test_github_failing_stops_the_sweep_and_the_next_one_asks_again(fake_github, app, ledger):
@@ -278,19 +282,22 @@ def test_redeliver_prints_what_it_asked_for(cli_env, fake_github, capsys):
     assert asked_guids(fake_github) == ["lost-1"]
     assert main(["redeliver", "--since", "5d"]) == 0  # further back than GitHub keeps: it says so
     out = capsys.readouterr().out
-    assert "only the past three days" in out and "asked: older" in out and "lost-1" not in out
-    assert "asked GitHub to redeliver 1 of 2 failed deliveries" in out and "(1 already handled" in out
+    assert "only the past three days" in out and "asked: older" in out
+    # lost-1's redelivery failed too (the fake has no receiver): its new attempt is asked for once more
+    assert "asked: lost-1" in out and "asked GitHub to redeliver 2 of 2 failed deliveries" in out
 
 
 def test_redeliver_again_asks_once_more_for_what_failed_after_an_earlier_ask(cli_env, fake_github, capsys):
     fake_github.add_delivery(guid="still lost", status_code=503, delivered_at=ago(minutes=30))
     fake_github.add_delivery(guid="now fine", status_code=503, delivered_at=ago(minutes=20))
-    assert main(["redeliver"]) == 0 and main(["redeliver"]) == 0
+    for _ in range(MAX_REDELIVERIES + 1):  # the last one gives up: every redelivery failed too
+        assert main(["redeliver"]) == 0
+    assert "given up (its redeliveries failed too; --again asks once more): still lost" in capsys.readouterr().out
     fake_github.add_delivery(guid="now fine", status_code=202, redelivery=True)  # a human's redelivery worked
 
     assert main(["redeliver", "--again"]) == 0
 
-    assert asked_guids(fake_github) == ["still lost", "now fine", "still lost"]
+    assert asked_guids(fake_github) == ["still lost", "now fine"] * MAX_REDELIVERIES + ["still lost"]
     assert "asked GitHub to redeliver 1 of 1 failed deliveries" in capsys.readouterr().out.splitlines()[-1]
 
 
