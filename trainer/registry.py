@@ -6,6 +6,7 @@ import datetime as dt
 import re
 import shutil
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from sqlalchemy import select
@@ -15,6 +16,7 @@ from core.card import read_card, update_card
 from core.classifier import Classifier, load_classifier
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
+from trainer.dataset import Example
 
 KEEP_PROMOTED = 3  # per scope: the serving version and the two that `rollback` goes back to
 KEEP_UNPROMOTED = 1  # per scope: the newest challenger, for an operator to look at or promote by hand
@@ -38,10 +40,17 @@ class Saveable(Protocol):
 
 
 class Registry:
-    """Model directories under `model_dir` and their rows; the caller's session commits."""
+    """Model directories under `model_dir` and their rows; the caller's session commits.
 
-    def __init__(self, model_dir: Path | str, session: Session):
+    Registering a model with an encoder also builds its fast serving path (trainer.fast_path) and gates it
+    on `gate_issues` (default: NLBSE'24's test split in ../shared, when there); `fast_path=False` skips it,
+    and PyTorch serves.
+    """
+
+    def __init__(self, model_dir: Path | str, session: Session, *, fast_path: bool = True,
+                 gate_issues: Sequence[Example] | None = None):
         self.model_dir, self.session = Path(model_dir), session
+        self.fast_path, self.gate_issues = fast_path, gate_issues
 
     def new_version(self, scope: str = GLOBAL_SCOPE) -> str:
         """A unique, readable id: scope slug + UTC time, with -2, -3 ... when taken."""
@@ -66,7 +75,16 @@ class Registry:
             source.save(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
                         data_fingerprint=data_fingerprint or "")
             card = read_card(directory)
+        if self.fast_path and card.get("kind") in ("transformer", "blend"):
+            self._build_fast_path(directory)
         return self._add_row(directory.name, scope, directory, card)
+
+    def _build_fast_path(self, directory: Path) -> None:
+        from trainer.fast_path import build_fast_path, default_gate_issues
+
+        issues, source = ((self.gate_issues, "given by the caller") if self.gate_issues is not None
+                          else default_gate_issues())
+        build_fast_path(directory, issues, source=source)
 
     def _adopt(self, source: Path, scope: str) -> Path:
         """A saved model's directory under model_dir: in place if it is an unregistered child, else a copy."""
