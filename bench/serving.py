@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from tests.paths import NLBSE  # noqa: E402 - the shared data's location, one definition
 
-ENGINES = ("pipeline", "pipeline-128", "pytorch", "torch-int8", "ort-fp32", "fast")
+ENGINES = ("pipeline", "pipeline-128", "pytorch", "torch-int8", "ort-fp32", "ort-int8", "fast")
+DEFAULT_ENGINES = "pipeline,pipeline-128,pytorch,torch-int8,ort-int8,fast"  # ort-fp32: when fast is int8
 
 
 def main() -> int:
@@ -46,10 +47,10 @@ def main() -> int:
     parser.add_argument("--single", type=int, default=300, help="issues timed one at a time")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"some of {','.join(ENGINES)}")
     parser.add_argument("--json", type=Path, help="write every figure here too")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)  # one engine, in this process
-    parser.add_argument("--onnx", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--onnx", type=Path, help=argparse.SUPPRESS)  # the folder export_copy wrote
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(measure(args)))
@@ -65,21 +66,22 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
     """Each engine in a fresh subprocess, one after the other."""
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        fp32 = None
-        engines = args.engines.split(",")
-        if "ort-fp32" in engines:
-            fp32 = export_fp32_copy(args.model, Path(scratch))
+        engines, onnx = args.engines.split(","), None
+        if {"ort-fp32", "ort-int8"} & set(engines):
+            onnx = export_copy(args.model, Path(scratch))
         for engine in engines:
             command = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
                        "--issues", str(args.issues), "--single", str(args.single),
                        "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
-            if fp32:
-                command += ["--onnx", str(fp32)]
+            if onnx:
+                command += ["--onnx", str(onnx)]
             done = subprocess.run(command, capture_output=True, text=True, check=False,
                                   env=os.environ | {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
             if done.returncode:
                 raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
             results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+            if engine == "fast":
+                results[engine]["engine"] = _served_engine(args.model)
             print(f"{engine}: {results[engine]['backfill_per_s']:.1f} issues/s", file=sys.stderr)
     reference = results.get("pytorch", {}).get("top")
     for result in results.values():
@@ -89,12 +91,18 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
     return results
 
 
-def export_fp32_copy(model: Path, scratch: Path) -> Path:
-    """The fused fp32 graph of `model`, built in a copy (the registry keeps only the artefact that serves)."""
+def _served_engine(model: Path) -> str:
+    from core.card import read_card
+
+    return read_card(model)["fast_path"]["serves"]
+
+
+def export_copy(model: Path, scratch: Path) -> Path:
+    """Both artefacts of `model`, built in a copy (the registry keeps only the one that serves); its fast/."""
     from trainer.fast_path import export_onnx
 
     copy = Path(shutil.copytree(model, scratch / "model", ignore=shutil.ignore_patterns("fast")))
-    return export_onnx(copy)["onnxruntime-fp32"]
+    return export_onnx(copy)["onnxruntime-fp32"].parent
 
 
 def measure(args: argparse.Namespace) -> dict:
@@ -114,7 +122,16 @@ def measure(args: argparse.Namespace) -> dict:
     latencies.sort()
     return {"load_s": load_seconds, "backfill_per_s": len(texts) / backfill, "issues": len(texts),
             "p50_ms": statistics.median(latencies), "p99_ms": latencies[int(0.99 * (len(latencies) - 1))],
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "top": top}
+            "peak_rss_mb": peak_rss_mb(), "top": top}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. Not getrusage's ru_maxrss: Linux keeps it across exec, so a child
+    would report the parent's peak when that was higher."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def issue_texts(path: Path) -> list[str]:
@@ -134,10 +151,11 @@ def load_engine(args: argparse.Namespace):
         classifier = load_classifier(args.model, threads=args.threads)
         if classifier.engine == "pytorch":
             raise SystemExit(f"{args.model} has no fast path that serves: see `fast_path` in its card")
-    elif engine == "ort-fp32":
-        from core.fast_path import OnnxClassifier
+    elif engine.startswith("ort-"):
+        from core.fast_path import FAST_FILE, FP32_FILE, OnnxClassifier
 
-        classifier = OnnxClassifier.from_file(args.model, args.onnx, threads=args.threads)
+        path = args.onnx / (FP32_FILE if engine == "ort-fp32" else FAST_FILE)
+        classifier = OnnxClassifier.from_file(args.model, path, threads=args.threads)
     else:
         import torch
 
@@ -179,6 +197,8 @@ def table(results: dict[str, dict], args: argparse.Namespace) -> str:
         lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {speedup} | {r['p50_ms']:.1f} | "
                      f"{r['p99_ms']:.1f} | {latency} | {r['peak_rss_mb']:.0f} | {r.get('agreement', 0):.1%} |")
     first = next(iter(results.values()))
+    if "fast" in results:
+        lines.append(f"\nfast = {results['fast']['engine']}, what load_classifier serves for this model")
     lines.append(f"\n{first['issues']} issues ({args.issues.name}), {args.single} timed one at a time, "
                  f"batch {args.batch_size}, {args.threads} threads")
     return "\n".join(lines)

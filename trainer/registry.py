@@ -64,8 +64,12 @@ class Registry:
 
     def register(self, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                  metrics: dict | None = None, thresholds: dict[str, float] | None = None,
-                 data_fingerprint: str | None = None) -> ModelVersion:
-        """Save (or copy) a model into a new version directory and record its ModelVersion row."""
+                 data_fingerprint: str | None = None, held_out: Sequence[Example] = ()) -> ModelVersion:
+        """Save (or copy) a model into a new version directory and record its ModelVersion row.
+
+        `held_out`: labelled issues the model never trained on, for the fast path's gate where ../shared's
+        NLBSE'24 test split is not there (an installed package, a container).
+        """
         if isinstance(source, (str, Path)):
             directory = self._adopt(Path(source), scope)
             card = update_card(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
@@ -76,14 +80,18 @@ class Registry:
                         data_fingerprint=data_fingerprint or "")
             card = read_card(directory)
         if self.fast_path and card.get("kind") in ("transformer", "blend"):
-            self._build_fast_path(directory)
+            self._build_fast_path(directory, held_out)
         return self._add_row(directory.name, scope, directory, card)
 
-    def _build_fast_path(self, directory: Path) -> None:
+    def _build_fast_path(self, directory: Path, held_out: Sequence[Example]) -> None:
         from trainer.fast_path import build_fast_path, default_gate_issues
 
-        issues, source = ((self.gate_issues, "given by the caller") if self.gate_issues is not None
-                          else default_gate_issues())
+        if self.gate_issues is not None:
+            issues, source = self.gate_issues, "given by the caller"
+        else:
+            issues, source = default_gate_issues()
+            if not issues:
+                issues, source = held_out, f"the {len(held_out)} held-out issues of the registration"
         build_fast_path(directory, issues, source=source)
 
     def _adopt(self, source: Path, scope: str) -> Path:

@@ -18,7 +18,7 @@ from core.fast_path import SERVES, SERVES_FP32, OnnxClassifier
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
-from trainer.fast_path import is_same_answers
+from trainer.fast_path import default_gate_issues, is_same_answers
 from trainer.registry import Registry
 from trainer.train import fine_tune
 
@@ -170,3 +170,17 @@ print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules 
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.split("\n")[-2] == "OnnxClassifier 384 []"
+
+
+def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_out_issues(
+        model_dir, session, decisive_minilm, gate_issues, tmp_path, monkeypatch):
+    """An installed package or a container has no ../shared: the issues the caller held out gate it."""
+    monkeypatch.setattr("trainer.fast_path.SHARED_DATA", tmp_path / "no-shared")
+    default_gate_issues.cache_clear()
+    try:
+        row = Registry(model_dir, session).register(decisive_minilm, held_out=gate_issues)
+    finally:
+        default_gate_issues.cache_clear()
+    gate = read_card(row.path)["fast_path"]["gates"][SERVES]
+    assert gate["issues"] == len(gate_issues)
+    assert gate["issues_source"] == f"the {len(gate_issues)} held-out issues of the registration"
