@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import time
@@ -14,6 +15,7 @@ from bot import context
 from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
+from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
 from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
 from core.settings import Settings
@@ -37,7 +39,10 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
 
         app = GitHubApp.from_settings(settings)
         github_for, github_app = app.writer_for, app
-    return context.WorkerContext(settings=settings, sessionmaker=sessions, models=ServingModels(resolve),
+    # One issue per job gains little from more threads, and loses much when other processes (the web
+    # workers, the training worker) want the same cores: OpenMP threads then wait for each other.
+    models = ServingModels(resolve, functools.partial(load_classifier, threads=settings.worker_threads))
+    return context.WorkerContext(settings=settings, sessionmaker=sessions, models=models,
                                  github_for=github_for, redis=redis or Redis.from_url(settings.redis_url),
                                  github_app=github_app)
 
@@ -64,7 +69,6 @@ class ServingWorker(SimpleWorker):
 def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burst: bool = False) -> bool:
     """Serve jobs until stopped: the serving model is loaded here, before the first job, and warmed up
     as soon as the worker has started (ServingWorker)."""
-    limit_torch_threads(settings.worker_threads)
     ctx = build_context(settings)
     if ctx.models.for_repository(None) is None:
         raise SystemExit(f"issue-sorter worker: {NO_MODEL}")
@@ -77,11 +81,3 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
                            maintenance_interval=MAINTENANCE_INTERVAL, worker_ttl=WORKER_TTL,
                            serializer=SERIALIZER, job_class=ContractJob)
     return worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
-
-
-def limit_torch_threads(threads: int) -> None:
-    """One issue per job gains little from more threads, and loses much when other processes (the web
-    workers, the training worker) want the same cores: OpenMP threads then wait for each other."""
-    import torch
-
-    torch.set_num_threads(threads)

@@ -6,6 +6,7 @@ names without paying for them, and a test asserts the request path never loads t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -13,6 +14,8 @@ from typing import Protocol
 from core.card import BLEND_MEMBERS, PIPELINE_FILE, ModelCard
 from core.issue_text import shorten_text
 from core.tfidf_files import TFIDF_FILE, load_pipeline
+
+log = logging.getLogger(__name__)
 
 
 class PickledModel(RuntimeError):
@@ -27,26 +30,20 @@ class Classifier(Protocol):
         """One {class: probability} dict per text."""
 
 
-class TransformerClassifier:
-    """A fine-tuned encoder with its tokenizer, on CPU (or CUDA when there is one)."""
+class EncoderClassifier:
+    """What every way of running a fine-tuned encoder shares: the text cut as the model was trained on it,
+    length-sorted batches, class probabilities and mean-pooled embeddings from one forward pass.
 
-    def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu"):
-        self.model, self.tokenizer, self.card, self.device = model, tokenizer, card, device
+    Subclasses run one batch (`_forward`): PyTorch here, ONNX Runtime in `core.fast_path`.
+    """
+
+    engine = "pytorch"  # which way it runs, as the model card and the logs name it
+
+    def __init__(self, tokenizer, card: ModelCard):
+        self.tokenizer, self.card = tokenizer, card
         self.version, self.labels = card.version, list(card.labels)
         # serve the text cut the way the model was trained on it
         self.head_and_tail = card.train_config.get("truncation") == "head+tail"
-
-    @classmethod
-    def from_directory(cls, directory: Path | str, device: str | None = None) -> TransformerClassifier:
-        import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        directory = Path(directory)
-        card = ModelCard.read(directory)
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        tokenizer = AutoTokenizer.from_pretrained(directory)
-        model = AutoModelForSequenceClassification.from_pretrained(directory).to(device).eval()
-        return cls(model, tokenizer, card, device)
 
     def predict(self, texts: Sequence[str], batch_size: int = 16) -> list[dict[str, float]]:
         return self.predict_and_embed(texts, batch_size)[0]
@@ -62,37 +59,63 @@ class TransformerClassifier:
 
     def _run(self, texts: Sequence[str], batch_size: int, *, scores: bool
              ) -> tuple[list[dict[str, float]], list[list[float]]]:
-        import torch
-
         # Sorting by length makes batches nearly pad-free: 1.2-1.7x faster on CPU (STACK-NOTES).
         if self.head_and_tail:
             texts = [shorten_text(text, self.tokenizer, self.card.max_length) for text in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list[dict[str, float]] = [{} for _ in texts]
         vectors: list[list[float]] = [[] for _ in texts]
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                chunk = order[start:start + batch_size]
-                encoded = self.tokenizer([texts[i] for i in chunk], truncation=True, padding=True,
-                                         max_length=self.card.max_length, return_tensors="pt").to(self.device)
-                hidden, probabilities = self._forward(encoded, scores)
-                for position, i in enumerate(chunk):
-                    vectors[i] = hidden[position]
-                    if scores:
-                        results[i] = dict(zip(self.labels, probabilities[position], strict=True))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            hidden, probabilities = self._forward([texts[i] for i in chunk], scores)
+            for position, i in enumerate(chunk):
+                vectors[i] = hidden[position]
+                if scores:
+                    results[i] = dict(zip(self.labels, probabilities[position], strict=True))
         return results, vectors
 
-    def _forward(self, encoded, scores: bool) -> tuple[list[list[float]], list[list[float]]]:
-        """(mean-pooled, normalised last hidden states, class probabilities or [])."""
-        if scores:
-            output = self.model(**encoded, output_hidden_states=True)
-            hidden, probabilities = output.hidden_states[-1], output.logits.float().softmax(-1).cpu().tolist()
-        else:  # the encoder alone, without the classification head
-            hidden, probabilities = self.model.base_model(**encoded).last_hidden_state, []
-        mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
-        pooled = pooled.float()
-        return pooled.div(pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)).cpu().tolist(), probabilities
+    def _encode(self, texts: list[str], tensors: str):
+        return self.tokenizer(texts, truncation=True, padding=True, max_length=self.card.max_length,
+                              return_tensors=tensors)
+
+    def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
+        """(mean-pooled, normalised last hidden states, class probabilities or []) of one batch."""
+        raise NotImplementedError
+
+
+class TransformerClassifier(EncoderClassifier):
+    """A fine-tuned encoder with its tokenizer in PyTorch, on CPU (or CUDA when there is one)."""
+
+    def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu"):
+        super().__init__(tokenizer, card)
+        self.model, self.device = model, device
+
+    @classmethod
+    def from_directory(cls, directory: Path | str, device: str | None = None) -> TransformerClassifier:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        directory = Path(directory)
+        card = ModelCard.read(directory)
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        tokenizer = AutoTokenizer.from_pretrained(directory)
+        model = AutoModelForSequenceClassification.from_pretrained(directory).to(device).eval()
+        return cls(model, tokenizer, card, device)
+
+    def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
+        import torch
+
+        with torch.inference_mode():
+            encoded = self._encode(texts, "pt").to(self.device)
+            if scores:
+                output = self.model(**encoded, output_hidden_states=True)
+                hidden, probabilities = output.hidden_states[-1], output.logits.float().softmax(-1).cpu().tolist()
+            else:  # the encoder alone, without the classification head
+                hidden, probabilities = self.model.base_model(**encoded).last_hidden_state, []
+            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+            pooled = pooled.float()
+            return pooled.div(pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)).cpu().tolist(), probabilities
 
 
 class TfidfClassifier:
@@ -116,15 +139,35 @@ class TfidfClassifier:
         return [dict(zip(classes, map(float, row), strict=True)) for row in self.pipeline.predict_proba(list(texts))]
 
 
-def load_classifier(directory: Path | str) -> Classifier:
-    """Load whatever kind of model a registry directory holds."""
+def load_classifier(directory: Path | str, *, threads: int | None = None) -> Classifier:
+    """Load whatever kind of model a registry directory holds (an encoder by its fastest working path)."""
     directory = Path(directory)
     card = ModelCard.read(directory)
     if card.kind == "tfidf":
         return TfidfClassifier.from_directory(directory)
     if card.kind == "blend":
-        encoder, tfidf = (load_classifier(directory / member) for member in BLEND_MEMBERS)
+        encoder, tfidf = (load_classifier(directory / member, threads=threads) for member in BLEND_MEMBERS)
         return BlendedClassifier(encoder, tfidf, card.tfidf_share, version=card.version)
+    return load_encoder(directory, card, threads=threads)
+
+
+def load_encoder(directory: Path, card: ModelCard, *, threads: int | None = None) -> EncoderClassifier:
+    """The fast path (core.fast_path) when its artefact is there, intact and passed the gate; else PyTorch.
+
+    `threads` caps the CPU threads inference uses (a bot worker's ISSUE_SORTER_WORKER_THREADS); None: the
+    engine's default.
+    """
+    from core import fast_path
+
+    fast, reason = fast_path.load(directory, card, threads=threads)
+    if fast is not None:
+        log.info("serving %s with %s (%s)", card.version, fast.engine, fast.path)
+        return fast
+    log.warning("serving %s with PyTorch: %s", card.version, reason)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     return TransformerClassifier.from_directory(directory)
 
 

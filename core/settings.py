@@ -43,7 +43,7 @@ class Settings:
     # long at most; `label` webhooks drop them at once
     missing_config_cache_seconds: int = 300  # ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS: "no config file" is
     # believed this long (GitHub sends no ETag with a 404, so absence cannot be revalidated for free)
-    worker_threads: int = 1  # ISSUE_SORTER_WORKER_THREADS: torch threads of a bot worker (one issue per job)
+    worker_threads: int = 1  # ISSUE_SORTER_WORKER_THREADS: inference threads (torch or ORT) of a bot worker
     fresh_delivery_seconds: float = 10.0  # ISSUE_SORTER_FRESH_DELIVERY_SECONDS: a delivery's copy of the issue
     # younger than this (by the issue's updated_at) is used as is; an older one is read again from GitHub
     retrain_interval: int = 86400  # ISSUE_SORTER_RETRAIN_INTERVAL: seconds between checks for scopes due

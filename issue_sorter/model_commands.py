@@ -191,7 +191,7 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
         row = registry.register(trained, scope=scope, metrics=metrics, thresholds=metrics.get("thresholds"),
-                                data_fingerprint=data_fingerprint(examples))
+                                data_fingerprint=data_fingerprint(examples), held_out=eval_examples)
         update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)})
         print(f"registered {row.version} at {row.path}" + _score_text(metrics))
         if promote:

@@ -126,7 +126,7 @@ def promote_model(database_url: str, model_dir, source_dir, scope: str = "global
     from trainer.registry import Registry
 
     with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session)
+        registry = Registry(model_dir, session, fast_path=False)  # PyTorch serves the bot's tests
         row = registry.register(source_dir, scope=scope)
         registry.promote(row.version, "test", scope=scope)
         return row.version

@@ -6,6 +6,7 @@ import datetime as dt
 import re
 import shutil
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from sqlalchemy import select
@@ -15,6 +16,7 @@ from core.card import read_card, update_card
 from core.classifier import Classifier, load_classifier
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
+from trainer.dataset import Example
 
 KEEP_PROMOTED = 3  # per scope: the serving version and the two that `rollback` goes back to
 KEEP_UNPROMOTED = 1  # per scope: the newest challenger, for an operator to look at or promote by hand
@@ -38,10 +40,17 @@ class Saveable(Protocol):
 
 
 class Registry:
-    """Model directories under `model_dir` and their rows; the caller's session commits."""
+    """Model directories under `model_dir` and their rows; the caller's session commits.
 
-    def __init__(self, model_dir: Path | str, session: Session):
+    Registering a model with an encoder also builds its fast serving path (trainer.fast_path) and gates it
+    on `gate_issues` (default: NLBSE'24's test split in ../shared, when there); `fast_path=False` skips it,
+    and PyTorch serves.
+    """
+
+    def __init__(self, model_dir: Path | str, session: Session, *, fast_path: bool = True,
+                 gate_issues: Sequence[Example] | None = None):
         self.model_dir, self.session = Path(model_dir), session
+        self.fast_path, self.gate_issues = fast_path, gate_issues
 
     def new_version(self, scope: str = GLOBAL_SCOPE) -> str:
         """A unique, readable id: scope slug + UTC time, with -2, -3 ... when taken."""
@@ -55,8 +64,12 @@ class Registry:
 
     def register(self, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                  metrics: dict | None = None, thresholds: dict[str, float] | None = None,
-                 data_fingerprint: str | None = None) -> ModelVersion:
-        """Save (or copy) a model into a new version directory and record its ModelVersion row."""
+                 data_fingerprint: str | None = None, held_out: Sequence[Example] = ()) -> ModelVersion:
+        """Save (or copy) a model into a new version directory and record its ModelVersion row.
+
+        `held_out`: labelled issues the model never trained on, for the fast path's gate where ../shared's
+        NLBSE'24 test split is not there (an installed package, a container).
+        """
         if isinstance(source, (str, Path)):
             directory = self._adopt(Path(source), scope)
             card = update_card(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
@@ -66,7 +79,20 @@ class Registry:
             source.save(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
                         data_fingerprint=data_fingerprint or "")
             card = read_card(directory)
+        if self.fast_path and card.get("kind") in ("transformer", "blend"):
+            self._build_fast_path(directory, held_out)
         return self._add_row(directory.name, scope, directory, card)
+
+    def _build_fast_path(self, directory: Path, held_out: Sequence[Example]) -> None:
+        from trainer.fast_path import build_fast_path, default_gate_issues
+
+        if self.gate_issues is not None:
+            issues, source = self.gate_issues, "given by the caller"
+        else:
+            issues, source = default_gate_issues()
+            if not issues:
+                issues, source = held_out, f"the {len(held_out)} held-out issues of the registration"
+        build_fast_path(directory, issues, source=source)
 
     def _adopt(self, source: Path, scope: str) -> Path:
         """A saved model's directory under model_dir: in place if it is an unregistered child, else a copy."""

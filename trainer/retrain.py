@@ -154,7 +154,8 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
               if config.tfidf_share else [])
     trained = train_model(config, train, labels, progress=progress, tfidf_also=others,
                           tfidf_also_weight=policy.other_repos_tfidf_weight)
-    row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train + others))
+    row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train + others),
+                            held_out=held_out)
     run = compare_and_promote(registry, row.version, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)
 

@@ -121,4 +121,4 @@ def model_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def registry(model_dir, session) -> Registry:
-    return Registry(model_dir, session)
+    return Registry(model_dir, session, fast_path=False)  # tests/trainer/test_fast_path.py builds it

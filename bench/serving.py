@@ -1,0 +1,208 @@
+"""Serving speed: a plain transformers pipeline, our PyTorch path and our fast path, same model, same issues.
+
+For each engine, in a process of its own (so peak memory is its own): load time (a cold process's imports
+and model load, what a worker pays at start), backfill throughput over every issue of --issues (our paths:
+length-sorted batches of --batch-size; the pipeline: its default, one at a time), single-issue latency
+p50/p99 over the first --single issues one at a time, peak RSS, and the share of issues whose top label is
+our PyTorch path's. Threads: --threads for torch and ONNX Runtime alike.
+
+    flock /tmp/bench.lock .venv/bin/python bench/serving.py --model DIR [--json OUT]
+
+DIR is a registered encoder (a version directory, or a blend's `encoder/`) whose card records its fast path.
+Engines: `pipeline` is `transformers.pipeline("text-classification", model=DIR)` at its defaults plus
+`truncation=True` (without it an issue over 512 tokens raises); `pipeline-128` also caps it at the card's
+max_length, to tell the engine's share from the token budget's; `pytorch` and `fast` are
+`core.classifier.TransformerClassifier` and what `load_classifier` serves; `torch-int8` (torch's dynamic
+quantization of the Linear layers) and `ort-fp32` (the fused fp32 graph, exported here into a copy) are the
+alternatives measured before choosing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.paths import NLBSE  # noqa: E402 - the shared data's location, one definition
+
+ENGINES = ("pipeline", "pipeline-128", "pytorch", "torch-int8", "ort-fp32", "ort-int8", "fast")
+DEFAULT_ENGINES = "pipeline,pipeline-128,pytorch,torch-int8,ort-int8,fast"  # ort-fp32: when fast is int8
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True, help="a registered encoder's directory")
+    parser.add_argument("--issues", type=Path, default=NLBSE / "issues_test.csv")
+    parser.add_argument("--single", type=int, default=300, help="issues timed one at a time")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"some of {','.join(ENGINES)}")
+    parser.add_argument("--json", type=Path, help="write every figure here too")
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)  # one engine, in this process
+    parser.add_argument("--onnx", type=Path, help=argparse.SUPPRESS)  # the folder export_copy wrote
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args)))
+        return 0
+    results = run_all(args)
+    print(table(results, args))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def run_all(args: argparse.Namespace) -> dict[str, dict]:
+    """Each engine in a fresh subprocess, one after the other."""
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        engines, onnx = args.engines.split(","), None
+        if {"ort-fp32", "ort-int8"} & set(engines):
+            onnx = export_copy(args.model, Path(scratch))
+        for engine in engines:
+            command = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
+                       "--issues", str(args.issues), "--single", str(args.single),
+                       "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
+            if onnx:
+                command += ["--onnx", str(onnx)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False,
+                                  env=os.environ | {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+            if done.returncode:
+                raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
+            results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+            if engine == "fast":
+                results[engine]["engine"] = _served_engine(args.model)
+            print(f"{engine}: {results[engine]['backfill_per_s']:.1f} issues/s", file=sys.stderr)
+    reference = results.get("pytorch", {}).get("top")
+    for result in results.values():
+        top = result.pop("top")
+        if reference:
+            result["agreement"] = sum(a == b for a, b in zip(top, reference, strict=True)) / len(top)
+    return results
+
+
+def _served_engine(model: Path) -> str:
+    from core.card import read_card
+
+    return read_card(model)["fast_path"]["serves"]
+
+
+def export_copy(model: Path, scratch: Path) -> Path:
+    """Both artefacts of `model`, built in a copy (the registry keeps only the one that serves); its fast/."""
+    from trainer.fast_path import export_onnx
+
+    copy = Path(shutil.copytree(model, scratch / "model", ignore=shutil.ignore_patterns("fast")))
+    return export_onnx(copy)["onnxruntime-fp32"].parent
+
+
+def measure(args: argparse.Namespace) -> dict:
+    started = time.perf_counter()
+    predict_one, predict_all = load_engine(args)
+    load_seconds = time.perf_counter() - started
+    texts = issue_texts(args.issues)
+    predict_one(texts[0])  # warm-up: the first call pays for lazy initialisation
+    started = time.perf_counter()
+    top = predict_all(texts)
+    backfill = time.perf_counter() - started
+    latencies = []
+    for text in texts[:args.single]:
+        started = time.perf_counter()
+        predict_one(text)
+        latencies.append((time.perf_counter() - started) * 1000)
+    latencies.sort()
+    return {"load_s": load_seconds, "backfill_per_s": len(texts) / backfill, "issues": len(texts),
+            "p50_ms": statistics.median(latencies), "p99_ms": latencies[int(0.99 * (len(latencies) - 1))],
+            "peak_rss_mb": peak_rss_mb(), "top": top}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. Not getrusage's ru_maxrss: Linux keeps it across exec, so a child
+    would report the parent's peak when that was higher."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def issue_texts(path: Path) -> list[str]:
+    from trainer.dataset import load_file
+
+    return [example.text for example in load_file(path)]
+
+
+def load_engine(args: argparse.Namespace):
+    """(one text → top label, texts → top labels) for args.worker, loaded in this process."""
+    engine = args.worker
+    if engine.startswith("pipeline"):
+        return load_pipeline(args.model, args.threads, capped=engine == "pipeline-128")
+    if engine == "fast":
+        from core.classifier import load_classifier
+
+        classifier = load_classifier(args.model, threads=args.threads)
+        if classifier.engine == "pytorch":
+            raise SystemExit(f"{args.model} has no fast path that serves: see `fast_path` in its card")
+    elif engine.startswith("ort-"):
+        from core.fast_path import FAST_FILE, FP32_FILE, OnnxClassifier
+
+        path = args.onnx / (FP32_FILE if engine == "ort-fp32" else FAST_FILE)
+        classifier = OnnxClassifier.from_file(args.model, path, threads=args.threads)
+    else:
+        import torch
+
+        from core.classifier import TransformerClassifier
+
+        torch.set_num_threads(args.threads)
+        classifier = TransformerClassifier.from_directory(args.model, device="cpu")
+        if engine == "torch-int8":
+            classifier.model = torch.ao.quantization.quantize_dynamic(classifier.model, {torch.nn.Linear},
+                                                                      dtype=torch.qint8)
+
+    def top(rows):
+        return [max(row, key=row.get) for row in rows]
+
+    return (lambda text: top(classifier.predict([text]))[0],
+            lambda texts: top(classifier.predict(texts, batch_size=args.batch_size)))
+
+
+def load_pipeline(model: Path, threads: int, *, capped: bool):
+    import torch
+    from transformers import pipeline
+
+    from core.card import ModelCard
+
+    torch.set_num_threads(threads)
+    classify = pipeline("text-classification", model=str(model))
+    options = {"truncation": True} | ({"max_length": ModelCard.read(model).max_length} if capped else {})
+    return (lambda text: classify(text, **options)[0]["label"],
+            lambda texts: [row["label"] for row in classify(texts, **options)])
+
+
+def table(results: dict[str, dict], args: argparse.Namespace) -> str:
+    base = results.get("pipeline")
+    lines = ["| engine | load (s) | backfill (issues/s) | vs pipeline | single p50 (ms) | p99 (ms) | vs pipeline "
+             "(p50) | peak RSS (MB) | top label = PyTorch path's |", "|---" * 9 + "|"]
+    for engine, r in results.items():
+        speedup = f"{r['backfill_per_s'] / base['backfill_per_s']:.2f}x" if base else ""
+        latency = f"{base['p50_ms'] / r['p50_ms']:.2f}x" if base else ""
+        lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {speedup} | {r['p50_ms']:.1f} | "
+                     f"{r['p99_ms']:.1f} | {latency} | {r['peak_rss_mb']:.0f} | {r.get('agreement', 0):.1%} |")
+    first = next(iter(results.values()))
+    if "fast" in results:
+        lines.append(f"\nfast = {results['fast']['engine']}, what load_classifier serves for this model")
+    lines.append(f"\n{first['issues']} issues ({args.issues.name}), {args.single} timed one at a time, "
+                 f"batch {args.batch_size}, {args.threads} threads")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

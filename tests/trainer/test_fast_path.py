@@ -1,0 +1,186 @@
+"""The fast serving path: built at registration, gated on real issues, served only when intact."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.serving import Served, ServingModels
+from core.card import read_card
+from core.db import Base, make_sessionmaker, session_scope
+from core.classifier import BlendedClassifier, TransformerClassifier, load_classifier
+from core.fast_path import SERVES, SERVES_FP32, OnnxClassifier
+from tests.trainer.conftest import balanced
+from trainer.blend import TrainedBlend
+from trainer.config import TrainConfig
+from trainer.fast_path import default_gate_issues, is_same_answers
+from trainer.registry import Registry
+from trainer.train import fine_tune
+
+FAST_ENGINES = (SERVES, SERVES_FP32)
+
+
+@pytest.fixture(scope="session")
+def decisive_minilm(nlbse_train):
+    """MiniLM fine-tuned until it is sure of most issues (150 real ones, 4 epochs, 64 tokens; ~40 steps).
+
+    A barely trained model scores every class near 1/3: int8's rounding then flips top labels and the
+    gate rightly refuses it, which is not what these tests are about."""
+    config = TrainConfig(max_length=64, epochs=4, batch_size=16, lr=2e-4)
+    return fine_tune(config, balanced(nlbse_train, 10), progress=False)
+
+
+@pytest.fixture
+def gate_issues(small_heldout):
+    """45 real held-out issues (3 per repository and label of NLBSE'24's test split)."""
+    return small_heldout
+
+
+@pytest.fixture
+def fast_registry(model_dir, session, gate_issues) -> Registry:
+    return Registry(model_dir, session, gate_issues=gate_issues)
+
+
+@pytest.fixture(scope="module")
+def registered_once(tmp_path_factory, decisive_minilm, small_heldout) -> Path:
+    """The decisive model registered once (export and gate: seconds); tests that damage it copy it."""
+    root = tmp_path_factory.mktemp("fast-registry")
+    url = f"sqlite:///{root / 'registry.db'}"
+    factory = make_sessionmaker(url)
+    Base.metadata.create_all(factory.kw["bind"])
+    with session_scope(factory) as session:
+        return Path(Registry(root / "models", session, gate_issues=small_heldout).register(decisive_minilm).path)
+
+
+@pytest.fixture
+def registered(registered_once, tmp_path) -> Path:
+    """A copy of it this test may damage."""
+    return Path(shutil.copytree(registered_once, tmp_path / registered_once.name))
+
+
+def top_labels(classifier, issues) -> list[str]:
+    return [max(row, key=row.get) for row in classifier.predict([issue.text for issue in issues])]
+
+
+def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top_labels(registered, gate_issues,
+                                                                                       caplog):
+    record = read_card(registered)["fast_path"]
+    assert record["serves"] in FAST_ENGINES and record["gate"]["passed"]
+    gate = record["gate"]
+    assert gate["issues"] == len(gate_issues) and gate["top_label_agreement"] >= 0.99
+    assert gate["macro_f1_fast"] >= gate["macro_f1_pytorch"] - 0.005
+    assert (registered / record["file"]).is_file() and len(record["sha256"]) == 64
+    assert [p.name for p in (registered / "fast").iterdir()] == [Path(record["file"]).name]  # only what serves
+    assert SERVES in record["gates"] and set(record["gates"]) <= set(FAST_ENGINES)  # int8 first, then fp32
+    assert record["gate"]["issues_source"] == "given by the caller"
+    with caplog.at_level(logging.INFO, logger="core.classifier"):
+        fast = load_classifier(registered)
+    assert isinstance(fast, OnnxClassifier) and fast.engine == record["serves"]
+    assert f"serving {fast.version} with {record['serves']}" in caplog.text
+    torch_path = TransformerClassifier.from_directory(registered, device="cpu")
+    assert top_labels(fast, gate_issues) == top_labels(torch_path, gate_issues)
+
+
+def test_the_fast_path_gives_the_memory_the_same_embeddings(registered, gate_issues):
+    texts = [issue.text for issue in gate_issues[:8]]
+    fast, torch_path = load_classifier(registered), TransformerClassifier.from_directory(registered, device="cpu")
+    scores, vectors = fast.predict_and_embed(texts)
+    assert vectors == fast.embed(texts) and len(scores) == len(texts)
+    for ours, theirs in zip(vectors, torch_path.embed(texts), strict=True):
+        assert abs(sum(a * a for a in ours) - 1) < 1e-4  # normalised, as core.memory expects
+        assert sum(a * b for a, b in zip(ours, theirs, strict=True)) > 0.97  # cosine to PyTorch's vector
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_missing_or_corrupt_artefact_falls_back_to_pytorch_and_says_why(registered, gate_issues, damage, caplog):
+    artefact = registered / read_card(registered)["fast_path"]["file"]
+    fast_labels = top_labels(load_classifier(registered), gate_issues)
+    if damage == "missing":
+        artefact.unlink()
+    else:
+        data = bytearray(artefact.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        artefact.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="core.classifier"):
+        served = load_classifier(registered)
+    assert isinstance(served, TransformerClassifier)
+    [line] = [r.getMessage() for r in caplog.records if "with PyTorch" in r.getMessage()]
+    assert ("is missing" if damage == "missing" else "does not match the SHA-256") in line
+    assert top_labels(served, gate_issues) == fast_labels
+
+
+def test_a_model_that_cannot_be_exported_still_registers_and_pytorch_serves_it(
+        fast_registry, decisive_minilm, monkeypatch, caplog):
+    def broken_export(directory):
+        raise RuntimeError("Exporting the operator 'aten::something' is not supported")
+
+    monkeypatch.setattr("trainer.fast_path.export_onnx", broken_export)
+    with caplog.at_level(logging.WARNING):
+        row = fast_registry.register(decisive_minilm)
+    record = read_card(row.path)["fast_path"]
+    assert record["serves"] == "pytorch" and "aten::something" in record["error"]
+    assert "could not build" in caplog.text
+    assert isinstance(load_classifier(row.path), TransformerClassifier)
+    assert "could not be built" in caplog.text
+
+
+def test_a_gate_without_held_out_issues_serves_pytorch(model_dir, session, decisive_minilm, caplog):
+    row = Registry(model_dir, session, gate_issues=[]).register(decisive_minilm)
+    assert read_card(row.path)["fast_path"]["serves"] == "pytorch"
+    with caplog.at_level(logging.WARNING, logger="core.classifier"):
+        assert isinstance(load_classifier(row.path), TransformerClassifier)
+    assert "did not pass the same-answers gate (no held-out issues)" in caplog.text
+
+
+@pytest.mark.parametrize(("f1_pytorch", "f1_fast", "agreement", "passes"), [
+    (0.80, 0.80, 1.0, True), (0.80, 0.7951, 0.995, True), (0.80, 0.7949, 1.0, False), (0.80, 0.85, 0.989, False),
+])
+def test_the_gate_allows_half_a_point_of_macro_f1_and_one_percent_of_top_labels(f1_pytorch, f1_fast, agreement,
+                                                                               passes):
+    assert is_same_answers(f1_pytorch, f1_fast, agreement) is passes
+
+
+def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
+        fast_registry, decisive_minilm, tfidf_model, gate_issues):
+    blend = TrainedBlend(decisive_minilm, tfidf_model, 0.7)
+    row = fast_registry.register(blend)
+    fast_registry.promote(row.version)
+    assert read_card(row.path)["fast_path"]["serves"] in FAST_ENGINES  # what an operator reads
+    models = ServingModels(lambda repo: Served("global", row.version, row.path))
+    served = models.for_repository("octo/repo")
+    assert isinstance(served, BlendedClassifier) and isinstance(served.encoder, OnnxClassifier)
+    reference = load_classifier(row.path)
+    reference.encoder = TransformerClassifier.from_directory(Path(row.path) / "encoder", device="cpu")
+    assert top_labels(served, gate_issues) == top_labels(reference, gate_issues)
+
+
+def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
+    """What makes the fast path start in a fraction of PyTorch's time and hold a fraction of its memory."""
+    script = f"""
+import sys
+from core.classifier import load_classifier
+classifier = load_classifier({str(registered_once)!r}, threads=1)
+scores, vectors = classifier.predict_and_embed(["Crash on start", "Add a dark mode"])
+print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules if m.split(".")[0] == "torch"))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.split("\n")[-2] == "OnnxClassifier 384 []"
+
+
+def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_out_issues(
+        model_dir, session, decisive_minilm, gate_issues, tmp_path, monkeypatch):
+    """An installed package or a container has no ../shared: the issues the caller held out gate it."""
+    monkeypatch.setattr("trainer.fast_path.SHARED_DATA", tmp_path / "no-shared")
+    default_gate_issues.cache_clear()
+    try:
+        row = Registry(model_dir, session).register(decisive_minilm, held_out=gate_issues)
+    finally:
+        default_gate_issues.cache_clear()
+    gate = read_card(row.path)["fast_path"]["gates"][SERVES]
+    assert gate["issues"] == len(gate_issues)
+    assert gate["issues_source"] == f"the {len(gate_issues)} held-out issues of the registration"
