@@ -13,7 +13,8 @@ from datetime import timedelta
 from typing import Any
 
 from redis import Redis
-from redis.exceptions import WatchError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, WatchError
 from rq import get_current_job
 
 from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, job_options, make_queue, split_text
@@ -73,14 +74,33 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
             enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
                     pipeline=pipe)
             pipe.execute()
-        except WatchError:  # the same delivery twice at once: the other request queued it
-            log.info("delivery %s enqueued by a concurrent request; ignoring this one", delivery_id)
-            return False
+        except WatchError as error:
+            # the same delivery twice at once, the other request having queued it; or (redis-py raises
+            # WatchError for this too) the connection broke mid-transaction: Redis restarting. Only the
+            # marker tells them apart: answering 202 for the second lost a delivery (chaos run 8).
+            if _exists(redis, marker):
+                log.info("delivery %s enqueued by a concurrent request; ignoring this one", delivery_id)
+                return False
+            if first_sight:
+                _forget(redis, body_key)
+            raise RedisConnectionError(f"the connection to Redis broke while queueing: {error}") from error
         except Exception:
             if first_sight:
                 redis.delete(body_key)  # let GitHub's redelivery of this body try again
             raise
     return True
+
+
+def _exists(redis: Redis, key: str) -> bool:
+    """Whether `key` exists; a Redis that is still down says so by raising (the caller answers 503)."""
+    return bool(redis.exists(key))
+
+
+def _forget(redis: Redis, key: str) -> None:
+    try:
+        redis.delete(key)
+    except RedisError:
+        pass  # Redis is down: harmless, GitHub's redelivery carries the same delivery id as the body's key
 
 
 def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: float | None,
