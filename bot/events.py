@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -31,7 +31,7 @@ class _JobArguments:
     """An event's fields as a job's keyword arguments: plain dicts and lists (bot.queueing)."""
 
     def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        return _plain(_fields(self))
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class IssueEvent:
     moved_to: dict[str, Any] | None = None  # transferred: {"repo", "repo_id", "private", "number"}
 
     def job_kwargs(self) -> dict[str, Any]:
-        return _plain(asdict(self)) | {"snapshot": self.snapshot.to_job()}
+        return _plain(_fields(self)) | {"snapshot": self.snapshot.to_job()}
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,11 @@ class LabelEvent(_JobArguments):
 
 
 Event = IssueEvent | CommentEvent | InstallationEvent | RepositoryEvent | LabelEvent
+
+
+def _fields(event: Any) -> dict[str, Any]:
+    # a shallow dict: dataclasses.asdict deep-copies every value, half a millisecond of each delivery
+    return {f.name: getattr(event, f.name) for f in fields(event)}
 
 
 def _plain(data: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class IssueSnapshot:
 
     def to_job(self) -> dict[str, Any]:
         """Plain values for a job's arguments (readable by any version of this code)."""
-        plain = dataclasses.asdict(self)
+        plain = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # flat: no deep copy
         plain["labels"] = list(self.labels)
         for name in ("created_at", "updated_at"):
             moment = getattr(self, name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from redis.exceptions import RedisError
@@ -27,13 +27,11 @@ STATUS_OUTCOMES = {200: "ping", 204: "ignored", 400: "malformed", 401: "rejected
 
 
 def count_delivery(response):
-    """After each /webhook answer: one delivery of this event, by outcome (an app.after_request hook)."""
-    if request.endpoint == "webhooks.receive":
-        outcome = STATUS_OUTCOMES.get(response.status_code, str(response.status_code))
-        if response.status_code == 202:
-            outcome = "queued" if (response.get_json(silent=True) or {}).get("queued") else "duplicate"
-        metrics.count_delivery(current_app.extensions["bot"]["redis"],
-                               request.headers.get("X-GitHub-Event", "") or "none", outcome)
+    """After each /webhook answer: one delivery of this event, by outcome (an app.after_request hook). A
+    delivery queued (or found a duplicate) was counted by the script that queued it (bot.queueing)."""
+    if request.endpoint == "webhooks.receive" and not g.get("delivery_counted"):
+        metrics.count_delivery(current_app.extensions["bot"]["redis"], request.headers.get("X-GitHub-Event", "")
+                               or "none", STATUS_OUTCOMES.get(response.status_code, str(response.status_code)))
     return response
 
 

@@ -13,15 +13,15 @@ from datetime import timedelta
 from typing import Any
 
 from redis import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, WatchError
+from redis.commands.core import Script
 from rq import get_current_job
 
+from core import metrics
 from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, job_options, make_queue, split_text
 
 log = logging.getLogger(__name__)
 
-DELIVERY_KEY = "issue-sorter:delivery:{}"  # SET NX marker: a redelivered delivery makes no second job
+DELIVERY_KEY = "issue-sorter:delivery:{}"  # the marker: a redelivered delivery makes no second job
 DELIVERY_TTL_SECONDS = 7 * 24 * 3600  # GitHub lets you redeliver for a few days; the DB remembers forever
 # The signature covers the body, not the X-GitHub-Delivery header: a captured body resent under a new id
 # passes it. GitHub's redeliveries resend the same body under the same id (the id names the event), so a
@@ -46,61 +46,80 @@ def body_digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+# One round trip for a delivery (the receiver's cost is mostly Redis round trips: bench/load.py): the body's
+# replay check, the delivery's marker, the deliveries counter and the job's own writes, as RQ made them,
+# run in one script. A script runs whole or not at all: Redis dying mid-request leaves the marker and its
+# job both or neither, never a marker without its job (which would make the redelivery sweep, and the
+# redelivery, skip it). Our writes cannot fail half-way (SET, HSET, SADD, RPUSH, EXPIRE on our own keys).
+_ENQUEUE_ONCE_LUA = """
+-- KEYS[1] the delivery's marker, KEYS[2] the body's key ('' for none), KEYS[3] the counter hash ('' for none)
+-- ARGV[1] delivery id, ARGV[2] marker value, ARGV[3] marker TTL, ARGV[4] body TTL, ARGV[5] counter field
+-- prefix; then the job's commands: for each, its number of words, then the words
+if KEYS[2] ~= '' then
+  local seen = redis.call('GET', KEYS[2])
+  if seen and seen ~= ARGV[1] then return {'replayed', seen} end
+end
+local outcome = 'duplicate'
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  outcome = 'queued'
+  if KEYS[2] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[4]) end
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  local i = 6
+  while i <= #ARGV do
+    local words = tonumber(ARGV[i])
+    redis.call(unpack(ARGV, i + 1, i + words))
+    i = i + words + 1
+  end
+end
+if KEYS[3] ~= '' then redis.call('HINCRBY', KEYS[3], ARGV[5] .. outcome, 1) end
+return {outcome}
+"""
+
+
 def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str, Any], *,
-                 body_sha256: str | None = None) -> bool:
+                 body_sha256: str | None = None, count_event: str | None = None) -> bool:
     """Enqueue `spec(**kwargs)` unless this delivery was already enqueued; True when a job was made.
 
-    With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. The marker and
-    the job are one MULTI/EXEC: Redis dying mid-request leaves both or neither, never a marker without its
-    job (which would make the redelivery sweep, and the redelivery, skip it). Raises
-    redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub marks the
-    delivery failed and it can be redelivered.
+    With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. With
+    `count_event`, the delivery is counted for GET /metrics (core.metrics) as queued or duplicate. All of it
+    is one script run in Redis (_ENQUEUE_ONCE_LUA). Raises redis.exceptions.RedisError when Redis is
+    unreachable; the caller answers 503 so GitHub marks the delivery failed and it can be redelivered (a
+    script that did run before the connection broke leaves its marker: the redelivery is a duplicate).
     """
-    body_key = BODY_KEY.format(body_sha256) if body_sha256 else None
-    first_sight = bool(body_key and redis.set(body_key, delivery_id, nx=True, ex=REPLAY_WINDOW_SECONDS))
-    if body_key and not first_sight:
-        seen = redis.get(body_key)
-        if seen is not None and seen.decode() != delivery_id:
-            raise ReplayedBody(f"body already delivered as {seen.decode()}")
-    marker = DELIVERY_KEY.format(delivery_id)
-    with redis.pipeline() as pipe:
-        try:
-            pipe.watch(marker)
-            if pipe.exists(marker):
-                log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
-                return False
-            pipe.multi()
-            pipe.set(marker, spec.queue, ex=DELIVERY_TTL_SECONDS)
-            enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
-                    pipeline=pipe)
-            pipe.execute()
-        except WatchError as error:
-            # the same delivery twice at once, the other request having queued it; or (redis-py raises
-            # WatchError for this too) the connection broke mid-transaction: Redis restarting. Only the
-            # marker tells them apart: answering 202 for the second lost a delivery (chaos run 8).
-            if _exists(redis, marker):
-                log.info("delivery %s enqueued by a concurrent request; ignoring this one", delivery_id)
-                return False
-            if first_sight:
-                _forget(redis, body_key)
-            raise RedisConnectionError(f"the connection to Redis broke while queueing: {error}") from error
-        except Exception:
-            if first_sight:
-                redis.delete(body_key)  # let GitHub's redelivery of this body try again
-            raise
-    return True
+    recorder = redis.pipeline()
+    recorder.multi()  # RQ wants its pipeline in MULTI mode: the calls queue in it, and we never send them
+    try:  # the job's writes, exactly as RQ makes them, recorded
+        enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
+                pipeline=recorder)
+        words: list[Any] = []
+        for args, _options in recorder.command_stack:
+            words += [len(args), *args]
+    finally:
+        recorder.reset()
+    keys = [DELIVERY_KEY.format(delivery_id), BODY_KEY.format(body_sha256) if body_sha256 else "",
+            metrics.DELIVERIES_KEY if count_event else ""]
+    arguments = [delivery_id, spec.queue, DELIVERY_TTL_SECONDS, REPLAY_WINDOW_SECONDS,
+                 f"{count_event}|" if count_event else "", *words]
+    outcome, *seen = _script(redis)(keys=keys, args=arguments)
+    outcome = outcome.decode() if isinstance(outcome, bytes) else outcome
+    if outcome == "replayed":
+        raise ReplayedBody(f"body already delivered as {_text(seen[0])}")
+    if outcome == "duplicate":
+        log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
+    return outcome == "queued"
 
 
-def _exists(redis: Redis, key: str) -> bool:
-    """Whether `key` exists; a Redis that is still down says so by raising (the caller answers 503)."""
-    return bool(redis.exists(key))
+def _script(redis: Redis) -> Script:
+    """The registered script, per client: it runs by its SHA, and is loaded again after Redis restarts."""
+    script = getattr(redis, "_issue_sorter_enqueue_once", None)
+    if script is None:
+        script = redis.register_script(_ENQUEUE_ONCE_LUA)
+        redis._issue_sorter_enqueue_once = script
+    return script
 
 
-def _forget(redis: Redis, key: str) -> None:
-    try:
-        redis.delete(key)
-    except RedisError:
-        pass  # Redis is down: harmless, GitHub's redelivery carries the same delivery id as the body's key
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: float | None,

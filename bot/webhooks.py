@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, current_app, g, request
 from redis.exceptions import RedisError
 
 from bot import events, queueing
@@ -77,7 +77,9 @@ def _too_old(happened: dt.datetime | None, max_age: int) -> bool:
 def _enqueue(job: JobSpec, event: events.Event, body_sha256: str):
     try:
         created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], job, event.delivery_id,
-                                        event.job_kwargs(), body_sha256=body_sha256)
+                                        event.job_kwargs(), body_sha256=body_sha256,
+                                        count_event=request.headers.get("X-GitHub-Event"))
+        g.delivery_counted = True  # in the same round trip (bot.metrics.count_delivery counts the rest)
     except queueing.ReplayedBody as error:
         log.warning("refused delivery %s: %s", event.delivery_id, error)
         return {"error": "this body was already delivered under another X-GitHub-Delivery"}, 409
