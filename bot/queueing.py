@@ -51,10 +51,12 @@ def body_digest(body: bytes) -> str:
 # run in one script. A script runs whole or not at all: Redis dying mid-request leaves the marker and its
 # job both or neither, never a marker without its job (which would make the redelivery sweep, and the
 # redelivery, skip it). Our writes cannot fail half-way (SET, HSET, SADD, RPUSH, EXPIRE on our own keys).
-_ENQUEUE_ONCE_LUA = """
+_ENQUEUE_ONCE_LUA = r"""
 -- KEYS[1] the delivery's marker, KEYS[2] the body's key ('' for none), KEYS[3] the counter hash ('' for none)
 -- ARGV[1] delivery id, ARGV[2] marker value, ARGV[3] marker TTL, ARGV[4] body TTL, ARGV[5] counter field
--- prefix; then the job's commands: for each, its number of words, then the words
+-- prefix, ARGV[6] the job's commands in one string (_pack: one argument packs in a fraction of the time of
+-- eighty): for each command its number of words and a newline, then each word as its length, a newline
+-- and its bytes
 if KEYS[2] ~= '' then
   local seen = redis.call('GET', KEYS[2])
   if seen and seen ~= ARGV[1] then return {'replayed', seen} end
@@ -64,11 +66,19 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   outcome = 'queued'
   if KEYS[2] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[4]) end
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-  local i = 6
-  while i <= #ARGV do
-    local words = tonumber(ARGV[i])
-    redis.call(unpack(ARGV, i + 1, i + words))
-    i = i + words + 1
+  local commands, at = ARGV[6], 1
+  while at <= #commands do
+    local newline = string.find(commands, '\n', at, true)
+    local words = {}
+    for word = 1, tonumber(string.sub(commands, at, newline - 1)) do
+      at = newline + 1
+      newline = string.find(commands, '\n', at, true)
+      local size = tonumber(string.sub(commands, at, newline - 1))
+      words[word] = string.sub(commands, newline + 1, newline + size)
+      newline = newline + size
+    end
+    at = newline + 1
+    redis.call(unpack(words))
   end
 end
 if KEYS[3] ~= '' then redis.call('HINCRBY', KEYS[3], ARGV[5] .. outcome, 1) end
@@ -91,15 +101,13 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
     try:  # the job's writes, exactly as RQ makes them, recorded
         enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
                 pipeline=recorder)
-        words: list[Any] = []
-        for args, _options in recorder.command_stack:
-            words += [len(args), *args]
+        commands = _pack(redis, [args for args, _options in recorder.command_stack])
     finally:
         recorder.reset()
     keys = [DELIVERY_KEY.format(delivery_id), BODY_KEY.format(body_sha256) if body_sha256 else "",
             metrics.DELIVERIES_KEY if count_event else ""]
     arguments = [delivery_id, spec.queue, DELIVERY_TTL_SECONDS, REPLAY_WINDOW_SECONDS,
-                 f"{count_event}|" if count_event else "", *words]
+                 f"{count_event}|" if count_event else "", commands]
     outcome, *seen = _script(redis)(keys=keys, args=arguments)
     outcome = outcome.decode() if isinstance(outcome, bytes) else outcome
     if outcome == "replayed":
@@ -107,6 +115,16 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
     if outcome == "duplicate":
         log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
     return outcome == "queued"
+
+
+def _pack(redis: Redis, commands: list[tuple[Any, ...]]) -> bytes:
+    """Commands as _ENQUEUE_ONCE_LUA reads them, each word encoded as redis-py would send it."""
+    encode, parts = redis.get_encoder().encode, []
+    for words in commands:
+        parts.append(b"%d\n" % len(words))
+        for word in map(encode, words):
+            parts += [b"%d\n" % len(word), word]
+    return b"".join(parts)
 
 
 def _script(redis: Redis) -> Script:
