@@ -196,7 +196,7 @@ class BlendedClassifier:
     They make different mistakes: the encoder reads meaning, TF-IDF counts telling words and code tokens.
     """
 
-    def __init__(self, encoder: Classifier, tfidf: Classifier, tfidf_share: float,
+    def __init__(self, encoder: EncoderClassifier, tfidf: Classifier, tfidf_share: float,
                  version: str | None = None):
         unknown = set(tfidf.labels) - set(encoder.labels)
         if unknown:
@@ -206,8 +206,8 @@ class BlendedClassifier:
         self.labels = list(encoder.labels)
         self.version = version or f"{encoder.version}+{tfidf.version}"
 
-    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
-        return self._blend(texts, self.encoder.predict(texts))
+    def predict(self, texts: Sequence[str], batch_size: int = 16) -> list[dict[str, float]]:
+        return self._blend(texts, self.encoder.predict(texts, batch_size=batch_size))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The encoder member's embeddings (TransformerClassifier.embed)."""

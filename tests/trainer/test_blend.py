@@ -20,7 +20,7 @@ class FixedScores:
     def __init__(self, row, labels=("bug", "feature", "question"), version="fixed"):
         self.row, self.labels, self.version = row, list(labels), version
 
-    def predict(self, texts):
+    def predict(self, texts, batch_size=16):
         return [dict(self.row) for _ in texts]
 
 

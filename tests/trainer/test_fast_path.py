@@ -18,6 +18,7 @@ from core.fast_path import SERVES, SERVES_FP32, OnnxClassifier
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
+from trainer.evaluate import macro_f1
 from trainer.fast_path import default_gate_issues, is_same_answers
 from trainer.registry import Registry
 from trainer.train import fine_tune
@@ -157,6 +158,23 @@ def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
     reference = load_classifier(row.path)
     reference.encoder = TransformerClassifier.from_directory(Path(row.path) / "encoder", device="cpu")
     assert top_labels(served, gate_issues) == top_labels(reference, gate_issues)
+
+
+def test_a_blends_fast_path_is_gated_on_the_blends_answers(fast_registry, decisive_minilm, tfidf_model,
+                                                           gate_issues):
+    """The App answers with the blend, so the gate compares blends: the TF-IDF member beside the fast
+    encoder against it beside PyTorch's."""
+    row = fast_registry.register(TrainedBlend(decisive_minilm, tfidf_model, 0.7))
+    record = read_card(row.path)["fast_path"]
+    gate = record["gates"][record["serves"]]
+    assert gate["answers"] == "the blend's (TF-IDF share 0.7)"
+    reference = load_classifier(row.path)
+    reference.encoder = TransformerClassifier.from_directory(Path(row.path) / "encoder", device="cpu")
+    truth = [issue.label for issue in gate_issues]
+    assert gate["macro_f1_pytorch"] == round(macro_f1(truth, top_labels(reference, gate_issues), reference.labels), 4)
+    served = top_labels(load_classifier(row.path), gate_issues)
+    agreement = sum(a == b for a, b in zip(served, top_labels(reference, gate_issues))) / len(gate_issues)
+    assert gate["top_label_agreement"] == round(agreement, 4)
 
 
 def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
