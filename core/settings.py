@@ -51,6 +51,7 @@ class Settings:
     retrain_min_new: int = 20  # ISSUE_SORTER_RETRAIN_MIN_NEW: new confirmed issues that make a scope due
     repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
     retrain_epochs: int = 2  # ISSUE_SORTER_RETRAIN_EPOCHS: epochs of each retraining run
+    retrain_min_holdout: int = 50  # ISSUE_SORTER_RETRAIN_MIN_HOLDOUT: recent confirmed issues the gate judges on
     retrain_max_length: int | None = None  # ISSUE_SORTER_RETRAIN_MAX_LENGTH: tokens per issue; None: the champion's
     client_id: str | None = None  # GITHUB_CLIENT_ID: the App's OAuth client; without it the review UI is off
     client_secret: str | None = dataclasses.field(default=None, repr=False)  # GITHUB_CLIENT_SECRET
@@ -121,6 +122,9 @@ class Settings:
         values["retrain_min_new"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MIN_NEW", int, 20, problems)
         values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
         values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)
+        values["retrain_min_holdout"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MIN_HOLDOUT", int, 50, problems)
+        if values["retrain_min_holdout"] < 1:
+            problems.append("ISSUE_SORTER_RETRAIN_MIN_HOLDOUT must be at least 1")
         values["retrain_max_length"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MAX_LENGTH", int, None, problems)
         values.update(_read_review_settings(environ, problems))
         values["admins"] = tuple(login.strip() for login in environ.get("ISSUE_SORTER_ADMINS", "").split(",")

@@ -50,6 +50,8 @@ def add_commands(commands) -> None:
     replay.add_argument("--epochs", type=int, default=2, help="epochs of each retraining")
     replay.add_argument("--max-length", type=int, default=256, help="tokens per issue when retraining")
     replay.add_argument("--min-per-label", type=int, default=20, help="issues per label for the repo's own labels")
+    replay.add_argument("--min-holdout", type=int, default=50,
+                        help="recent confirmed issues the gate judges each retraining on (twice as many needed)")
     replay.add_argument("--order", choices=("time", "shuffled"), default="time",
                         help="time: as the issues were opened; shuffled: seeded random order, for files sampled "
                              "per label (NLBSE took the newest 100 of each label, so its time order is skewed)")
@@ -161,7 +163,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     examples = examples[:args.limit]
     options = ReplayOptions(repo=args.repo, retrain_every=args.retrain_every, window=args.window,
                             retrain_epochs=args.epochs, retrain_max_length=args.max_length,
-                            min_per_label=args.min_per_label, memory=not (args.no_memory or args.no_learning),
+                            min_per_label=args.min_per_label, min_holdout=args.min_holdout,
+                            memory=not (args.no_memory or args.no_learning),
                             retrain=not (args.no_retrain or args.no_learning))
     if args.label_map:
         options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))

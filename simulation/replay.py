@@ -53,6 +53,7 @@ class ReplayOptions:
     retrain_epochs: int = 2
     retrain_max_length: int = 256
     min_per_label: int = 20
+    min_holdout: int = 50  # recent confirmed issues the gate judges each retraining on (RetrainPolicy)
     memory: bool = True  # confirmed issues adjust the next issues' scores (off: --no-memory)
     retrain: bool = True  # a retraining job every retrain_every issues (off: --no-retrain)
 
@@ -95,7 +96,7 @@ def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: Fak
                     model_dir=workdir / "models", threshold=options.threshold, app_slug="issue-sorter",
                     github_write_interval=0.0, repo_min_per_label=options.min_per_label,
                     retrain_epochs=options.retrain_epochs, retrain_max_length=options.retrain_max_length,
-                    memory=options.memory)
+                    retrain_min_holdout=options.min_holdout, memory=options.memory)
 
 
 def _prepare(settings: Settings, base_model_dir: Path) -> None:

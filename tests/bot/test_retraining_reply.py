@@ -37,7 +37,8 @@ def confirmed_issues(ctx, count: int) -> None:
 
 def test_a_maintainers_retrain_command_is_answered_with_old_and_new_scores(worker_context, fake_github, client,
                                                                           payload, redis, install_training_context):
-    worker_context.settings = dataclasses.replace(worker_context.settings, retrain_epochs=1, retrain_max_length=32)
+    worker_context.settings = dataclasses.replace(worker_context.settings, retrain_epochs=1, retrain_max_length=32,
+                                                  retrain_min_holdout=6)
     install_training_context()
     confirmed_issues(worker_context, 30)
     fake_github.add_issue(REPO, 1, "Retrain please", "")

@@ -5,7 +5,9 @@ import datetime as dt
 import pytest
 
 from core import store
-from core.tables import GLOBAL_SCOPE, TrainingRun
+from core.card import read_card
+from core.classifier import encoder_directory
+from core.tables import GLOBAL_SCOPE, ModelVersion, TrainingRun
 from trainer.retrain import (
     RetrainPolicy,
     examples_for_scope,
@@ -77,10 +79,24 @@ def test_retraining_records_both_scores_and_promotes_only_a_better_model(session
     assert challenger.labels == champion.labels  # the same kinds, warm-started head
 
 
+def test_a_repositorys_challenger_starts_from_the_global_model_and_is_judged_against_its_own(
+        session, registry, champion, trained_minilm, small_train):
+    """Re-fine-tuning the repository's own fine-tuned model on mostly the same issues did not help (the
+    replay's gate kept every such challenger out): each retraining starts from the global model again."""
+    own = registry.register(trained_minilm, scope=REPO)
+    registry.promote(own.version, "the repository's earlier model", scope=REPO)
+    confirm(session, REPO, small_train, [e.label for e in small_train])
+    result = retrain_scope(session, registry, REPO, policy=POLICY)
+    challenger = session.get(ModelVersion, result.run.challenger_version_id)
+    assert read_card(challenger.path)["train_config"]["base_model"] == str(encoder_directory(champion.path))
+    assert result.run.champion_version_id == own.id  # but it must beat what serves the repository
+
+
 def test_too_few_confirmed_issues_is_a_message_not_a_run(session, registry, champion, small_train):
     confirm(session, REPO, small_train[:3], ["bug", "bug", "question"])
     result = retrain_scope(session, registry, REPO, policy=POLICY)
-    assert result.run is None and "not enough confirmed issues" in result.message
+    assert result.run is None and "not enough confirmed issues to retrain yet, waiting" in result.message
+    assert "the gate judges on the 4 most recent" in result.message
     assert session.query(TrainingRun).count() == 0
 
 
