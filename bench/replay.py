@@ -10,8 +10,8 @@
     .venv/bin/python bench/replay.py [--repo opencv/opencv] [--order shuffled] [--modes off,memory,full]
     .venv/bin/python bench/replay.py --repo huggingface/datasets --file ../shared/data/huggingface-datasets-issues/datasets-issues.zip --order time
 
-Writes docs/replay/<repo>-<order>-<mode>.{json,csv,png} and <repo>-<order>.json (every mode, window by window,
-and each mode's gain over `off`). Minutes on a 2-core CPU: see docs/BENCHMARKS.md.
+Writes docs/replay/<repo>-<order>-<mode>.{json,csv,png} and <repo>-<order>-modes.{json,png} (every mode,
+window by window, and each mode's gain over `off`). Minutes on a 2-core CPU: see docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def main() -> int:
     summary = {"repo": args.repo, "order": args.order, "issues": args.limit, "window": args.window,
                "retrain_every": args.retrain_every, "base_model_minutes": round(base_minutes, 1),
                "replay_minutes": minutes, **table}
-    (out / f"{slug}-{args.order}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / f"{slug}-{args.order}-modes.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot_modes(summary, out / f"{slug}-{args.order}-modes.png")
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -115,6 +116,30 @@ def side_by_side(results: dict[str, dict]) -> dict:
                 "worst_window_points": round(100 * min(a - b for a, b in zip(accuracies, off, strict=True)), 1)}
     report["retrains"] = {mode: result["retrains"] for mode, result in results.items() if result["retrains"]}
     return report
+
+
+def plot_modes(summary: dict, path: Path) -> Path:
+    """The modes' curves on one chart: what the memory and the retraining each add to the frozen model."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4), dpi=120)
+    axes = figure.add_subplot()
+    colours = {"off": "#6e7781", "memory": "#0969da", "full": "#1a7f37"}
+    names = {"off": "learning off", "memory": "memory alone", "full": "memory + retraining"}
+    for mode, accuracies in summary["windows"].items():
+        seen = [summary["window"] * i for i in range(len(accuracies))]
+        axes.plot(seen, accuracies, marker="o", color=colours.get(mode), label=names.get(mode, mode))
+    for retrain in summary.get("retrains", {}).get("full", []):
+        axes.axvline(retrain["seen"], color="#1a7f37", linestyle=":", linewidth=1)
+    axes.set_title(f"Replay of {summary['repo']}, {summary['order']} order ({summary['issues']} issues)")
+    axes.set_xlabel("issues seen (dotted: a retraining)")
+    axes.set_ylabel(f"accuracy on the next {summary['window']} issues")
+    axes.set_ylim(0, 1)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path)
+    return path
 
 
 if __name__ == "__main__":
