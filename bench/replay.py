@@ -8,7 +8,8 @@
    memory alone) and `full` (memory and retraining every K issues).
 
     .venv/bin/python bench/replay.py [--repo opencv/opencv] [--order shuffled] [--modes off,memory,full]
-    .venv/bin/python bench/replay.py --repo huggingface/datasets --file ../shared/data/huggingface-datasets-issues/datasets-issues.zip --order time
+    .venv/bin/python bench/replay.py --repo huggingface/datasets --order time \
+        --file ../shared/data/huggingface-datasets-issues/datasets-issues.zip
 
 Writes docs/replay/<repo>-<order>-<mode>.{json,csv,png} and <repo>-<order>-modes.{json,png} (every mode,
 window by window, and each mode's gain over `off`). Minutes on a 2-core CPU: see docs/BENCHMARKS.md.

@@ -7,9 +7,9 @@ type the fused weights. optimum-onnx would be the maintained wrapper, but it nee
 pin 5.x, so this uses torch.onnx and onnxruntime's own tools.
 
 An artefact serves only when it gives the same answers as PyTorch on held-out issues (`same_answers`):
-macro-F1 within 0.5 points and the top label the same on at least 99 % of them. The answers compared are the
-App's: for a blend, the blend's, its TF-IDF member beside the encoder either way (`_as_served`). int8 is tried first (1.7x
-PyTorch's batched throughput, 2.4x one issue at a time), then the fused fp32 graph (PyTorch's answers to
+macro-F1 within 0.5 points and the top label the same on at least 99 % of them. The answers compared are
+the App's: for a blend, the blend's, its TF-IDF member beside the encoder either way (`_as_served`). int8
+is tried first (1.7x PyTorch's batched throughput, 2.4x one issue at a time), then the fused fp32 graph (PyTorch's answers to
 ~1e-6; as fast, but no torch in the worker: 5x quicker to load, 43 % less memory); else PyTorch serves.
 """
 
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from core.card import ModelCard, read_card, update_card
-from core.classifier import BLEND_MEMBERS, BlendedClassifier, TfidfClassifier, TransformerClassifier, encoder_directory
+from core.classifier import (BLEND_MEMBERS, BlendedClassifier, TfidfClassifier, TransformerClassifier,
+                             encoder_directory)
 from core.fast_path import FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier, file_sha256
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1

@@ -16,7 +16,8 @@ def test_replay_feeds_issues_in_time_order_and_retrains_through_the_training_que
     # opencv's oldest issues mix questions and feature requests: both kinds reach the retraining
     code = main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--limit", "48",
                  "--retrain-every", "24", "--window", "12", "--epochs", "1", "--max-length", "48",
-                 "--min-per-label", "3", "--min-holdout", "6", "--base-model-dir", str(tiny_model_dir), "--out", str(out), "--json"])
+                 "--min-per-label", "3", "--min-holdout", "6", "--base-model-dir", str(tiny_model_dir),
+                 "--out", str(out), "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [point["seen"] for point in result["curve"]] == [0, 12, 24, 36]

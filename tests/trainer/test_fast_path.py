@@ -171,7 +171,8 @@ def test_a_blends_fast_path_is_gated_on_the_blends_answers(fast_registry, decisi
     reference = load_classifier(row.path)
     reference.encoder = TransformerClassifier.from_directory(Path(row.path) / "encoder", device="cpu")
     truth = [issue.label for issue in gate_issues]
-    assert gate["macro_f1_pytorch"] == round(macro_f1(truth, top_labels(reference, gate_issues), reference.labels), 4)
+    pytorch_f1 = macro_f1(truth, top_labels(reference, gate_issues), reference.labels)
+    assert gate["macro_f1_pytorch"] == round(pytorch_f1, 4)
     served = top_labels(load_classifier(row.path), gate_issues)
     agreement = sum(a == b for a, b in zip(served, top_labels(reference, gate_issues))) / len(gate_issues)
     assert gate["top_label_agreement"] == round(agreement, 4)
