@@ -109,7 +109,7 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
     arguments = [delivery_id, spec.queue, DELIVERY_TTL_SECONDS, REPLAY_WINDOW_SECONDS,
                  f"{count_event}|" if count_event else "", commands]
     outcome, *seen = _script(redis)(keys=keys, args=arguments)
-    outcome = outcome.decode() if isinstance(outcome, bytes) else outcome
+    outcome = _text(outcome)
     if outcome == "replayed":
         raise ReplayedBody(f"body already delivered as {_text(seen[0])}")
     if outcome == "duplicate":
