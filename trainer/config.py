@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 TRUNCATIONS = ("head", "head+tail")
+CLASS_WEIGHTS = ("none", "balanced")
 # What `bootstrap-model` trains: the recipe that scored best on validation issues of NLBSE'24 with the
 # offline MiniLM on CPU (docs/BENCHMARKS.md, "Quality"). TrainConfig's defaults stay the lesson's recipe.
 BOOTSTRAP_RECIPE = {"lr": 5e-5, "epochs": 1, "max_length": 128, "tfidf_share": 0.7}
@@ -37,10 +38,15 @@ class TrainConfig:
     device: str = "auto"  # auto (CUDA when available) | cpu | cuda | cuda:N
     truncation: str = "head"  # head: the first max_length tokens | head+tail: 3/4 from the start, 1/4 the end
     tfidf_share: float = 0.0  # > 0: also fit TF-IDF on the same issues; its share of the blended scores
+    # balanced: each kind's loss weighted by n / (kinds × its count), as sklearn's class_weight="balanced",
+    # so a kind the mix has few of (questions) still counts as much in the loss as the others
+    class_weight: str = "none"
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+        if self.class_weight not in CLASS_WEIGHTS:
+            raise ValueError(f"class_weight must be one of {CLASS_WEIGHTS}, got {self.class_weight!r}")
         if self.max_length < 8 or self.batch_size < 1 or self.epochs < 1:
             raise ValueError("max_length must be >= 8, batch_size and epochs >= 1")
         if not 0.0 <= self.tfidf_share < 1.0:

@@ -65,7 +65,8 @@ def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence
     input_ids = encode(tokenizer, [example.text for example in examples], config)
     targets = [labels.index(example.label) for example in examples]
     started = time.perf_counter()
-    steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress)
+    weights = class_weights(targets, len(labels)) if config.class_weight == "balanced" else None
+    steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress, weights)
     seconds = time.perf_counter() - started
     log.info("fine-tuned %s on %d examples: %d steps in %.1f s", config.resolved_base_model(),
              len(examples), steps, seconds)
@@ -109,6 +110,15 @@ def load_base(config: TrainConfig, labels: list[str]):
     return model.float().to(config.resolved_device()), tokenizer
 
 
+def class_weights(targets: Sequence[int], classes: int) -> list[float]:
+    """n / (kinds present × count) per class index (sklearn's "balanced"); 0 for a class with no example."""
+    counts = [0] * classes
+    for target in targets:
+        counts[target] += 1
+    present = sum(1 for count in counts if count)
+    return [len(targets) / (present * count) if count else 0.0 for count in counts]
+
+
 def encode(tokenizer, texts: Sequence[str], config: TrainConfig) -> list[list[int]]:
     """Token ids of each text, cut to max_length the way `config.truncation` says."""
     if config.truncation == "head+tail":
@@ -142,8 +152,9 @@ def linear_schedule(optimizer, total_steps: int, warmup_ratio: float):
 
 
 def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int], config: TrainConfig,
-               progress: bool) -> tuple[int, list[float]]:
-    """Run the optimizer over the epochs (or max_steps); returns steps taken and each step's loss."""
+               progress: bool, weights: Sequence[float] | None = None) -> tuple[int, list[float]]:
+    """Run the optimizer over the epochs (or max_steps); returns steps taken and each step's loss.
+    `weights`, one per class, scale each class's share of the loss (None: all alike)."""
     import torch
     from tqdm.auto import tqdm
 
@@ -152,7 +163,7 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
     total = min(total, config.max_steps) if config.max_steps else total
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = linear_schedule(optimizer, total, config.warmup_ratio)
-    step = Stepper(model, optimizer, schedule, config)
+    step = Stepper(model, optimizer, schedule, config, weights)
     generator = torch.Generator().manual_seed(config.seed)  # batch order, independent of other RNG use
     lengths = [len(ids) for ids in input_ids]
     losses: list[float] = []
@@ -172,11 +183,12 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
 class Stepper:
     """One optimizer step: autocast forward, scaled backward, clip, step, schedule."""
 
-    def __init__(self, model, optimizer, schedule, config: TrainConfig):
+    def __init__(self, model, optimizer, schedule, config: TrainConfig, weights: Sequence[float] | None = None):
         import torch
 
         self.model, self.optimizer, self.schedule, self.config = model, optimizer, schedule, config
         self.device = config.resolved_device()
+        self.weights = None if weights is None else torch.tensor(weights, dtype=torch.float32, device=self.device)
         self.amp = config.fp16 and self.device.startswith("cuda")  # float16 autocast only on CUDA
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
 
@@ -187,7 +199,7 @@ class Stepper:
         encoded, labels = encoded.to(self.device), labels.to(self.device)
         device_type = "cuda" if self.amp else "cpu"
         with torch.autocast(device_type, dtype=torch.float16, enabled=self.amp):
-            loss = F.cross_entropy(self.model(**encoded).logits.float(), labels)
+            loss = F.cross_entropy(self.model(**encoded).logits.float(), labels, weight=self.weights)
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)

@@ -11,7 +11,7 @@ from core.classifier import TransformerClassifier, load_classifier
 from core.issue_text import shorten_text
 from trainer.config import TrainConfig
 from trainer.dataset import Example
-from trainer.train import fine_tune, length_buckets, linear_schedule
+from trainer.train import class_weights, fine_tune, length_buckets, linear_schedule
 
 
 def _logits(trained, texts):
@@ -41,6 +41,30 @@ def test_a_local_directory_gets_a_head_with_our_label_map(tiny_bert_config, smal
     assert trained.labels == ["question", "feature", "bug"]
     assert trained.model.config.id2label == {0: "question", 1: "feature", 2: "bug"}
     assert trained.steps == 4 and len(trained.losses) == 4  # 30 examples, batches of 8, one epoch
+
+
+def test_balanced_weights_count_each_kind_alike_whatever_its_size():
+    # 6 bugs, 2 questions, no docs: each present kind's weights sum to the same share of the loss
+    weights = class_weights([0] * 6 + [1] * 2, 3)
+    assert weights == pytest.approx([8 / (2 * 6), 8 / (2 * 2), 0.0])
+    assert 6 * weights[0] == pytest.approx(2 * weights[1])
+    with pytest.raises(ValueError, match="class_weight must be one of"):
+        TrainConfig(class_weight="inverse")
+
+
+def test_a_balanced_loss_says_the_rare_kind_more_often(tiny_bert_config, small_train, small_heldout):
+    # bugs outnumber questions 10 to 1: the plain loss learns that prior, the balanced loss does not
+    bugs = [e for e in small_train if e.label == "bug"]
+    questions = [e for e in small_train if e.label == "question"][:2]
+    skewed = (bugs * 4)[:20] + questions
+    config = dataclasses.replace(tiny_bert_config, epochs=6, batch_size=4)
+    texts = [e.text for e in small_heldout]
+    plain = fine_tune(config, skewed, labels=["bug", "question"], progress=False)
+    balanced = fine_tune(dataclasses.replace(config, class_weight="balanced"), skewed,
+                         labels=["bug", "question"], progress=False)
+    assert plain.config.class_weight == "none" and balanced.config.to_dict()["class_weight"] == "balanced"
+    share = [torch.softmax(_logits(model, texts), -1)[:, 1].mean().item() for model in (plain, balanced)]
+    assert share[1] > share[0] + 0.05
 
 
 def test_max_steps_stops_early(tiny_bert_config, small_train):
