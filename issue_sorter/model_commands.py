@@ -18,7 +18,7 @@ from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add
 from trainer import publish
 from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
-from trainer.config import BOOTSTRAP_RECIPE, DEFAULT_BUDGET_MINUTES, TRUNCATIONS, TrainConfig
+from trainer.config import BOOTSTRAP_RECIPE, CLASS_WEIGHTS, DEFAULT_BUDGET_MINUTES, TRUNCATIONS, TrainConfig
 from trainer.dataset import (
     FORMATS,
     HUB_DATASET,
@@ -36,7 +36,7 @@ TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
     "--batch-size": ("batch_size", int), "--lr": ("lr", float), "--seed": ("seed", int),
     "--max-steps": ("max_steps", int), "--truncation": ("truncation", str), "--device": ("device", str),
-    "--tfidf-share": ("tfidf_share", float),
+    "--tfidf-share": ("tfidf_share", float), "--class-weight": ("class_weight", str),
 }
 
 def add_commands(subparsers) -> None:
@@ -70,7 +70,7 @@ def _training_arguments(parser: argparse.ArgumentParser, defaults: TrainConfig |
     for flag, (name, kind) in TRAIN_FLAGS.items():
         shown = getattr(defaults, name) if name != "base_model" else "the offline all-MiniLM-L6-v2"
         parser.add_argument(flag, dest=name, type=kind, default=None,
-                            choices=TRUNCATIONS if name == "truncation" else None,
+                            choices={"truncation": TRUNCATIONS, "class_weight": CLASS_WEIGHTS}.get(name),
                             help=f"TrainConfig.{name} (default: {shown})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -276,7 +276,8 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
               f"budget {args.budget_minutes:g} CPU minutes on the whole mix")
         print(f"{'candidate':<50} {'repo-mean':>9} {'macro-F1':>9} {'folds s':>8} {'whole min':>9} {'issues/s':>9}")
         for row in selection.rows:
-            over = "" if row["within_budget"] else "  over budget"
+            over = (f"  TF-IDF share {row['tfidf_share']:g}" if row["kind"] == "blend" else "") + (
+                "" if row["within_budget"] else "  over budget")
             print(f"{row['candidate'][-50:]:<50} {row['mean_repo_macro_f1']:>9.4f} {row['macro_f1']:>9.4f} "
                   f"{row['train_seconds']:>8.1f} {row['whole_mix_minutes']:>9.1f} {row['issues_per_second']:>9.1f}"
                   f"{over}")

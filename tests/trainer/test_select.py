@@ -4,8 +4,11 @@ import functools
 import operator
 from pathlib import Path
 
+from core.card import read_card
 from trainer.baseline import BASE_MODEL
+from trainer.select import BLEND_SUFFIX
 from trainer.sources import MixConfig
+from trainer.unseen import SHARES
 
 
 def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_and_registers_the_best(
@@ -15,8 +18,13 @@ def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_a
     sources = {"nlbse": small_train}
     selection = select_encoder([minilm_path, str(tiny_bert_dir)], sources, minilm_config, folds=2,
                                mix=MixConfig(title_drop=0.0), registry=registry)
-    assert [row["candidate"] for row in selection.rows] == [BASE_MODEL, minilm_path, str(tiny_bert_dir)]
-    assert [row["kind"] for row in selection.rows] == ["tfidf", "transformer", "transformer"]
+    # each encoder alone, then as the App serves it: blended with the same folds' TF-IDF, share chosen nested
+    assert [row["candidate"] for row in selection.rows] == [
+        BASE_MODEL, minilm_path, minilm_path + BLEND_SUFFIX, str(tiny_bert_dir), str(tiny_bert_dir) + BLEND_SUFFIX]
+    assert [row["kind"] for row in selection.rows] == ["tfidf", "transformer", "blend", "transformer", "blend"]
+    for blend in selection.rows[2::2]:
+        assert len(blend["nested_shares"]) == 2 and blend["tfidf_share"] in SHARES
+        assert blend["train_seconds"] > selection.rows[0]["train_seconds"]  # the encoder's and TF-IDF's
     assert all(row["issues_per_second"] > 0 and row["whole_mix_minutes"] > 0 for row in selection.rows)
     best_score = max(row["mean_repo_macro_f1"] for row in selection.rows if row["within_budget"])
     assert selection.best["mean_repo_macro_f1"] == best_score
@@ -26,7 +34,8 @@ def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_a
     assert registered.metrics["mean_repo_macro_f1"] == best_score
     assert Path(registered.path).is_dir()
     expected_base = BASE_MODEL if selection.best["kind"] == "tfidf" else selection.best["candidate"]
-    assert registered.base_model == expected_base
+    assert registered.base_model == expected_base.removesuffix(BLEND_SUFFIX)
+    assert read_card(registered.path)["kind"] == selection.best["kind"]  # a blend is registered as one
     assert registry.load(registered.version).labels == ["bug", "feature", "question"]
 
 
@@ -35,5 +44,5 @@ def test_a_candidate_over_the_training_budget_cannot_win(registry, minilm_config
 
     selection = select_encoder([str(tiny_bert_dir)], {"nlbse": small_train}, minilm_config, folds=2,
                                budget_minutes=0.0)
-    assert [row["within_budget"] for row in selection.rows] == [False, False]
+    assert [row["within_budget"] for row in selection.rows] == [False, False, False]
     assert selection.best["candidate"] == BASE_MODEL  # TF-IDF, the bar, is always there to fall back on
