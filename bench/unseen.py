@@ -156,8 +156,9 @@ def run(args) -> dict:
     torch.set_num_threads(2)
     quick = QUICK if args.quick else {}
     recipe = BOOTSTRAP_RECIPE | {"max_length": quick.get("max_length", args.max_length), "epochs": args.epochs}
+    recipe |= {"class_weight": args.class_weight} if args.class_weight else {}
     config = TrainConfig(device="cpu", seed=args.seed, max_steps=quick.get("max_steps"),
-                         base_model=args.base_model, class_weight=args.class_weight, **recipe)
+                         base_model=args.base_model, **recipe)
     mix = MixConfig(per_group_kind=quick.get("per_group_kind", args.per_group_kind), seed=args.seed)
     data = SHARED / "data"
     sources = load_sources(data)
@@ -239,8 +240,9 @@ def main() -> int:
     parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
                         help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
                              "with it frozen and fit a LR head per fold (minutes instead of hours on CPU)")
-    parser.add_argument("--class-weight", choices=("none", "balanced"), default="none",
-                        help="balanced: each kind counts alike in the fine-tuning loss (TrainConfig.class_weight)")
+    parser.add_argument("--class-weight", choices=("none", "balanced"), default=None,
+                        help="none: the plain loss; balanced: each kind counts alike in the fine-tuning loss "
+                             "(TrainConfig.class_weight; default: the recipe's)")
     parser.add_argument("--no-variants", action="store_true", help="skip the TF-IDF data-mix variants")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=None)

@@ -159,7 +159,7 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     # A repository's challenger starts from the global model, not from its own last one: re-fine-tuning a
     # fine-tuned model on mostly the same issues did not help (docs/BENCHMARKS.md, the replay's gate)
     base = champion if scope == GLOBAL_SCOPE else (registry.serving(GLOBAL_SCOPE) or champion)
-    config = challenger_config(base, policy)
+    config = challenger_config(base, policy, scope=scope)
     labels = _warm_start_order(labels, base.labels if base else [])
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
     others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed, policy=policy)
@@ -172,14 +172,20 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     return RetrainResult(scope, run, run.message)
 
 
-def challenger_config(base: ModelVersion | None, policy: RetrainPolicy) -> TrainConfig:
+def challenger_config(base: ModelVersion | None, policy: RetrainPolicy, *, scope: str = GLOBAL_SCOPE) -> TrainConfig:
     """The challenger's recipe: `base`'s own (the global model's, for a repository), read back from its
-    model card, continued from its encoder for the retraining's epochs, with the same blend with TF-IDF."""
+    model card, continued from its encoder for the retraining's epochs, with the same blend with TF-IDF.
+
+    A repository's challenger learns with the plain loss even where the global recipe balances the kinds:
+    it should learn its repository's own label frequencies, which its gate's recent issues have too (the
+    balanced loss is for a model facing repositories it never saw; the replays measured the plain one)."""
     card = ModelCard.read(base.path) if base else None
     if card is None or card.kind == "tfidf":  # nothing to continue from: the offline encoder, TrainConfig's recipe
         return TrainConfig(epochs=policy.epochs, max_length=policy.max_length or TrainConfig.max_length)
     recipe = card.train_config | {"base_model": str(encoder_directory(base.path)), "epochs": policy.epochs,
                                   "max_steps": None, "device": "auto", "tfidf_share": card.tfidf_share}
+    if scope != GLOBAL_SCOPE:
+        recipe["class_weight"] = "none"
     if policy.max_length:
         recipe["max_length"] = policy.max_length
     return TrainConfig.from_dict(recipe)

@@ -98,6 +98,7 @@ def test_bootstrap_model_fine_tunes_the_offline_minilm_and_promotes_it(
     card = ModelCard.read(Path(serving.path))  # the benchmark's recipe: MiniLM blended with TF-IDF
     assert card.kind == "blend" and card.extra["tfidf_share"] == BOOTSTRAP_RECIPE["tfidf_share"]
     assert card.extra["train_config"]["lr"] == BOOTSTRAP_RECIPE["lr"]
+    assert card.extra["train_config"]["class_weight"] == "balanced"  # what the unseen protocol chose
     run = session.query(TrainingRun).one()
     assert (run.trigger, run.promoted, run.champion_score) == ("bootstrap", True, None)
 

@@ -126,7 +126,7 @@ def test_a_challenger_is_trained_with_the_champions_recipe_read_back_from_its_ca
     from trainer.retrain import challenger_config
 
     recipe = TrainConfig(lr=5e-5, batch_size=8, max_length=128, truncation="head+tail", tfidf_share=0.7,
-                         epochs=3, max_steps=7, device="cuda")
+                         epochs=3, max_steps=7, device="cuda", class_weight="balanced")
     write_card(tmp_path, version="champion", labels=["bug", "feature"], kind="blend", base_model="minilm",
                max_length=128, thresholds=None, metrics=None, data_fingerprint="", train_config=recipe.to_dict(),
                tfidf_share=0.7)
@@ -135,3 +135,6 @@ def test_a_challenger_is_trained_with_the_champions_recipe_read_back_from_its_ca
     assert config.tfidf_share == 0.7 and config.base_model == str(tmp_path / "encoder")
     assert (config.epochs, config.max_steps, config.device) == (1, None, "auto")  # the retraining's own
     assert challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(max_length=64)).max_length == 64
+    assert config.class_weight == "balanced"  # the global model's recipe, for the global scope
+    # a repository's challenger learns its own label frequencies, as the replays measured
+    assert challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(), scope="o/r").class_weight == "none"
