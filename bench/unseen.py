@@ -12,8 +12,9 @@ TF-IDF-only variants of the data mix (cheap) ride along: what each part of the m
 
     nice .venv/bin/python bench/unseen.py [--quick] [--folds 4] [--max-length 64] [--epochs 1]
 
-Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick) and
-the out-of-fold scores to <workdir>/unseen-scores.json.
+Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick); the
+out-of-fold scores to <workdir>/unseen-oof.json and, with the fine-tuned encoder, each scored issue's
+embedding by its fold's encoder to <workdir>/unseen-embeddings.npy (bench/unseen_warm.py reads both).
 """
 
 from __future__ import annotations
@@ -141,6 +142,18 @@ def nlbse_rows(trained: dict, test, shares) -> dict:
     return rows
 
 
+def save_out_of_fold(oof, workdir: Path) -> None:
+    """Each scored issue's repository, kind and fold, every member's scores, and the encoder's embeddings."""
+    import numpy as np
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    pool = [{"repo": e.repo, "label": e.label, "fold": oof.folds.fold_of(e.repo)} for e in oof.folds.pool]
+    (workdir / "unseen-oof.json").write_text(json.dumps({"folds": oof.folds.groups, "pool": pool,
+                                                         "scores": oof.scores}) + "\n")
+    if "encoder" in oof.embeddings:
+        np.save(workdir / "unseen-embeddings.npy", np.asarray(oof.embeddings["encoder"], dtype=np.float32))
+
+
 def run(args) -> dict:
     """The whole benchmark; returns the result to write."""
     import torch
@@ -166,7 +179,9 @@ def run(args) -> dict:
                        per_group_kind=quick.get("eval_per_group_kind", args.eval_per_group_kind), seed=args.seed)
     print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
     models = members(config, KINDS, args.encoder)
-    oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True))
+    oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True),
+                    embed={"encoder"} if args.encoder == "fine-tune" else ())
+    save_out_of_fold(oof, args.workdir)
     shares = (0.3, 0.5, 0.7)
     result = {"config": config.to_dict(), "mix": dataclasses.asdict(mix), "folds": folds.groups,
               "trained_on": oof.trained_on, "scored": describe(folds.pool), "unseen": unseen_rows(oof, shares)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,8 @@ class OutOfFold:
     seconds: dict[str, float] = field(default_factory=dict)  # member → training seconds over all folds
     rates: dict[str, float] = field(default_factory=dict)  # member → issues scored per second
     trained_on: list[int] = field(default_factory=list)  # training issues of each fold
+    embeddings: dict[str, list[list[float]]] = field(default_factory=dict)  # member → each pool issue's, by
+    # its fold's encoder (the memory's vectors), for the members `run_folds` was asked to embed with
 
 
 def deal_folds(examples: Sequence[Example], k: int) -> list[list[str]]:
@@ -81,10 +83,12 @@ def fold_data(sources: Mapping[str, Sequence[Example]], folds: Folds, index: int
 
 
 def run_folds(sources: Mapping[str, Sequence[Example]], folds: Folds, members: Mapping[str, Trainer],
-              mix: MixConfig, *, log: Callable[[str], None] = print) -> OutOfFold:
-    """Train every member once per fold and score the fold's issues with it."""
+              mix: MixConfig, *, log: Callable[[str], None] = print, embed: Collection[str] = ()) -> OutOfFold:
+    """Train every member once per fold and score the fold's issues with it; members named in `embed`
+    also embed them (their classifier's `embed`, what the memory stores)."""
     result = OutOfFold(folds)
     rows: dict[str, dict[int, dict]] = {name: {} for name in members}
+    vectors: dict[str, dict[int, list[float]]] = {name: {} for name in embed}
     scoring: dict[str, float] = dict.fromkeys(members, 0.0)
     for index in range(len(folds.groups)):
         train, test = fold_data(sources, folds, index, mix)
@@ -98,10 +102,14 @@ def run_folds(sources: Mapping[str, Sequence[Example]], folds: Folds, members: M
             scores = predict_all(classifier, [example.text for example in test], 32)
             scoring[name] += time.perf_counter() - started
             rows[name].update(zip(positions, scores, strict=True))
+            if name in vectors:
+                vectors[name].update(zip(positions, classifier.embed([e.text for e in test]), strict=True))
             log(f"fold {index + 1}/{len(folds.groups)} {name}: trained on {len(train)}, scored {len(test)}")
     for name in members:
         result.scores[name] = [rows[name][i] for i in range(len(folds.pool))]
         result.rates[name] = len(folds.pool) / max(scoring[name], 1e-9)
+    for name, by_position in vectors.items():
+        result.embeddings[name] = [by_position[i] for i in range(len(folds.pool))]
     return result
 
 

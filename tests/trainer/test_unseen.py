@@ -52,6 +52,26 @@ def test_run_folds_scores_each_issue_with_the_model_of_its_own_fold():
     assert len(oof.scores["m"]) == len(folds.pool) and len(oof.trained_on) == 2
 
 
+def test_run_folds_keeps_each_issues_embedding_by_its_own_folds_encoder_when_asked():
+    sources = _sources()
+    folds = make_folds(sources, 2, per_group_kind=5)
+
+    class Embeds:
+        def __init__(self, train):
+            self.fold = len(train)  # each fold's model trains on a different number of issues
+
+        def predict(self, texts):
+            return [{"bug": 1.0} for _ in texts]
+
+        def embed(self, texts):
+            return [[float(self.fold), float(len(text))] for text in texts]
+
+    oof = run_folds(sources, folds, {"m": Embeds, "n": Embeds}, MixConfig(), log=lambda line: None, embed={"m"})
+    assert list(oof.embeddings) == ["m"]  # only the member asked for
+    for example, vector in zip(folds.pool, oof.embeddings["m"], strict=True):
+        assert vector == [float(oof.trained_on[folds.fold_of(example.repo)]), float(len(example.text))]
+
+
 def test_the_score_is_the_mean_over_repositories_of_macro_f1_over_the_kinds_each_has():
     pool = [Example("", "x", "docs", "r/docs-only"), Example("", "x", "bug", "r/two"),
             Example("", "x", "feature", "r/two")]
