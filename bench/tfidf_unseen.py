@@ -8,7 +8,7 @@ number of repositories, on all but one). The slope says how far more of the same
 
     nice .venv/bin/python bench/tfidf_unseen.py [--caps 75,150,300,100000] [--folds 3,16]
 
-Writes <out>/tfidf-unseen.json and .md (out: docs/quality).
+Writes <out>/<stem>.json and .md (out: docs/quality, stem: tfidf-unseen).
 """
 
 from __future__ import annotations
@@ -69,11 +69,12 @@ def main() -> int:
     parser.add_argument("--eval-per-group-kind", type=int, default=30, help="issues scored per repo and kind")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
+    parser.add_argument("--stem", default="tfidf-unseen", help="file name of the report, without suffix")
     args = parser.parse_args()
     started = time.perf_counter()
     result = run(args)
     result = run_record("tfidf_unseen.py", {"wall_minutes": round((time.perf_counter() - started) / 60, 1), **result})
-    return write_report(args.out, "tfidf-unseen", result, markdown(result))
+    return write_report(args.out, args.stem, result, markdown(result))
 
 
 if __name__ == "__main__":
