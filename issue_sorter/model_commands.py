@@ -274,11 +274,13 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
                                    progress=not args.no_progress)
         print(f"unseen repositories, {len(selection.best['metrics']['folds'])} folds; "
               f"budget {args.budget_minutes:g} CPU minutes on the whole mix")
-        print(f"{'candidate':<50} {'repo-mean':>9} {'macro-F1':>9} {'folds s':>8} {'whole min':>9} {'issues/s':>9}")
+        width = max(len("candidate"), *(len(row["candidate"]) for row in selection.rows))
+        print(f"{'candidate':<{width}} {'repo-mean':>9} {'macro-F1':>9} {'folds s':>8} {'whole min':>9} "
+              f"{'issues/s':>9}")
         for row in selection.rows:
             over = (f"  TF-IDF share {row['tfidf_share']:g}" if row["kind"] == "blend" else "") + (
                 "" if row["within_budget"] else "  over budget")
-            print(f"{row['candidate'][-50:]:<50} {row['mean_repo_macro_f1']:>9.4f} {row['macro_f1']:>9.4f} "
+            print(f"{row['candidate']:<{width}} {row['mean_repo_macro_f1']:>9.4f} {row['macro_f1']:>9.4f} "
                   f"{row['train_seconds']:>8.1f} {row['whole_mix_minutes']:>9.1f} {row['issues_per_second']:>9.1f}"
                   f"{over}")
         print(f"best: {selection.best['candidate']}, registered as {selection.registered.version}; "
