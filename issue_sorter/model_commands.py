@@ -283,6 +283,9 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{row['candidate']:<{width}} {row['mean_repo_macro_f1']:>9.4f} {row['macro_f1']:>9.4f} "
                   f"{row['train_seconds']:>8.1f} {row['whole_mix_minutes']:>9.1f} {row['issues_per_second']:>9.1f}"
                   f"{over}")
+            if row["kind"] == "blend":  # what each share would score, so a maintainer can weigh another
+                print(f"{'':<{width}}   by TF-IDF share: "
+                      + ", ".join(f"{share:g} {value:.3f}" for share, value in row["share_curve"].items()))
         print(f"best: {selection.best['candidate']}, registered as {selection.registered.version}; "
               f"serve it with `issue-sorter promote {selection.registered.version}`")
     return 0

@@ -26,7 +26,7 @@ from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import score_predictions
 from trainer.registry import Registry
 from trainer.sources import DEFAULT_MIX, MixConfig, training_mix
-from trainer.unseen import Folds, OutOfFold, best_share, make_folds, nested_blend, run_folds
+from trainer.unseen import SHARES, Folds, OutOfFold, best_share, blend, make_folds, nested_blend, run_folds, score
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +64,11 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
         build[name] = lambda train, c=encoder: train_model(c, train, labels, progress=progress)
         both = _together(oof, baseline, name)
         nested, chosen = nested_blend(both, name, BASELINE)
+        curve = {share: score(split.pool, blend(both, name, BASELINE, share))["mean"] for share in SHARES}
         share = best_share(both, name, BASELINE)
         blended = dataclasses.replace(encoder, tfidf_share=share)
         rows.append(_row(name + BLEND_SUFFIX, "blend", split.pool, both, budget_minutes, len(whole), scores=nested)
-                    | {"tfidf_share": share, "nested_shares": chosen})
+                    | {"tfidf_share": share, "nested_shares": chosen, "share_curve": curve})
         build[name + BLEND_SUFFIX] = lambda train, c=blended: train_model(c, train, labels, progress=progress)
     within = [row for row in rows if row["within_budget"]] or rows[:1]  # TF-IDF always fits
     best = max(within, key=lambda row: row["mean_repo_macro_f1"])

@@ -24,6 +24,8 @@ def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_a
     assert [row["kind"] for row in selection.rows] == ["tfidf", "transformer", "blend", "transformer", "blend"]
     for blend in selection.rows[2::2]:
         assert len(blend["nested_shares"]) == 2 and blend["tfidf_share"] in SHARES
+        curve = blend["share_curve"]  # every share's score over all folds: the chosen one is the best
+        assert list(curve) == list(SHARES) and curve[blend["tfidf_share"]] == max(curve.values())
         assert blend["train_seconds"] > selection.rows[0]["train_seconds"]  # the encoder's and TF-IDF's
     assert all(row["issues_per_second"] > 0 and row["whole_mix_minutes"] > 0 for row in selection.rows)
     best_score = max(row["mean_repo_macro_f1"] for row in selection.rows if row["within_budget"])
