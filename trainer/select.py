@@ -26,11 +26,22 @@ from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import score_predictions
 from trainer.registry import Registry
 from trainer.sources import DEFAULT_MIX, MixConfig, training_mix
-from trainer.unseen import SHARES, Folds, OutOfFold, best_share, blend, make_folds, nested_blend, run_folds, score
+from trainer.unseen import (
+    SHARES,
+    Folds,
+    OutOfFold,
+    best_share,
+    blend,
+    make_folds,
+    nested_blend,
+    run_folds,
+    score,
+)
 
 log = logging.getLogger(__name__)
 
 BLEND_SUFFIX = " + TF-IDF"  # a blended row's candidate name: the encoder's, then this
+BLEND_SHARES = tuple(share for share in SHARES if 0 < share < 1)  # 0 and 1 are the members' own rows
 
 
 @dataclass
@@ -63,9 +74,9 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
         rows.append(_row(name, "transformer", split.pool, oof, budget_minutes, len(whole)))
         build[name] = lambda train, c=encoder: train_model(c, train, labels, progress=progress)
         both = _together(oof, baseline, name)
-        nested, chosen = nested_blend(both, name, BASELINE)
-        curve = {share: score(split.pool, blend(both, name, BASELINE, share))["mean"] for share in SHARES}
-        share = best_share(both, name, BASELINE)
+        nested, chosen = nested_blend(both, name, BASELINE, BLEND_SHARES)
+        curve = {share: score(split.pool, blend(both, name, BASELINE, share))["mean"] for share in BLEND_SHARES}
+        share = best_share(both, name, BASELINE, BLEND_SHARES)
         blended = dataclasses.replace(encoder, tfidf_share=share)
         rows.append(_row(name + BLEND_SUFFIX, "blend", split.pool, both, budget_minutes, len(whole), scores=nested)
                     | {"tfidf_share": share, "nested_shares": chosen, "share_curve": curve})

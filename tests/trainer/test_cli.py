@@ -129,7 +129,7 @@ def test_select_scores_by_unseen_repositories_prints_speed_and_registers_without
                    "--batch-size", 8, "--folds", 2, "--no-progress") == 0
     out = capsys.readouterr().out
     assert "tfidf-logreg" in out and f"{tiny_bert_dir} + TF-IDF" in out and "best:" in out and "issues/s" in out
-    assert "unseen repositories, 2 folds" in out and "by TF-IDF share: 0 " in out
+    assert "unseen repositories, 2 folds" in out and "by TF-IDF share: 0.1 " in out
     [registered] = registry.list()
     assert registered.metrics["per_repo"].keys() == {e.repo for e in small_train}  # every repo scored unseen
     assert registry.serving() is None
