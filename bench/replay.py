@@ -26,6 +26,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.charts import finish  # noqa: E402
 from tests.paths import NLBSE  # noqa: E402  (the shared data's location, one definition)
 
 MODES = {"off": ["--no-learning"], "memory": ["--no-retrain"], "full": []}
@@ -132,15 +133,9 @@ def plot_modes(summary: dict, path: Path) -> Path:
         axes.plot(seen, accuracies, marker="o", color=colours.get(mode), label=names.get(mode, mode))
     for retrain in summary.get("retrains", {}).get("full", []):
         axes.axvline(retrain["seen"], color="#1a7f37", linestyle=":", linewidth=1)
-    axes.set_title(f"Replay of {summary['repo']}, {summary['order']} order ({summary['issues']} issues)")
-    axes.set_xlabel("issues seen (dotted: a retraining)")
-    axes.set_ylabel(f"accuracy on the next {summary['window']} issues")
-    axes.set_ylim(0, 1)
-    axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
-    return path
+    return finish(figure, axes, path,
+                  title=f"Replay of {summary['repo']}, {summary['order']} order ({summary['issues']} issues)",
+                  xlabel="issues seen (dotted: a retraining)", ylabel=f"accuracy on the next {summary['window']} issues")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.charts import finish
 from bench.quality import run_record, write_report
 
 CONFIRMED = (0, 5, 10, 25, 50)
@@ -92,15 +93,9 @@ def plot(rows: list[dict], path: Path, share: float) -> Path:
     axes.plot(ks, [row["cold"] for row in rows], marker="o", color="#6e7781", label="the global model alone")
     axes.plot(ks, [row["warm"] for row in rows], marker="o", color="#0969da", label="with the memory")
     axes.axhline(0.78, color="#cf222e", linestyle=":", linewidth=1, label="issue 18's unseen target")
-    axes.set_title(f"Repositories never trained on, served blend (TF-IDF share {share:g})")
-    axes.set_xlabel("issues of the repository its maintainers confirmed so far")
-    axes.set_ylabel("mean per-repository macro-F1 of the rest")
-    axes.set_ylim(0, 1)
-    axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
-    return path
+    return finish(figure, axes, path, title=f"Repositories never trained on, served blend (TF-IDF share {share:g})",
+                  xlabel="issues of the repository its maintainers confirmed so far",
+                  ylabel="mean per-repository macro-F1 of the rest")
 
 
 def main() -> int:
