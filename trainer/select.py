@@ -108,7 +108,8 @@ def _together(encoder: OutOfFold, baseline: OutOfFold, name: str) -> OutOfFold:
 def _row(name: str, kind: str, pool: Sequence[Example], oof: OutOfFold, budget_minutes: float, whole_size: int,
          scores: Sequence[dict[str, float]] | None = None) -> dict[str, Any]:
     member = next(iter(oof.seconds))  # the row's cost: the candidate's (with TF-IDF's added, for a blend)
-    metrics = score_predictions([e.label for e in pool], scores or oof.scores[member], [e.repo for e in pool],
+    scores = oof.scores[member] if scores is None else scores
+    metrics = score_predictions([e.label for e in pool], scores, [e.repo for e in pool],
                                 sorted({e.label for e in pool}), target_precision=0.9)
     estimate = oof.seconds[member] / max(1, sum(oof.trained_on)) * whole_size / 60
     log.info("%s: unseen mean-repo macro-F1 %.4f", name, metrics["mean_repo_macro_f1"])
