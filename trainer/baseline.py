@@ -40,7 +40,10 @@ class TrainedBaseline:
                                                         base_model=self.base_model))
 
 
-def make_pipeline(seed: int = 42, min_df: int = 2):
+TFIDF_C = 4.0  # LogisticRegression's inverse regularisation: chosen on NLBSE'24; 0.5–16 within 0.01 unseen
+
+
+def make_pipeline(seed: int = 42, min_df: int = 2, c: float = TFIDF_C):
     """Word 1–2-grams and character 2–5-grams (robust to code, paths and typos), then LogisticRegression."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -53,13 +56,14 @@ def make_pipeline(seed: int = 42, min_df: int = 2):
                                   sublinear_tf=True)),
     ])
     # balanced weights: a repository's own labels are rarely balanced, and macro-F1 weighs each the same
-    classifier = LogisticRegression(max_iter=2000, C=4.0, class_weight="balanced", random_state=seed)
+    classifier = LogisticRegression(max_iter=2000, C=c, class_weight="balanced", random_state=seed)
     return Pipeline([("features", features), ("classifier", classifier)])
 
 
-def train_tfidf(examples: Sequence[Example], *, seed: int = 42,
-                weights: Sequence[float] | None = None) -> TrainedBaseline:
-    """Fit the baseline on the examples' texts; `weights`, one per example, scale each one's say."""
+def train_tfidf(examples: Sequence[Example], *, seed: int = 42, weights: Sequence[float] | None = None,
+                c: float = TFIDF_C) -> TrainedBaseline:
+    """Fit the baseline on the examples' texts; `weights`, one per example, scale each one's say;
+    `c`, LogisticRegression's C (benchmarks sweep it)."""
     labels = sorted({example.label for example in examples})
     if len(labels) < 2:
         raise ValueError(f"need at least two labels to train the baseline, got {labels}")
@@ -67,7 +71,7 @@ def train_tfidf(examples: Sequence[Example], *, seed: int = 42,
         raise ValueError(f"got {len(weights)} weights for {len(examples)} examples; give one per example")
     started = time.perf_counter()
     min_df = 2 if len(examples) >= 50 else 1  # a tiny set would have no n-gram seen twice
-    pipeline = make_pipeline(seed, min_df).fit([example.text for example in examples],
+    pipeline = make_pipeline(seed, min_df, c).fit([example.text for example in examples],
                                                [example.label for example in examples],
                                                classifier__sample_weight=weights)
     seconds = time.perf_counter() - started
@@ -97,10 +101,15 @@ def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metri
     save_pipeline(trained.pipeline, directory)
     write_card(directory, version=version, labels=trained.labels, kind="tfidf", base_model=trained.base_model,
                max_length=0, thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
-               train_config={"pipeline": "tfidf word1-2 + char_wb2-5, LogisticRegression C=4 balanced",
+               train_config={"pipeline": f"tfidf word1-2 + char_wb2-5, LogisticRegression C={_c(trained):g} balanced",
                              **({"other_repositories": trained.borrowed} if trained.borrowed else {})},
                training={"seconds": round(trained.seconds, 2)})
     return directory
+
+
+def _c(trained: TrainedBaseline) -> float:
+    """The fitted LogisticRegression's C, as the card records it."""
+    return float(getattr(trained.pipeline.named_steps.get("classifier"), "C", TFIDF_C))
 
 
 def convert_pickled(directory: Path) -> list[Path]:

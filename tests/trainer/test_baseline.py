@@ -97,3 +97,13 @@ def test_a_pickled_baseline_is_refused_until_the_operator_converts_it(tfidf_mode
     assert not (directory / "pipeline.joblib").exists()
     texts = [e.text for e in small_heldout]
     assert load_classifier(directory).predict(texts) == tfidf_model.classifier().predict(texts)
+
+
+def test_a_stronger_regularisation_is_fitted_and_recorded_on_the_card(small_train, small_heldout, tmp_path):
+    served, strong = train_tfidf(small_train), train_tfidf(small_train, c=0.05)
+    texts = [e.text for e in small_heldout]
+    # a smaller C shrinks the weights: the scores sit nearer to uniform
+    spread = [max(max(row.values()) for row in model.classifier().predict(texts)) for model in (served, strong)]
+    assert spread[1] < spread[0]
+    card = json.loads((strong.save(tmp_path / "strong", version="t") / MODEL_CARD).read_text())
+    assert "LogisticRegression C=0.05 balanced" in card["train_config"]["pipeline"]
