@@ -64,15 +64,14 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
     whole = training_mix(sources, mix)
     labels = [kind for kind in KINDS if kind in {example.label for example in whole}]
     labels += sorted({example.label for example in whole} - set(labels))
-    baseline = _out_of_fold(BASELINE, lambda train: train_tfidf(train, seed=config.seed), split, sources, mix)
-    rows = [_row(BASELINE, "tfidf", split.pool, baseline, budget_minutes, len(whole))]
     build: dict[str, Callable[[list[Example]], Any]] = {BASELINE: lambda train: train_tfidf(train, seed=config.seed)}
+    baseline = _out_of_fold(BASELINE, build[BASELINE], split, sources, mix)
+    rows = [_row(BASELINE, "tfidf", split.pool, baseline, budget_minutes, len(whole))]
     for name in candidates:
         encoder = dataclasses.replace(config, base_model=name, tfidf_share=0.0)
-        oof = _out_of_fold(name, lambda train, c=encoder: train_model(c, train, labels, progress=progress),
-                           split, sources, mix)
-        rows.append(_row(name, "transformer", split.pool, oof, budget_minutes, len(whole)))
         build[name] = lambda train, c=encoder: train_model(c, train, labels, progress=progress)
+        oof = _out_of_fold(name, build[name], split, sources, mix)
+        rows.append(_row(name, "transformer", split.pool, oof, budget_minutes, len(whole)))
         both = _together(oof, baseline, name)
         nested, chosen = nested_blend(both, name, BASELINE, BLEND_SHARES)
         curve = {share: score(split.pool, blend(both, name, BASELINE, share))["mean"] for share in BLEND_SHARES}
