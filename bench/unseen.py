@@ -79,15 +79,63 @@ class FrozenHead:
                 for row in self.head.predict_proba(self.encoder.vectors(list(texts)))]
 
 
-def members(config, kinds, encoder: str = "fine-tune"):
-    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head), per fold."""
+class FoldModels:
+    """Each fold's trained members, saved as one blend per fold (registry directory format) under
+    <workdir>/fold-K/: a model that never saw the fold's repositories, for replays that start from it."""
+
+    def __init__(self, folds, workdir: Path, tfidf_share: float):
+        self.folds, self.workdir, self.tfidf_share = folds, workdir, tfidf_share
+        self.trained: dict[int, dict] = {}
+
+    def keeping(self, name: str, train):
+        """`train` (issues → a trained model), returning its classifier and keeping the model by fold."""
+        def trainer(examples):
+            model = train(examples)
+            fold = self.fold_left_out(examples)
+            if fold is not None:
+                self.trained.setdefault(fold, {})[name] = model
+                self.save(fold)
+            return model.classifier("bench")
+        return trainer
+
+    def fold_left_out(self, examples) -> int | None:
+        """The fold none of whose repositories `examples` has (None: the whole mix)."""
+        present = {example.repo for example in examples}
+        return next((i for i, group in enumerate(self.folds.groups) if not present & set(group)), None)
+
+    def save(self, fold: int) -> None:
+        from trainer.blend import TrainedBlend
+
+        members = self.trained[fold]
+        if {"encoder", "tfidf"} <= set(members):
+            blend = TrainedBlend(members["encoder"], members["tfidf"], self.tfidf_share)
+            blend.save(self.workdir / f"fold-{fold}", version=f"unseen-fold-{fold}")
+
+    def write_index(self) -> None:
+        """repository → the fold directory whose blend never saw it."""
+        index = {repo: f"fold-{i}" for i, group in enumerate(self.folds.groups) for repo in group
+                 if i in self.trained}
+        (self.workdir / "fold-of-repository.json").write_text(json.dumps(index, indent=1) + "\n")
+
+
+def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None = None):
+    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head), per fold;
+    with `keep`, the fine-tuned folds' models are kept and saved."""
     from trainer.baseline import train_tfidf
     from trainer.train import fine_tune
 
-    tfidf = {"tfidf": lambda train: train_tfidf(train, seed=config.seed).classifier("bench")}
+    def tfidf(train):
+        return train_tfidf(train, seed=config.seed)
+
+    def fine_tuned(train):
+        return fine_tune(config, train, kinds, progress=False)
+
     if encoder == "frozen":
-        return tfidf | {"encoder": FrozenEncoder(config).train}
-    return tfidf | {"encoder": lambda train: fine_tune(config, train, kinds, progress=False).classifier("bench")}
+        return {"tfidf": lambda train: tfidf(train).classifier("bench"), "encoder": FrozenEncoder(config).train}
+    if keep is None:
+        return {"tfidf": lambda train: tfidf(train).classifier("bench"),
+                "encoder": lambda train: fine_tuned(train).classifier("bench")}
+    return {"tfidf": keep.keeping("tfidf", tfidf), "encoder": keep.keeping("encoder", fine_tuned)}
 
 
 def mix_variants(mix):
@@ -143,11 +191,13 @@ def nlbse_rows(trained: dict, test, shares) -> dict:
 
 
 def save_out_of_fold(oof, workdir: Path) -> None:
-    """Each scored issue's repository, kind and fold, every member's scores, and the encoder's embeddings."""
+    """Each scored issue's repository, kind, fold and date (ISO, None where its source has none), every
+    member's scores, and the encoder's embeddings."""
     import numpy as np
 
     workdir.mkdir(parents=True, exist_ok=True)
-    pool = [{"repo": e.repo, "label": e.label, "fold": oof.folds.fold_of(e.repo)} for e in oof.folds.pool]
+    pool = [{"repo": e.repo, "label": e.label, "fold": oof.folds.fold_of(e.repo),
+             "created_at": e.created_at.isoformat() if e.created_at else None} for e in oof.folds.pool]
     (workdir / "unseen-oof.json").write_text(json.dumps({"folds": oof.folds.groups, "pool": pool,
                                                          "scores": oof.scores}) + "\n")
     if "encoder" in oof.embeddings:
@@ -178,10 +228,14 @@ def run(args) -> dict:
     folds = make_folds(sources, quick.get("folds", args.folds),
                        per_group_kind=quick.get("eval_per_group_kind", args.eval_per_group_kind), seed=args.seed)
     print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
-    models = members(config, KINDS, args.encoder)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    keep = FoldModels(folds, args.workdir, config.tfidf_share) if args.save_fold_models else None
+    models = members(config, KINDS, args.encoder, keep)
     oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True),
                     embed={"encoder"} if args.encoder == "fine-tune" else ())
     save_out_of_fold(oof, args.workdir)
+    if keep is not None:
+        keep.write_index()
     shares = (0.3, 0.5, 0.7)
     result = {"config": config.to_dict(), "mix": dataclasses.asdict(mix), "folds": folds.groups,
               "trained_on": oof.trained_on, "scored": describe(folds.pool), "unseen": unseen_rows(oof, shares)}
@@ -193,6 +247,8 @@ def run(args) -> dict:
         variants[name] = summary(folds.pool, variant.scores["tfidf"], variant.seconds["tfidf"])
         print(f"variant {name}: TF-IDF {variants[name]['mean']}", flush=True)
     result["tfidf_variants"] = variants
+    if args.no_nlbse24:
+        return result
     whole = training_mix(sources, mix)
     test = [e for e in load_file(data / NLBSE_TEST_FILE) if e.repo in REPOS]
     test = test if not args.quick else test[::50]
@@ -207,7 +263,7 @@ def run(args) -> dict:
 
 def markdown(result: dict) -> str:
     """Both tables, the TF-IDF variants and the per-repository scores of the served blend."""
-    unseen, nlbse = result["unseen"], result["nlbse24"]
+    unseen, nlbse = result["unseen"], result.get("nlbse24", {})
     kinds = ["bug", "feature", "question", "docs"]
     lines = [f"Unseen repositories ({len(result['folds'])} folds of whole repositories; scored: {result['scored']})",
              "", "| model | mean per-repo macro-F1 [95 %] | " + " | ".join(f"{k} F1" for k in kinds)
@@ -218,9 +274,11 @@ def markdown(result: dict) -> str:
                          + " | ".join(f"{row['per_kind'].get(k, float('nan')):.3f}" for k in kinds)
                          + f" | {row.get('train_minutes', '')} | {row.get('issues_per_second', '')} |")
     lines += ["", (f"Best TF-IDF share over all folds: {unseen['best share']}; nested choices per fold: "
-              f"{unseen['blend, share chosen nested']['chosen_shares']}"), "",
-              "NLBSE'24 protocol (trained on the whole mix, scored on its test split)", "",
-              "| model | mean per-repo macro-F1 [95 %] | " + " | ".join(REPOS) + " |", "|---" * (2 + len(REPOS)) + "|"]
+              f"{unseen['blend, share chosen nested']['chosen_shares']}"), ""]
+    if nlbse:
+        lines += ["NLBSE'24 protocol (trained on the whole mix, scored on its test split)", "",
+                  "| model | mean per-repo macro-F1 [95 %] | " + " | ".join(REPOS) + " |",
+                  "|---" * (2 + len(REPOS)) + "|"]
     for name, row in nlbse.items():
         lines.append(f"| {name} | {row['mean']:.4f} [{row['mean_95'][0]:.3f}, {row['mean_95'][1]:.3f}] | "
                      + " | ".join(f"{row['per_repo'].get(r, float('nan')):.3f}" for r in REPOS) + " |")
@@ -250,7 +308,9 @@ def main() -> int:
                         help="training issues per repository and kind (the mix's cap; the recipe's is 300)")
     parser.add_argument("--nlbse-per-repo-kind", type=int, default=None,
                         help="score only this many NLBSE'24 test issues per repository and kind (default all)")
-    parser.add_argument("--eval-per-group-kind", type=int, default=150, help="issues scored per repo and kind")
+    parser.add_argument("--eval-per-group-kind", type=int, default=150,
+                        help="issues scored per repo and kind (a large number scores every issue: long "
+                             "streams for bench/memory_rule.py)")
     parser.add_argument("--base-model", default=None, help="encoder (hub id or directory); default MiniLM")
     parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
                         help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
@@ -259,6 +319,10 @@ def main() -> int:
                         help="none: the plain loss; balanced: each kind counts alike in the fine-tuning loss "
                              "(TrainConfig.class_weight; default: the recipe's)")
     parser.add_argument("--no-variants", action="store_true", help="skip the TF-IDF data-mix variants")
+    parser.add_argument("--no-nlbse24", action="store_true",
+                        help="skip the whole-mix models and the NLBSE'24 test-split table")
+    parser.add_argument("--save-fold-models", action="store_true",
+                        help="save each fold's blend to <workdir>/fold-K/ and <workdir>/fold-of-repository.json")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen")
