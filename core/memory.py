@@ -146,14 +146,20 @@ def recall(session: Session, repository_id: int, version: str, classes: Sequence
     return Memory(vectors, [label for label, _ in kept])
 
 
-def remember(session: Session, issue: IssueRecord, label: str, version: str, vector: Sequence[float]) -> None:
-    """Store (or replace) the issue's entry for `version`, then keep the repository's newest MEMORY_SIZE."""
+def remember(session: Session, issue: IssueRecord, label: str, version: str, vector: Sequence[float],
+             scores: Mapping[str, float] | None = None) -> None:
+    """Store (or replace) the issue's entry for `version`, then keep the repository's newest MEMORY_SIZE.
+
+    `scores`: the model's own scores of the issue, kept beside it so the repository's thresholds can be
+    measured on its history (core.repository_thresholds); None keeps those already stored."""
     entry = session.scalar(select(MemoryEntry).where(MemoryEntry.issue_id == issue.id,
                                                      MemoryEntry.model_version == version))
     if entry is None:
         entry = MemoryEntry(repository_id=issue.repository_id, issue_id=issue.id, model_version=version)
         session.add(entry)
     entry.label, entry.embedding = label, to_bytes(vector)
+    if scores is not None:
+        entry.scores = {c: float(v) for c, v in scores.items()}
     session.flush()
     stale = select(MemoryEntry.id).where(MemoryEntry.repository_id == issue.repository_id,
                                          MemoryEntry.model_version == version) \

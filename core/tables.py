@@ -55,6 +55,8 @@ class Repository(Base):
     # unknown counts as private: its text never reaches another installation's models
     private: Mapped[bool] = mapped_column(Boolean, default=True)
     backfill_next_page: Mapped[int | None] = mapped_column(Integer)  # resume point of an interrupted backfill
+    # core.repository_thresholds' last result and what it was computed from: recomputed when that changes
+    threshold_cache: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -203,4 +205,7 @@ class MemoryEntry(Base):
     model_version: Mapped[str] = mapped_column(StorableString(64))  # the version that embedded it
     label: Mapped[str] = mapped_column(StorableString(255))  # the label a human confirmed
     embedding: Mapped[bytes] = mapped_column(LargeBinary)  # float32, little-endian, L2-normalised
+    # the model's own scores of the issue (before the memory), when the writer had them: the history a
+    # repository's thresholds are measured on (core.repository_thresholds)
+    scores: Mapped[dict[str, float] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
