@@ -8,7 +8,6 @@ travelled beside the job is put back for it, and deleted when it ends (a retry r
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -18,21 +17,22 @@ from rq import get_current_job
 from bot import (
     backfill,
     commands,
+    comments,
     context,
     feedback,
     github_cache,
     labeling,
+    labeling_inputs,
+    labeling_writes,
     lifecycle,
     preview,
     queueing,
     redelivery,
 )
 from bot.context import WorkerContext
-from bot.events import MAX_JOB_BODY_CHARS
 from bot.github_cache import CachedGitHub
 from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
-from bot.issues import IssueSnapshot, has_text
-from bot.repo_config import config_for
+from bot.issues import has_text
 from bot.review import decide, pending
 from bot.serving import NO_MODEL
 from core import metrics, queues, store
@@ -254,33 +254,20 @@ def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: Transien
 
 
 def _label_issue(ctx: WorkerContext, event: dict) -> str:
-    repo, number = event["repo"], event["number"]
-    with session_scope(ctx.sessionmaker) as session:
-        if lifecycle.is_frozen(session, event.get("installation_id")):
-            return "skipped: the installation is suspended"
+    """Gather every input once, decide (pure), carry the plan out: bot.labeling_inputs, .labeling, .labeling_writes."""
     github = ctx.github(event.get("installation_id"))
     if github is not None:
         github = CachedGitHub(github, ctx.redis, labels_seconds=ctx.settings.labels_cache_seconds,
                               missing_file_seconds=ctx.settings.missing_config_cache_seconds)
-    issue = IssueSnapshot.from_job(event["snapshot"]) if has_text(event["snapshot"]) else None
-    if github is not None and (issue is None or not issue.is_current(
-            dt.datetime.now(dt.UTC), max_body_chars=MAX_JOB_BODY_CHARS,
-            max_age_seconds=ctx.settings.fresh_delivery_seconds)):
-        issue = github.get_issue(repo, number)
-    if issue is None:
-        return "skipped: the issue's text expired from the queue, and dry-run cannot read GitHub"
-    classifier = ctx.models.for_repository(repo)
-    if classifier is None:
-        raise RuntimeError(NO_MODEL)
-    policy = labeling.policy_for(ctx.settings, config_for(github, repo, number=number, redis=ctx.redis),
-                                 classifier, dry_run=github is None)
     with session_scope(ctx.sessionmaker) as session:
-        result = labeling.classify_and_label(session, repo=repo, number=number, issue=issue, github=github,
-                                             classifier=classifier, policy=policy, delivery_id=event["delivery_id"],
-                                             installation_id=event.get("installation_id"),
-                                             github_id=event.get("repo_id"), private=event.get("repo_private"),
-                                             received_at=event.get("received_at"),
-                                             checkpoint=session.commit)  # the decision outlives a crash
+        gathered = labeling_inputs.gather(session, event, labeling_inputs.Sources(
+            ctx.settings, github, ctx.models.for_repository))
+        if isinstance(gathered, str):
+            return f"skipped: {gathered}"
+        result = labeling_writes.carry_out(
+            session, gathered, labeling.decide(gathered.inputs), github, delivery_id=event["delivery_id"],
+            claim=lambda key: bool(ctx.redis.set(key, 1, nx=True, ex=comments.CONFIG_WARNING_SECONDS)),
+            checkpoint=session.commit)  # the decision outlives a crash
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
 
 

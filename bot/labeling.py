@@ -1,32 +1,26 @@
-"""The domain core: should this issue be labelled, with which of the repository's labels, and record it.
+"""Decide: what the bot does with one issue, from inputs gathered beforehand (bot.labeling_inputs).
 
-Everything here takes plain data and objects passed in (a GitHub writer, a classifier, a session);
-bot.jobs wires them up.
+Pure: plain data in, a `Plan` out (the prediction to store and the ordered GitHub writes, comments
+included); bot.labeling_writes carries it out. So every rule here is tested in milliseconds, without a
+database, Redis or GitHub (tests/bot/test_rules.py).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from sqlalchemy.orm import Session
-
-from bot.feedback import removed_by_human
-from bot.github_client import GitHubError
-from bot.issues import IssueSnapshot, event_time
-from bot.markdown import code_span
-from bot.repo_config import DEFAULT_COMMENT, SUGGEST_COMMENT, RepoConfig
-from core import memory, store
-from core.classifier import Classifier
-from core.issue_text import format_issue_text
+from bot import comments
+from bot.issues import IssueSnapshot
+from bot.repo_config import RepoConfig
 from core.kinds import kind_of_label, labels_for_kinds
+from core.memory import Memory
 from core.settings import Settings
-from core.tables import IssueRecord, ModelVersion, Prediction
-
-log = logging.getLogger(__name__)
 
 KIND_COLORS = {"bug": "d73a4a", "feature": "a2eeef", "question": "d876e3", "docs": "0075ca"}
+ABSTAIN_COLOR = "ededed"
+ABSTAIN_DESCRIPTION = "Issue Sorter was not sure: a maintainer should sort it"
+PENDING = "applying"  # the decision is stored, GitHub not yet written: a crash here is resumed, not redone
 
 
 @dataclass(frozen=True)
@@ -52,20 +46,20 @@ class LabelingPolicy:
         return self.per_label_thresholds.get(predicted, self.threshold)
 
 
-def policy_for(settings: Settings, config: RepoConfig, classifier: Classifier, *, dry_run: bool) -> LabelingPolicy:
+def policy_for(settings: Settings, config: RepoConfig, model_thresholds: Mapping[str, float] | None, *,
+               dry_run: bool, never_again: frozenset[str] = frozenset()) -> LabelingPolicy:
     """The policy for one repository: its config over the App's settings, and per-label thresholds from
-    the model's evaluation when the config asks for a target precision."""
+    the model's evaluation (its card's) when the config asks for a target precision."""
     thresholds: dict[str, float] = {}
-    card = getattr(classifier, "card", None)
-    if config.target_precision is not None and card is not None and card.thresholds:
-        thresholds = {label: float(t) for label, t in card.thresholds.items()}
+    if config.target_precision is not None and model_thresholds:
+        thresholds = {label: float(t) for label, t in model_thresholds.items()}
     return LabelingPolicy(threshold=config.threshold if config.threshold is not None else settings.threshold,
                           # an organisation's issue types are its own: the bot creates labels, never types
                           create_labels=settings.create_labels and config.apply != "type",
                           dry_run=dry_run, mode=config.mode,
                           apply=config.apply, label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
                           comment_template=config.comment_template, skip_authors=config.skip_authors,
-                          held=config.held, memory=settings.memory,
+                          held=config.held, memory=settings.memory, never_again=never_again,
                           abstain_label=settings.abstain_label if config.abstain_label is None
                           else config.abstain_label or None)
 
@@ -128,181 +122,148 @@ def _map_to_repository(predicted: str, score: float, repo_labels: list[str], pol
     return Choice(predicted, score, None, f"the repository has no label for {predicted!r}")
 
 
-PENDING = "applying"  # the decision is stored, GitHub not yet written: a crash here is resumed, not redone
+
+# ---- the plan ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PendingDecision:
+    """A decision a crashed job stored before it wrote to GitHub (its Prediction, as plain data)."""
+
+    predicted: str
+    label: str | None
+    reason: str
+    scores: dict[str, float]
 
 
-def classify_and_label(session: Session, *, repo: str, number: int, issue: IssueSnapshot, github,
-                       classifier: Classifier, policy: LabelingPolicy, delivery_id: str | None = None,
-                       installation_id: int | None = None, github_id: int | None = None,
-                       private: bool | None = None, received_at: str | None = None,
-                       checkpoint: Callable[[], None] | None = None) -> Prediction | str:
-    """Label one issue; returns the stored Prediction, or the reason it was skipped.
+@dataclass(frozen=True)
+class LabelingInputs:
+    """Everything the decision reads, gathered once by bot.labeling_inputs."""
 
-    The Prediction is stored as PENDING and `checkpoint` (the job's commit) called before GitHub is
-    written, so a job that dies after GitHub took the label finishes the same decision when retried,
-    instead of finding the label and recording nothing."""
-    repository = store.ensure_repository(session, repo, installation_id, github_id=github_id, private=private)
-    record = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
-                                author_login=issue.author_login, state=issue.state,
-                                opened_at=issue.created_at, event_at=event_time(issue, received_at))
-    if record.state == "deleted":
-        return "it was deleted"
-    latest = store.latest_prediction(session, record)
-    if latest is not None and latest.outcome == PENDING:
-        return _resume(latest, issue, github, repo, number, policy)
-    reason = skip_reason(issue, classifier.labels, policy)
-    if reason is None and latest is not None:
-        reason = "it was already handled"
-    if reason:
-        log.info("skipping %s#%s: %s", repo, number, reason)
-        return reason
-    policy = replace(policy, never_again=frozenset(removed_by_human(session, record)))
-    scores = scores_with_memory(session, record, classifier, format_issue_text(issue.title, issue.body),
-                                use_memory=policy.memory)
-    names = _names_to_choose_from(github, repo, classifier, policy)
-    choice = choose_label(scores, names, policy)
-    issue_type = _type_beside(choice, github, repo, policy) if policy.apply == "both" else None
-    if issue_type:
-        choice = replace(choice, reason=f"{choice.reason}; its issue type is {issue_type!r}")
-    version = session.query(ModelVersion).filter_by(version=classifier.version).one_or_none()
-    prediction = Prediction(issue_id=record.id, model_version_id=version.id if version else None,
-                            delivery_id=delivery_id, scores=scores, predicted=choice.predicted,
-                            label=choice.label, applied=False, outcome=PENDING, reason=choice.reason)
-    session.add(prediction)
-    session.flush()
-    if checkpoint is not None:
-        checkpoint()
-    try:
-        _record_outcome(prediction, _apply(choice, scores, github, repo, number, policy, issue_type))
-        if prediction.outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
-            prediction.reason += mark_abstained(github, repo, number, names, policy)
-    except GitHubError:  # GitHub answered and took nothing: forget the decision; the job decides what next
-        session.delete(prediction)
-        session.flush()
-        if checkpoint is not None:
-            checkpoint()
-        raise
-    session.flush()
-    log.info("%s#%s: %s %r (%s)", repo, number, prediction.outcome, choice.label, choice.reason)
-    return prediction
+    repo: str
+    number: int
+    issue: IssueSnapshot
+    policy: LabelingPolicy
+    classes: list[str]  # the serving model's classes
+    skip: str | None = None  # why the issue is left alone (closed, handled, deleted, ...)
+    pending: PendingDecision | None = None  # a crashed job's decision, to finish
+    config_report: str | None = None  # what is wrong with the repository's config file, if anything
+    scores: dict[str, float] | None = None  # the model's scores; None when skipped or resumed
+    memory: Memory | None = None  # the repository's confirmed issues, embedded by the serving model
+    vector: Sequence[float] | None = None  # the issue's embedding, for the memory's neighbours
+    repo_labels: list[str] = field(default_factory=list)  # labels (issue types with `apply: type`) to map to
+    issue_types: list[str] = field(default_factory=list)  # the organisation's types, with `apply: both`
 
 
-def _names_to_choose_from(github, repo: str, classifier: Classifier, policy: LabelingPolicy) -> list[str]:
-    """The repository's labels, or its issue types with `apply: type`; dry-run cannot read either, so it
-    reports the kind names it would map to."""
-    if github is None:
-        return list(classifier.labels)
-    return github.list_issue_types(repo) if policy.apply == "type" else github.list_labels(repo)
+@dataclass(frozen=True)
+class Write:
+    """One call of the IssueWriter (bot.github_client), in the order the plan lists them."""
+
+    call: str  # add_labels | create_label | create_comment | set_issue_type
+    args: tuple
+    once_key: str | None = None  # made at most once while this key lives (claimed in Redis first)
 
 
-def _type_beside(choice: Choice, github, repo: str, policy: LabelingPolicy) -> str | None:
-    """With `apply: both`, the issue type that matches the chosen label's kind (by name, as labels are)."""
-    if choice.label is None or github is None or policy.held:
-        return None
-    types = github.list_issue_types(repo)
-    return _map_to_repository(choice.predicted, choice.score, types, LabelingPolicy()).label
+@dataclass(frozen=True)
+class Plan:
+    """What to store and what to write for one issue."""
+
+    skip: str | None = None  # nothing stored: why
+    outcome: str = ""  # applied | abstained | suggested | shadow | held | dry_run
+    predicted: str = ""
+    label: str | None = None
+    reason: str = ""
+    scores: dict[str, float] = field(default_factory=dict)  # as served: the model's, after the memory
+    writes: tuple[Write, ...] = ()
+    resumed: bool = False  # finishes a stored decision instead of storing a new one
 
 
-def scores_with_memory(session: Session, record: IssueRecord, classifier: Classifier, text: str, *,
-                       use_memory: bool) -> dict[str, float]:
-    """The model's scores, adjusted by this repository's memory (and only this one's) when it has one."""
-    if not use_memory or not hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
-        return classifier.predict([text])[0]
-    refill_memory(session, record.repository_id, classifier)
-    scores, vectors = classifier.predict_and_embed([text])
-    recalled = memory.recall(session, record.repository_id, classifier.version, classifier.labels,
-                             exclude_issue=record.id)
-    return memory.adjust_scores(scores[0], recalled.nearest(vectors[0]), recalled.label_counts())
+def decide(inputs: LabelingInputs) -> Plan:
+    """The plan for one issue: leave it alone, finish a crashed job's decision, or decide anew."""
+    warning = _config_warning(inputs)
+    if inputs.skip:
+        return Plan(skip=inputs.skip, writes=warning)
+    if inputs.pending is not None:
+        return _resume(inputs, warning)
+    policy = inputs.policy
+    scores = dict(inputs.scores or {})
+    if inputs.memory is not None and inputs.vector is not None and policy.memory:
+        scores = inputs.memory.adjust(scores, inputs.vector)
+    choice = choose_label(scores, inputs.repo_labels, policy)
+    issue_type = _type_beside(choice, inputs.issue_types, policy) if policy.apply == "both" else None
+    reason = f"{choice.reason}; its issue type is {issue_type!r}" if issue_type else choice.reason
+    outcome, writes = _writes(inputs, choice, scores, issue_type)
+    if outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
+        mark, marked = _abstention_mark(inputs)
+        writes, reason = writes + mark, reason + marked
+    return Plan(outcome=outcome, predicted=choice.predicted, label=choice.label, reason=reason, scores=scores,
+                writes=warning + writes)
 
 
-def refill_memory(session: Session, repository_id: int, classifier: Classifier) -> int:
-    """Embed up to REFILL_PER_JOB confirmed issues the serving version has not embedded (a new model, a
-    backfill); once none is left, drop other versions' rows. Returns how many were embedded."""
-    missing = memory.not_embedded(session, repository_id, classifier.version)
-    if not missing:
-        memory.drop_other_versions(session, repository_id, classifier.version)
-        return 0
-    vectors = classifier.embed([format_issue_text(issue.title, issue.body) for issue in missing])
-    for issue, vector in zip(missing, vectors, strict=True):
-        memory.remember(session, issue, issue.confirmed_label, classifier.version, vector)
-    log.info("memory of repository %s: %d confirmed issues embedded by %s", repository_id, len(missing),
-             classifier.version)
-    return len(missing)
-
-
-def mark_abstained(github, repo: str, number: int, repo_labels: list[str], policy: LabelingPolicy) -> str:
-    """Put the configured abstention label on the issue, so nothing is skipped silently; what was done."""
-    name = policy.abstain_label
-    if not name or policy.dry_run or github is None:
-        return ""
-    if policy.allow and name not in policy.allow:  # the allowlist names every label the bot may apply
-        return f"; {name!r} not applied: it is not in the repository's allowlist"
-    if name not in repo_labels:
-        github.create_label(repo, name, "ededed", "Issue Sorter was not sure: a maintainer should sort it")
-    github.add_labels(repo, number, [name])
-    return f"; marked {name!r}"
-
-
-def _resume(pending: Prediction, issue: IssueSnapshot, github, repo: str, number: int,
-            policy: LabelingPolicy) -> Prediction:
-    """Finish a decision a crashed job stored: write to GitHub only what GitHub does not have yet."""
-    if pending.label is not None and pending.label in issue.labels:
-        outcome = "applied"  # GitHub took the label before the crash
+def _resume(inputs: LabelingInputs, warning: tuple[Write, ...]) -> Plan:
+    """Finish a stored decision: write to GitHub only what GitHub does not have yet."""
+    pending = inputs.pending
+    choice = Choice(pending.predicted, pending.scores.get(pending.predicted, 0.0), pending.label, pending.reason)
+    if pending.label is not None and pending.label in inputs.issue.labels:
+        outcome, writes = "applied", ()  # GitHub took the label before the crash
     else:
-        choice = Choice(pending.predicted, pending.scores.get(pending.predicted, 0.0), pending.label,
-                        pending.reason)
-        outcome = _apply(choice, pending.scores, github, repo, number, policy)
-    _record_outcome(pending, outcome)
-    log.info("%s#%s: resumed after a crash: %s %r", repo, number, outcome, pending.label)
-    return pending
+        outcome, writes = _writes(inputs, choice, pending.scores)
+    return Plan(outcome=outcome, predicted=pending.predicted, label=pending.label, reason=pending.reason,
+                scores=pending.scores, writes=warning + writes, resumed=True)
 
 
-def _record_outcome(prediction: Prediction, outcome: str) -> None:
-    prediction.outcome, prediction.applied = outcome, outcome == "applied"
-
-
-def _apply(choice: Choice, scores: dict[str, float], github, repo: str, number: int,
-           policy: LabelingPolicy, issue_type: str | None = None) -> str:
+def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float],
+            issue_type: str | None = None) -> tuple[str, tuple[Write, ...]]:
+    """(outcome, the writes that carry the choice out) under the repository's mode."""
+    policy, repo, number = inputs.policy, inputs.repo, inputs.number
     if policy.held:
-        return "held"
+        return "held", ()
     if policy.mode == "shadow":  # the maintainers judge it first, on the review page, before it writes
-        return "shadow"
+        return "shadow", ()
     if policy.mode == "suggest":
-        if not (policy.dry_run or github is None):
-            github.create_comment(repo, number, suggestion_comment(scores, policy))
-        return "suggested"
+        comment = comments.suggestion_comment(scores, policy.comment_template)
+        return "suggested", () if policy.dry_run else (Write("create_comment", (repo, number, comment)),)
     if choice.label is None:
-        return "abstained"
-    if policy.dry_run or github is None:
-        return "dry_run"
+        return "abstained", ()
+    if policy.dry_run:
+        return "dry_run", ()
+    writes: list[Write] = []
     if policy.apply == "type":  # an organisation's types cannot be created here: choose_label never asks
-        github.set_issue_type(repo, number, choice.label)
+        writes.append(Write("set_issue_type", (repo, number, choice.label)))
     else:
         if choice.create:
-            github.create_label(repo, choice.label, KIND_COLORS.get(choice.predicted, "ededed"),
-                                f"Issues of kind {choice.predicted}, as sorted by Issue Sorter")
-        github.add_labels(repo, number, [choice.label])
+            writes.append(Write("create_label", (repo, choice.label, KIND_COLORS.get(choice.predicted, "ededed"),
+                                                 f"Issues of kind {choice.predicted}, as sorted by Issue Sorter")))
+        writes.append(Write("add_labels", (repo, number, [choice.label])))
     if issue_type:
-        github.set_issue_type(repo, number, issue_type)
+        writes.append(Write("set_issue_type", (repo, number, issue_type)))
     if policy.mode == "comment":
-        github.create_comment(repo, number, label_comment(choice, scores, policy))
-    return "applied"
+        comment = comments.label_comment(choice.label, choice.score, scores, policy.comment_template)
+        writes.append(Write("create_comment", (repo, number, comment)))
+    return "applied", tuple(writes)
 
 
-def label_comment(choice: Choice, scores: dict[str, float], policy: LabelingPolicy) -> str:
-    """The comment of comment mode, after labelling; label names in it are code spans."""
-    template = policy.comment_template or DEFAULT_COMMENT
-    return template.format(label=code_span(choice.label), score=choice.score,
-                           suggestions=_suggestion_lines(scores))
+def _type_beside(choice: Choice, issue_types: list[str], policy: LabelingPolicy) -> str | None:
+    """With `apply: both`, the issue type that matches the chosen label's kind (by name, as labels are)."""
+    if choice.label is None or policy.held or policy.dry_run:
+        return None
+    return _map_to_repository(choice.predicted, choice.score, issue_types, LabelingPolicy()).label
 
 
-def suggestion_comment(scores: dict[str, float], policy: LabelingPolicy) -> str:
-    """The comment of suggest mode; every label name in it is a code span, so none can mention anyone."""
-    template = policy.comment_template or SUGGEST_COMMENT
-    top, score = max(scores.items(), key=lambda item: item[1])
-    return template.format(label=code_span(top), score=score, suggestions=_suggestion_lines(scores))
+def _abstention_mark(inputs: LabelingInputs) -> tuple[tuple[Write, ...], str]:
+    """The configured abstention label (so nothing is skipped silently): its writes, and what it did."""
+    policy, name = inputs.policy, inputs.policy.abstain_label
+    if not name or policy.dry_run:
+        return (), ""
+    if policy.allow and name not in policy.allow:  # the allowlist names every label the bot may apply
+        return (), f"; {name!r} not applied: it is not in the repository's allowlist"
+    create = () if name in inputs.repo_labels else (
+        Write("create_label", (inputs.repo, name, ABSTAIN_COLOR, ABSTAIN_DESCRIPTION)),)
+    return create + (Write("add_labels", (inputs.repo, inputs.number, [name])),), f"; marked {name!r}"
 
 
-def _suggestion_lines(scores: dict[str, float], n: int = 3) -> str:
-    ranked = sorted(scores.items(), key=lambda item: -item[1])[:n]
-    return "\n".join(f"- {code_span(label)}: {score:.0%}" for label, score in ranked)
+def _config_warning(inputs: LabelingInputs) -> tuple[Write, ...]:
+    """The config file's problems, commented on the issue once a day in comment and suggest mode."""
+    if not inputs.config_report or inputs.policy.dry_run or inputs.policy.mode not in ("comment", "suggest"):
+        return ()
+    return (Write("create_comment", (inputs.repo, inputs.number, comments.config_warning(inputs.config_report)),
+                  once_key=comments.config_warning_key(inputs.repo, inputs.config_report)),)

@@ -4,39 +4,29 @@ Parsing is pure and bounded: text in, a RepoConfig and a list of problems out, i
 which is capped at 64 KiB and may use no YAML anchors or aliases. A broken setting is dropped and the
 others are kept. When the file cannot be read, or a setting that restrains the bot (`GUARDS`) is broken,
 the config is *held*: the bot records its prediction as `held` and applies nothing on the repository
-until the file is fixed. Problems are logged, and commented on the issue once a day in comment/suggest
-mode (`config_for`); every value quoted in them is a short code span, so a file can ping nobody.
+until the file is fixed. The labelling job reads the file (bot.labeling_inputs) and reports the problems
+(bot.comments: every value quoted in them is a short code span, so a file can ping nobody).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
-import logging
 import re
 import reprlib
 import string
 from dataclasses import dataclass, field
 
 import yaml
-from redis import Redis
 from yaml.composer import ComposerError
 
-from bot.github_client import PermanentGitHubError, RepoFile
+from bot.github_client import RepoFile
 from bot.markdown import code_span
 from core.kinds import KINDS
 
-log = logging.getLogger(__name__)
-
 CONFIG_PATH = ".github/issue-sorter.yml"
-WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the problems: one comment a day
-WARNING_MARKER = "<!-- issue-sorter:config -->"
 MODES = ("label", "comment", "suggest", "shadow", "off")  # shadow: classify and record, write nothing
 APPLY = ("label", "type", "both")  # what the predicted kind sets: a label, the issue type, or both
-DEFAULT_COMMENT = ("<!-- issue-sorter -->\nIssue Sorter labelled this issue {label} ({score:.0%} sure). "
-                   "If that is wrong, change the label: the bot learns from it.")
-SUGGEST_COMMENT = "<!-- issue-sorter -->\nIssue Sorter's suggestions for this issue:\n\n{suggestions}"
 KNOWN_KEYS = {"mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template",
               "skip_authors", "abstain_label"}
 # Broken, they would let the bot do what they forbid. abstain_label is not one: it only adds a label, so a
@@ -46,7 +36,6 @@ MAX_LABEL_CHARS = 50  # GitHub refuses longer label names
 MAX_CONFIG_BYTES = 64 * 1024  # real files are a few hundred bytes; this keeps every parse quick
 TOO_LARGE = f"{{}} is larger than {MAX_CONFIG_BYTES // 1024} KiB"
 MAX_DEPTH = 8  # YAML nesting; the deepest setting needs 3, and the composer recurses once per level
-MAX_REPORTED = 10  # problems listed in a report; the rest are counted
 MAX_TEMPLATE_CHARS = 4000
 MAX_TEMPLATE_FIELDS = 20  # with short specs this keeps a comment far below GitHub's 65536 characters
 MAX_SPEC_CHARS = 10
@@ -283,46 +272,3 @@ def template_problem(template: str) -> str | None:
         except ValueError:  # "{score:d}", "{label:.2f}"
             return f"{describe(spec)} is not a format for {{{name}}}"
     return None
-
-
-# ---- loading and reporting ---------------------------------------------------------------------------
-
-def load_config(github, repo: str) -> tuple[RepoConfig, tuple[str, ...]]:
-    """The repository's file, else the organisation's `.github` repository's, else defaults."""
-    for owner in (repo, f"{repo.split('/')[0]}/.github"):
-        file = github.get_file(owner, CONFIG_PATH) if github else None
-        if file is not None:
-            return parse_file(file, f"{owner}/{CONFIG_PATH}")
-    return RepoConfig(), ()
-
-
-def config_for(github, repo: str, *, number: int, redis: Redis) -> RepoConfig:
-    """The repository's config for labelling issue `number`; a broken file is reported and never stops it."""
-    try:
-        config, problems = load_config(github, repo)
-    except PermanentGitHubError as error:
-        log.warning("%s: cannot read the config file (%s); using defaults", repo, error)
-        return RepoConfig()
-    if problems:
-        _report_problems(github, repo, number, redis, config, problems)
-    return config
-
-
-def problem_report(config: RepoConfig, problems: tuple[str, ...] | list[str]) -> str:
-    """The message about a broken file, for the log and for the issue."""
-    source = code_span(config.source)
-    head = (f"Issue Sorter applies nothing on this repository until {source} is fixed:" if config.held
-            else f"Issue Sorter ignores these settings of {source} and uses its defaults for them:")
-    lines = [f"- {problem}" for problem in problems[:MAX_REPORTED]]
-    if len(problems) > MAX_REPORTED:
-        lines.append(f"- and {len(problems) - MAX_REPORTED} more")
-    return "\n".join([head, *lines])
-
-
-def _report_problems(github, repo: str, number: int, redis: Redis, config: RepoConfig,
-                     problems: tuple[str, ...]) -> None:
-    message = problem_report(config, problems)
-    log.warning("%s", message)
-    digest = hashlib.sha256(message.encode()).hexdigest()[:16]
-    if config.wants_comments and github and redis.set(WARNED_KEY.format(repo, digest), 1, nx=True, ex=86400):
-        github.create_comment(repo, number, f"{WARNING_MARKER}\n{message}")

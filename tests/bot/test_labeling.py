@@ -3,16 +3,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.labeling import (
-    Choice,
-    LabelingPolicy,
-    _apply,
-    choose_label,
-    label_comment,
-    policy_for,
-    skip_reason,
-    suggestion_comment,
-)
+from bot.comments import label_comment, suggestion_comment
+from bot.issues import IssueSnapshot
+from bot.labeling import LabelingInputs, LabelingPolicy, Write, choose_label, decide, policy_for, skip_reason
 from bot.repo_config import parse_config
 from tests.bot.commonmark import code_contents, text_outside_code
 
@@ -68,89 +61,80 @@ def test_unrelated_labels_do_not_stop_labelling():
 
 # ---- a held repository: its config is broken, so nothing is applied -------------------------------------
 
-class RecordingWriter:
-    """Records every call the labelling code makes to GitHub."""
-
-    def __init__(self, labels=("bug", "enhancement", "question")):
-        self.calls, self._labels = [], list(labels)
-
-    def list_labels(self, repo):
-        return self._labels
-
-    def __getattr__(self, name):
-        return lambda *args: self.calls.append((name, *args))
-
-
 HELD = "o/r/.github/issue-sorter.yml is broken, so nothing is applied until it is fixed: allow must be a list"
 SCORES = {"bug": 0.9, "feature": 0.05, "question": 0.05}
+OPEN = IssueSnapshot(1, "t", "b", "open", (), False, "a", None)
+
+
+def plan(policy: LabelingPolicy, scores=SCORES, repo_labels=("bug", "enhancement", "question"), **fields):
+    """decide() on inputs as the gather step would give them."""
+    return decide(LabelingInputs(repo="o/r", number=1, issue=OPEN, policy=policy, classes=list(scores),
+                                 scores=dict(scores), repo_labels=list(repo_labels), **fields))
 
 
 def test_a_held_config_reaches_the_policy(settings):
     config, _ = parse_config("mode: comment\nallow: bug\n", "o/r/.github/issue-sorter.yml")
-    policy = policy_for(settings, config, SimpleNamespace(card=None), dry_run=False)
+    policy = policy_for(settings, config, None, dry_run=False)
     assert policy.held == config.held and policy.held.startswith(HELD) and policy.mode == "comment"
 
 
 @pytest.mark.parametrize("mode", ["label", "comment", "suggest"])
 def test_a_held_repository_gets_no_label_and_no_comment_whatever_its_mode(mode):
-    policy = LabelingPolicy(mode=mode, held=HELD, create_labels=True)
-    writer = RecordingWriter()
-    choice = choose_label(SCORES, writer.list_labels("o/r"), policy)
-    assert (choice.predicted, choice.label, choice.reason) == ("bug", None, HELD)
-    assert _apply(choice, SCORES, writer, "o/r", 1, policy) == "held" and writer.calls == []
+    held = plan(LabelingPolicy(mode=mode, held=HELD, create_labels=True))
+    assert (held.outcome, held.predicted, held.label, held.reason, held.writes) == ("held", "bug", None, HELD, ())
+
+
+def test_a_broken_config_is_reported_once_a_day_in_comment_mode_only():
+    report = "Issue Sorter ignores these settings of `x`: ..."
+    (warning, _, _) = plan(LabelingPolicy(mode="comment"), config_report=report).writes
+    assert warning.call == "create_comment" and warning.args[2].endswith(report) and warning.once_key
+    assert all(w.call != "create_comment" for w in plan(LabelingPolicy(), config_report=report).writes)
 
 
 # ---- names in comments are code spans ------------------------------------------------------------------
 
 def test_a_label_name_in_the_comment_of_comment_mode_pings_nobody():
-    policy = LabelingPolicy(mode="comment", label_names={"bug": "@org/triage"})
-    writer = RecordingWriter(labels=["@org/triage"])
-    choice = choose_label(SCORES, writer.list_labels("o/r"), policy)
-    assert _apply(choice, SCORES, writer, "o/r", 1, policy) == "applied"
-    assert [call[0] for call in writer.calls] == ["add_labels", "create_comment"]
-    comment = writer.calls[-1][-1]
+    applied = plan(LabelingPolicy(mode="comment", label_names={"bug": "@org/triage"}), repo_labels=["@org/triage"])
+    assert applied.outcome == "applied" and [w.call for w in applied.writes] == ["add_labels", "create_comment"]
+    comment = applied.writes[-1].args[-1]
     assert "@org/triage" in code_contents(comment) and "@" not in text_outside_code(comment)
 
 
 @pytest.mark.parametrize("template", [None, "{label} {score:.0%}\n\n{suggestions}"])
 def test_label_names_in_suggestions_and_templates_ping_nobody(template):
     scores = {"@org/team": 0.6, "area: `ui`": 0.3, "@alice": 0.1}  # a repository-specific model's own labels
-    policy = LabelingPolicy(mode="suggest", comment_template=template)
-    comment = suggestion_comment(scores, policy)
+    comment = suggestion_comment(scores, template)
     assert "@" not in text_outside_code(comment)
     assert set(scores) <= set(code_contents(comment))
-    choice = Choice("@org/team", 0.6, "@org/team", "the repository has this label")
-    label = label_comment(choice, scores, LabelingPolicy(comment_template=template))
+    label = label_comment("@org/team", 0.6, scores, template)
     assert "@" not in text_outside_code(label) and "@org/team" in code_contents(label)
 
 
 def abstained(policy: LabelingPolicy, repo_labels=("bug", "enhancement")):
-    from bot.labeling import mark_abstained
-    from tests.fakes import FakeGitHub
-
-    github = FakeGitHub(labels={"o/r": list(repo_labels)})
-    return mark_abstained(github, "o/r", 7, list(repo_labels), policy), github
+    """The plan for an issue the model is unsure of: (what the reason adds, the writes)."""
+    unsure = plan(dataclasses.replace(policy, threshold=0.95), repo_labels=repo_labels)
+    assert unsure.outcome == "abstained"
+    return unsure.reason.removeprefix("top score 0.90 (bug) is below 0.95"), unsure.writes
 
 
 def test_an_abstention_is_marked_only_when_a_label_is_configured():
-    reason, github = abstained(LabelingPolicy())
-    assert (reason, github.writes()) == ("", [])
-    reason, github = abstained(LabelingPolicy(abstain_label="needs-triage"))
+    assert abstained(LabelingPolicy()) == ("", ())
+    reason, writes = abstained(LabelingPolicy(abstain_label="needs-triage"))
     assert reason == "; marked 'needs-triage'"
-    assert github.writes() == [("create_label", "o/r", "needs-triage"), ("add_labels", "o/r", 7, ("needs-triage",))]
+    assert [(w.call, w.args[1]) for w in writes] == [("create_label", "needs-triage"), ("add_labels", 1)]
+    assert writes[1].args[2] == ["needs-triage"]
 
 
 def test_the_abstention_label_respects_the_allowlist_and_dry_run():
-    reason, github = abstained(LabelingPolicy(abstain_label="needs-triage", allow=("bug",)))
-    assert "not in the repository's allowlist" in reason and github.writes() == []
-    assert abstained(LabelingPolicy(abstain_label="needs-triage", dry_run=True))[1].writes() == []
-    reason, github = abstained(LabelingPolicy(abstain_label="triage"), repo_labels=("triage",))
-    assert github.writes() == [("add_labels", "o/r", 7, ("triage",))]  # an existing label is not created again
+    reason, writes = abstained(LabelingPolicy(abstain_label="needs-triage", allow=("bug",)))
+    assert "not in the repository's allowlist" in reason and writes == ()
+    assert abstained(LabelingPolicy(abstain_label="needs-triage", dry_run=True))[1] == ()
+    _, writes = abstained(LabelingPolicy(abstain_label="triage"), repo_labels=("triage",))
+    assert writes == (Write("add_labels", ("o/r", 1, ["triage"])),)  # an existing label is not created again
 
 
 def test_the_repositorys_abstain_label_overrides_the_apps_and_false_turns_it_off(settings):
     app = dataclasses.replace(settings, abstain_label="needs-triage")
-    classifier = SimpleNamespace(card=None)
     for text, expected in [("", "needs-triage"), ("abstain_label: triage", "triage"), ("abstain_label: false", None)]:
-        policy = policy_for(app, parse_config(text)[0], classifier, dry_run=False)
+        policy = policy_for(app, parse_config(text)[0], None, dry_run=False)
         assert policy.abstain_label == expected

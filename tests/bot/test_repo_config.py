@@ -10,7 +10,8 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from sqlalchemy import select
 
 from bot.github_client import RepoFile
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, parse_file, problem_report
+from bot.comments import problem_report
+from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, parse_file
 from core.db import session_scope
 from core.queues import LABELING_QUEUE, SERIALIZER
 from core.tables import Prediction, WebhookDelivery
@@ -159,14 +160,14 @@ def test_a_value_in_a_problem_message_is_described_briefly(text):
 
 def test_problems_are_reported_in_code_spans_so_the_file_can_ping_nobody():
     config, problems = parse_config("mode: '@org/team'\nallow: '@org/devs'\n'@org/all': 1\n")
-    report = problem_report(config, problems)
+    report = problem_report(config.source, problems, held=bool(config.held))
     assert "@" not in text_outside_code(report)
     assert code_contents(report)[:2] == [CONFIG_PATH, "'@org/team'"]
 
 
 def test_a_report_of_thousands_of_problems_lists_ten():
     config, problems = parse_config("".join(f"k{i}: 1\n" for i in range(3000)))
-    report = problem_report(config, problems)
+    report = problem_report(config.source, problems, held=bool(config.held))
     assert len(problems) == 3000 and report.count("\n- ") == 11 and report.endswith("- and 2990 more")
 
 

@@ -2,14 +2,15 @@
 no torch, no HTTP. The same rules run end to end in test_jobs.py and test_feedback.py."""
 
 import dataclasses
+import datetime as dt
 
 import pytest
 from sqlalchemy import select
 
-from bot import feedback, labeling
+from bot import feedback, labeling, labeling_inputs, labeling_writes
 from bot.events import IssueEvent
 from bot.issues import IssueSnapshot
-from bot.repo_config import parse_config
+from bot.repo_config import CONFIG_PATH, parse_config
 from core import store
 from core.db import session_scope
 from core.settings import Settings
@@ -33,16 +34,36 @@ def snapshot(number: int, **fields) -> IssueSnapshot:
     return dataclasses.replace(IssueSnapshot(number, title, body, "open", (), False, "reporter", None), **fields)
 
 
+def opened(number: int, **fields) -> dict:
+    """An `issues.opened` job's arguments, its copy of the issue fresh (so nothing is read again)."""
+    issue = snapshot(number, updated_at=dt.datetime.now(dt.UTC), **fields)
+    return IssueEvent(delivery_id=f"d-{number}", action="opened", installation_id=1, repo=REPO, number=number,
+                      sender_login="reporter", sender_is_bot=False, snapshot=issue).job_kwargs()
+
+
+def run_job(sessions, github, number: int, *, classifier=CLASSIFIER, settings=SETTINGS, checkpoint=False,
+            claimed: set | None = None, **fields):
+    """What bot.jobs does for `issues.opened`: gather, decide, carry out, in one session."""
+    with session_scope(sessions) as session:
+        gathered = labeling_inputs.gather(session, opened(number, **fields),
+                                          labeling_inputs.Sources(settings, github, lambda repo: classifier))
+        if isinstance(gathered, str):
+            return gathered
+        claimed = set() if claimed is None else claimed
+        return labeling_writes.carry_out(session, gathered, labeling.decide(gathered.inputs), github,
+                                         delivery_id=f"d-{number}",
+                                         claim=lambda key: key not in claimed and not claimed.add(key),
+                                         checkpoint=session.commit if checkpoint else lambda: None)
+
+
 def label(sessions, github, number: int, *, config: str | None = None, classifier=CLASSIFIER, dry_run=False,
           settings=SETTINGS, **fields):
-    repo_config, problems = parse_config(config)
-    assert problems == []
-    policy = labeling.policy_for(settings, repo_config, classifier, dry_run=dry_run)
-    with session_scope(sessions) as session:
-        result = labeling.classify_and_label(session, repo=REPO, number=number, issue=snapshot(number, **fields),
-                                             github=None if dry_run else github, classifier=classifier,
-                                             policy=policy, delivery_id=f"d-{number}", installation_id=1)
-        return result if isinstance(result, str) else (result.outcome, result.label, result.reason)
+    if config is not None:
+        assert parse_config(config)[1] == []
+        github.files[(REPO, CONFIG_PATH)] = config
+    result = run_job(sessions, None if dry_run else github, number, classifier=classifier, settings=settings,
+                     **fields)
+    return result if isinstance(result, str) else (result.outcome, result.label, result.reason)
 
 
 def test_a_confident_prediction_becomes_the_repositorys_label_in_one_write(sessions, github):
@@ -217,13 +238,9 @@ class CrashingGitHub(FakeGitHub):
 
 def label_as_a_job(sessions, github, number: int):
     """What bot.jobs does: one session, the checkpoint committing the decision before GitHub is written."""
-    policy = labeling.policy_for(SETTINGS, parse_config(None)[0], CLASSIFIER, dry_run=False)
-    issue = snapshot(number, labels=tuple(github.issue_labels.get((REPO, number), ())))
-    with session_scope(sessions) as session:
-        result = labeling.classify_and_label(session, repo=REPO, number=number, issue=issue, github=github,
-                                             classifier=CLASSIFIER, policy=policy, delivery_id=f"d-{number}",
-                                             installation_id=1, checkpoint=session.commit)
-        return result if isinstance(result, str) else (result.outcome, result.label)
+    result = run_job(sessions, github, number, labels=tuple(github.issue_labels.get((REPO, number), ())),
+                     checkpoint=True)
+    return result if isinstance(result, str) else (result.outcome, result.label)
 
 
 @pytest.mark.parametrize("after_write", [True, False], ids=["after-github-took-it", "before-github-heard"])

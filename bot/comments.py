@@ -1,0 +1,57 @@
+"""What the bot says on an issue: the comment of comment mode, the suggestions of suggest mode, and the
+report about a broken config file. Pure text; every label name and quoted value in it is a code span, so
+no comment can mention anyone. Each carries a hidden marker, so the bot can find its own comments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from bot.markdown import code_span
+
+MARKER = "<!-- issue-sorter -->"
+CONFIG_MARKER = "<!-- issue-sorter:config -->"
+DEFAULT_COMMENT = (f"{MARKER}\nIssue Sorter labelled this issue {{label}} ({{score:.0%}} sure). "
+                   "If that is wrong, change the label: the bot learns from it.")
+SUGGEST_COMMENT = f"{MARKER}\nIssue Sorter's suggestions for this issue:\n\n{{suggestions}}"
+MAX_REPORTED = 10  # problems listed in a config report; the rest are counted
+CONFIG_WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the report: one comment a day
+CONFIG_WARNING_SECONDS = 86400
+
+
+def label_comment(label: str, score: float, scores: dict[str, float], template: str | None = None) -> str:
+    """The comment of comment mode, after labelling."""
+    return (template or DEFAULT_COMMENT).format(label=code_span(label), score=score,
+                                                suggestions=suggestion_lines(scores))
+
+
+def suggestion_comment(scores: dict[str, float], template: str | None = None) -> str:
+    """The comment of suggest mode: the top kinds with their scores."""
+    top, score = max(scores.items(), key=lambda item: item[1])
+    return (template or SUGGEST_COMMENT).format(label=code_span(top), score=score,
+                                                suggestions=suggestion_lines(scores))
+
+
+def suggestion_lines(scores: dict[str, float], n: int = 3) -> str:
+    ranked = sorted(scores.items(), key=lambda item: -item[1])[:n]
+    return "\n".join(f"- {code_span(label)}: {score:.0%}" for label, score in ranked)
+
+
+def problem_report(source: str, problems: tuple[str, ...] | list[str], *, held: bool) -> str:
+    """The message about a broken config file, for the log and for the issue."""
+    where = code_span(source)
+    head = (f"Issue Sorter applies nothing on this repository until {where} is fixed:" if held
+            else f"Issue Sorter ignores these settings of {where} and uses its defaults for them:")
+    lines = [f"- {problem}" for problem in problems[:MAX_REPORTED]]
+    if len(problems) > MAX_REPORTED:
+        lines.append(f"- and {len(problems) - MAX_REPORTED} more")
+    return "\n".join([head, *lines])
+
+
+def config_warning(report: str) -> str:
+    return f"{CONFIG_MARKER}\n{report}"
+
+
+def config_warning_key(repo: str, report: str) -> str:
+    """Redis key that makes one report a day per repository (the same problems, the same key)."""
+    return CONFIG_WARNED_KEY.format(repo, hashlib.sha256(report.encode()).hexdigest()[:16])

@@ -1,0 +1,140 @@
+"""Gather: every input of one labelling decision, read once (bot.labeling decides, bot.labeling_writes acts).
+
+The issue (the delivery's copy while it is fresh, else GitHub's), the repository's config file, the
+serving model and its scores, the repository's memory, its labels or issue types, and what was stored
+about the issue before. Reading stops as soon as the issue is to be left alone, so a closed issue or a
+pull request costs no model. A labelling job only reads the memory: history is embedded by the feedback
+queue's jobs, never here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from sqlalchemy.orm import Session
+
+from bot import comments, lifecycle
+from bot.events import MAX_JOB_BODY_CHARS
+from bot.feedback import removed_by_human
+from bot.github_client import PermanentGitHubError
+from bot.issues import IssueSnapshot, event_time, has_text
+from bot.labeling import PENDING, LabelingInputs, PendingDecision, policy_for, skip_reason
+from bot.repo_config import CONFIG_PATH, RepoConfig, parse_file
+from bot.serving import NO_MODEL
+from core import memory, store
+from core.classifier import Classifier
+from core.issue_text import format_issue_text
+from core.settings import Settings
+from core.tables import IssueRecord, ModelVersion
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the inputs are read: the job builds it from its WorkerContext, tests from tests/fakes.py."""
+
+    settings: Settings
+    github: object | None  # the installation's IssueWriter (bot.github_cache in a worker); None in dry-run
+    model_for: Callable[[str], Classifier | None]  # the model serving a repository (bot.serving)
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The decision's inputs, and the rows the writes step records the decision on."""
+
+    inputs: LabelingInputs
+    issue_row: IssueRecord
+    model_version_id: int | None  # the serving model's registry row, when it has one
+
+
+def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.datetime | None = None) -> Gathered | str:
+    """The inputs for labelling the issue of an `issues.opened` job, or why there is nothing to decide."""
+    repo, number, github = event["repo"], event["number"], sources.github
+    if lifecycle.is_frozen(session, event.get("installation_id")):
+        return "the installation is suspended"
+    issue = current_issue(event["snapshot"], github, repo, number, sources.settings, now or dt.datetime.now(dt.UTC))
+    if issue is None:
+        return "the issue's text expired from the queue, and dry-run cannot read GitHub"
+    classifier = sources.model_for(repo)
+    if classifier is None:
+        raise RuntimeError(NO_MODEL)
+    config, report = read_config(github, repo)
+    repository = store.ensure_repository(session, repo, event.get("installation_id"), github_id=event.get("repo_id"),
+                                         private=event.get("repo_private"))
+    row = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
+                             author_login=issue.author_login, state=issue.state, opened_at=issue.created_at,
+                             event_at=event_time(issue, event.get("received_at")))
+    card = getattr(classifier, "card", None)
+    policy = policy_for(sources.settings, config, card.thresholds if card is not None else None,
+                        dry_run=github is None, never_again=frozenset(removed_by_human(session, row)))
+    version_id = session.query(ModelVersion.id).filter_by(version=classifier.version).scalar()
+    base = LabelingInputs(repo=repo, number=number, issue=issue, policy=policy, classes=list(classifier.labels),
+                          config_report=report)
+    latest = store.latest_prediction(session, row)
+    if latest is not None and latest.outcome == PENDING:
+        pending = PendingDecision(latest.predicted, latest.label, latest.reason, dict(latest.scores))
+        return Gathered(replace(base, pending=pending), row, latest.model_version_id)
+    skip = "it was deleted" if row.state == "deleted" else skip_reason(issue, base.classes, policy)
+    if skip is None and latest is not None:
+        skip = "it was already handled"
+    if skip:
+        return Gathered(replace(base, skip=skip), row, version_id)
+    scores, recalled, vector = _scores_and_memory(session, row, classifier, issue, use_memory=policy.memory)
+    return Gathered(replace(base, scores=scores, memory=recalled, vector=vector,
+                          repo_labels=_names_to_choose_from(github, repo, classifier, policy.apply),
+                          issue_types=github.list_issue_types(repo) if github is not None and policy.apply == "both"
+                          and not policy.held else []), row, version_id)
+
+
+def current_issue(job_copy: Mapping, github, repo: str, number: int, settings: Settings,
+                  now: dt.datetime) -> IssueSnapshot | None:
+    """The delivery's copy of the issue while it may stand for GitHub's (fresh, uncut), else GitHub's."""
+    issue = IssueSnapshot.from_job(job_copy) if has_text(job_copy) else None
+    if github is not None and (issue is None or not issue.is_current(
+            now, max_body_chars=MAX_JOB_BODY_CHARS, max_age_seconds=settings.fresh_delivery_seconds)):
+        issue = github.get_issue(repo, number)
+    return issue
+
+
+def read_config(github, repo: str) -> tuple[RepoConfig, str | None]:
+    """The repository's config (its file, else its organisation's `.github` repository's, else defaults)
+    and the report of its problems; an unreadable file gives the defaults, a broken one never stops a job."""
+    try:
+        for owner in (repo, f"{repo.split('/')[0]}/.github"):
+            file = github.get_file(owner, CONFIG_PATH) if github is not None else None
+            if file is not None:
+                config, problems = parse_file(file, f"{owner}/{CONFIG_PATH}")
+                break
+        else:
+            return RepoConfig(), None
+    except PermanentGitHubError as error:
+        log.warning("%s: cannot read the config file (%s); using defaults", repo, error)
+        return RepoConfig(), None
+    if not problems:
+        return config, None
+    report = comments.problem_report(config.source, problems, held=bool(config.held))
+    log.warning("%s", report)
+    return config, report
+
+
+def _scores_and_memory(session: Session, row: IssueRecord, classifier: Classifier, issue: IssueSnapshot, *,
+                       use_memory: bool) -> tuple[dict[str, float], memory.Memory | None, list[float] | None]:
+    """The model's scores, and this repository's memory (this one's only) with the issue's embedding."""
+    text = format_issue_text(issue.title, issue.body)
+    if not use_memory or not hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
+        return classifier.predict([text])[0], None, None
+    scores, vectors = classifier.predict_and_embed([text])
+    recalled = memory.recall(session, row.repository_id, classifier.version, classifier.labels, exclude_issue=row.id)
+    return scores[0], recalled if len(recalled) else None, vectors[0]
+
+
+def _names_to_choose_from(github, repo: str, classifier: Classifier, apply: str) -> list[str]:
+    """The repository's labels, or its issue types with `apply: type`; dry-run cannot read either, so it
+    reports the kind names it would map to."""
+    if github is None:
+        return list(classifier.labels)
+    return github.list_issue_types(repo) if apply == "type" else github.list_labels(repo)
