@@ -1,0 +1,178 @@
+"""A repository's per-kind thresholds for its target precision, measured on its own judged issues.
+
+The (served scores, confirmed kind) pairs come from two places, one pair per issue:
+- the serving version's predictions whose issue a human judged: `Prediction.scores` (what the bot served,
+  memory included) against `IssueRecord.confirmed_label`; a label rejected with nothing put instead counts
+  against the kind predicted. Abstentions a human labelled since count too: they are what lowers a threshold.
+- the history in the memory: rows stored with the model's raw scores (core.memory.remember), each scored
+  as the bot would have served it, by core.memory.adjust_scores with its nearest *other* confirmed issues
+  (leave-one-out), so that no issue votes for itself.
+Where an issue has both, its prediction counts: it is what was really served.
+
+The result is cached on the Repository row with what it was computed from (model version, target, global
+thresholds, and the counts that grow with the memory and the decisions), so the labelling job pays one
+query while nothing moved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from core import memory
+from core.tables import IssueRecord, MemoryEntry, ModelVersion, Prediction, Repository
+from core.thresholds import DEFAULT, MIN_SUPPORT, Judged, KindThreshold, Quality, kind_thresholds, quality_at
+
+APP_THRESHOLD = 0.5  # core.settings' ISSUE_SORTER_THRESHOLD default, for callers that do not pass theirs
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdStats:
+    """What the thresholds rest on, for the log and the review page."""
+
+    target: float
+    kinds: dict[str, KindThreshold]  # every class: its threshold, where it came from, its support
+    quality: Quality  # the repository's judged issues at these thresholds
+    from_predictions: int  # judged issues that are the bot's own predictions
+    from_history: int  # judged issues from the memory, scored leave-one-out
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ThresholdStats:
+        return cls(data["target"], {kind: KindThreshold(**row) for kind, row in data["kinds"].items()},
+                   Quality(**data["quality"]), data["from_predictions"], data["from_history"])
+
+
+def repository_thresholds(session: Session, repository_id: int, version: str, classes: Sequence[str],
+                          target: float, global_thresholds: Mapping[str, float] | None, *,
+                          default_threshold: float = APP_THRESHOLD, min_support: int = MIN_SUPPORT,
+                          store: bool = True) -> tuple[dict[str, float], ThresholdStats]:
+    """(kind → threshold for LabelingPolicy.per_label_thresholds, the stats behind them).
+
+    A kind with `min_support` judged predictions here gets the repository's own threshold; else the global
+    one (the model card's); kinds with neither are left out, so the policy's own threshold applies (the
+    stats count them at `default_threshold`). `store`: write the result to the repository's cache."""
+    global_thresholds = dict(global_thresholds or {})
+    key = _cache_key(session, repository_id, version, target, global_thresholds, default_threshold,
+                     min_support)
+    repository = session.get(Repository, repository_id)
+    cached = repository.threshold_cache if repository is not None else None
+    if cached and cached.get("key") == key:
+        stats = ThresholdStats.from_json(cached["stats"])
+    else:
+        judged, from_predictions = judged_issues(session, repository_id, version, classes)
+        stats = compute_stats(judged, from_predictions, classes, target, global_thresholds, default_threshold,
+                              min_support)
+        if store and repository is not None:
+            repository.threshold_cache = {"key": key, "stats": stats.to_json()}
+    return {kind: row.threshold for kind, row in stats.kinds.items() if row.source != DEFAULT}, stats
+
+
+def compute_stats(rows: Sequence[Judged], from_predictions: int, classes: Sequence[str], target: float,
+                  global_thresholds: Mapping[str, float], default_threshold: float,
+                  min_support: int = MIN_SUPPORT) -> ThresholdStats:
+    """The thresholds for `rows` (the first `from_predictions` of them the bot's own predictions), and
+    their quality."""
+    kinds = kind_thresholds(rows, classes, target, global_thresholds, default_threshold,
+                            min_support=min_support)
+    quality = quality_at(rows, {kind: row.threshold for kind, row in kinds.items()}, default_threshold)
+    return ThresholdStats(target, kinds, quality, from_predictions, len(rows) - from_predictions)
+
+
+def judged_issues(session: Session, repository_id: int, version: str, classes: Sequence[str]
+                  ) -> tuple[list[Judged], int]:
+    """(the repository's judged issues, how many of them are predictions): predictions first, then history."""
+    predicted = judged_predictions(session, repository_id, version, classes)
+    history = judged_history(session, repository_id, version, classes, exclude=set(predicted))
+    return list(predicted.values()) + history, len(predicted)
+
+
+def judged_predictions(session: Session, repository_id: int, version: str, classes: Sequence[str]
+                       ) -> dict[int, Judged]:
+    """issue id → the version's newest prediction for it, against the kind a human confirmed."""
+    rows = session.execute(
+        select(Prediction.issue_id, Prediction.scores, Prediction.decision, IssueRecord.confirmed_label)
+        .join(IssueRecord, Prediction.issue_id == IssueRecord.id)
+        .join(ModelVersion, Prediction.model_version_id == ModelVersion.id)
+        .where(IssueRecord.repository_id == repository_id, ModelVersion.version == version,
+               (Prediction.decision.is_not(None)) | (IssueRecord.confirmed_label.is_not(None)))
+        .order_by(Prediction.id)).all()
+    judged = {}
+    for issue_id, scores, decision, confirmed in rows:
+        truth = memory.class_of(confirmed, classes) if confirmed else None
+        usable = scores and set(classes) <= set(scores)
+        if usable and (truth is not None or decision == "rejected"):  # else: a label outside the classes
+            judged[issue_id] = Judged({c: float(scores[c]) for c in classes}, truth)
+    return judged
+
+
+def judged_history(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
+                   exclude: set[int] = frozenset()) -> list[Judged]:
+    """The memory's rows with the model's raw scores, each adjusted by the rest of the memory."""
+    rows = session.execute(select(MemoryEntry.issue_id, MemoryEntry.label, MemoryEntry.embedding,
+                                  MemoryEntry.scores)
+                           .where(MemoryEntry.repository_id == repository_id,
+                                  MemoryEntry.model_version == version)
+                           .order_by(MemoryEntry.id)).all()
+    rows = [(issue_id, memory.class_of(label, classes), blob, scores)
+            for issue_id, label, blob, scores in rows]
+    rows = [row for row in rows if row[1] is not None]
+    scored = [i for i, (issue_id, _, _, scores) in enumerate(rows)
+              if issue_id not in exclude and scores and set(classes) <= set(scores)]
+    if not scored:
+        return []
+    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob, _ in rows])
+    labels = [label for _, label, _, _ in rows]
+    raw = [{c: float(rows[i][3][c]) for c in classes} for i in scored]
+    served = leave_one_out(vectors, labels, scored, raw)
+    return [Judged(scores, labels[i]) for i, scores in zip(scored, served, strict=True)]
+
+
+def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int],
+                  raw_scores: Sequence[Mapping[str, float]], k: int = memory.NEIGHBOURS
+                  ) -> list[dict[str, float]]:
+    """Each of `rows`' raw scores adjusted by the memory (`vectors`: L2-normalised, `labels`) without itself:
+    its k most similar other rows vote, and the label counts leave it out."""
+    counts = Counter(labels)
+    similarities = vectors[list(rows)] @ vectors.T  # (len(rows), n): one product, not one per row
+    similarities[np.arange(len(rows)), list(rows)] = -np.inf
+    k = min(k, len(labels) - 1)
+    served = []
+    for position, (row, scores) in enumerate(zip(rows, raw_scores, strict=True)):
+        others = counts.copy()
+        others[labels[row]] -= 1
+        if k <= 0:
+            served.append(memory.adjust_scores(scores, [], others))
+            continue
+        nearest = np.argpartition(-similarities[position], k - 1)[:k]
+        nearest = nearest[np.argsort(-similarities[position][nearest])]
+        neighbours = [memory.Neighbour(labels[j], float(similarities[position][j])) for j in nearest]
+        served.append(memory.adjust_scores(scores, neighbours, others))
+    return served
+
+
+def _cache_key(session: Session, repository_id: int, version: str, target: float,
+               global_thresholds: Mapping[str, float], default_threshold: float, min_support: int) -> list:
+    """What the result depends on, as stored JSON reads back: the inputs, and the counts and times that
+    move with the memory and the decisions (one query)."""
+    confirmed = (IssueRecord.repository_id == repository_id, IssueRecord.confirmed_label.is_not(None))
+    scored = (MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
+              MemoryEntry.scores.is_not(None))
+    decisions = select(Prediction.decided_at).join(IssueRecord, Prediction.issue_id == IssueRecord.id).where(
+        IssueRecord.repository_id == repository_id, Prediction.decision.is_not(None)).subquery()
+    moved = session.execute(select(
+        select(func.count()).select_from(IssueRecord).where(*confirmed).scalar_subquery(),
+        select(func.max(IssueRecord.confirmed_at)).where(*confirmed).scalar_subquery(),
+        select(func.count()).select_from(MemoryEntry).where(*scored).scalar_subquery(),
+        select(func.count()).select_from(decisions).scalar_subquery(),
+        select(func.max(decisions.c.decided_at)).scalar_subquery())).one()
+    return [version, float(target), [[k, float(v)] for k, v in sorted(global_thresholds.items())],
+            float(default_threshold), min_support, *(value if isinstance(value, int) else str(value)
+                                                     for value in moved)]

@@ -1,0 +1,153 @@
+"""A repository's own thresholds (core.repository_thresholds) on a SQLite session: where its judged issues
+come from (the bot's judged predictions, its history in the memory scored leave-one-out), the fall-back to
+the global thresholds, and the cache on the repository's row."""
+
+import contextlib
+
+import numpy as np
+import pytest
+from sqlalchemy import event
+
+from core import memory, store
+from core.db import session_scope
+from core.memory import Memory
+from core.repository_thresholds import judged_issues, leave_one_out, repository_thresholds
+from core.tables import ModelVersion, Prediction, Repository
+from core.thresholds import DEFAULT, GLOBAL, OWN
+
+CLASSES = ["bug", "feature", "question"]
+VERSION = "v1"
+GLOBAL_THRESHOLDS = {"bug": 0.77, "feature": 0.66}  # as a model card holds them (the blend's included)
+AXES = {"bug": 0, "feature": 1, "question": 2}
+
+
+def vector(kind: str, wobble: float) -> list[float]:
+    """An embedding near its kind's axis, so neighbours share the kind."""
+    v = [0.05] * 4
+    v[AXES[kind]], v[3] = 1.0, wobble
+    return v
+
+
+def raw(kind: str, score: float) -> dict[str, float]:
+    rest = (1 - score) / 2
+    return {c: score if c == kind else rest for c in CLASSES}
+
+
+@pytest.fixture
+def repo(sessions):
+    with session_scope(sessions) as session:
+        repository = store.ensure_repository(session, "octo/repo", 1)
+        session.add(ModelVersion(version=VERSION, path="unused", labels=CLASSES))
+        session.add(ModelVersion(version="v0", path="unused", labels=CLASSES))
+        return repository.id
+
+
+def confirm(session, repository_id: int, number: int, label: str):
+    repository = session.get(Repository, repository_id)
+    issue = store.upsert_issue(session, repository, number, title=f"issue {number}", body="",
+                               author_login="a", state="open")
+    issue.confirmed_label = label
+    return issue
+
+
+def remember_history(session, repository_id: int, start: int, rows: list[tuple[str, str, str, float]]):
+    """(confirmed label, the kind its embedding looks like, the model's top class, its score): confirmed
+    issues in the memory with the model's raw scores."""
+    for offset, (label, looks_like, predicted, score) in enumerate(rows):
+        issue = confirm(session, repository_id, start + offset, label)
+        memory.remember(session, issue, label, VERSION, vector(looks_like, offset / 100),
+                        scores=raw(predicted, score))
+
+
+RIGHT_BUGS = [("bug", "bug", "bug", 0.6 + i / 100) for i in range(20)]
+WRONG_BUG = ("question", "bug", "bug", 0.99)  # a question that reads like a bug: the memory cannot save it
+
+
+def predict(session, repository_id: int, number: int, scores: dict, *, decision: str | None,
+            confirmed: str | None, version: str = VERSION) -> None:
+    issue = confirm(session, repository_id, number, confirmed)
+    version_id = session.query(ModelVersion).filter_by(version=version).one().id
+    session.add(Prediction(issue_id=issue.id, model_version_id=version_id, scores=scores,
+                           predicted=max(scores, key=scores.get), label=None, applied=True, outcome="applied",
+                           decision=decision))
+    session.flush()
+
+
+@contextlib.contextmanager
+def statements(sessions):
+    """The SQL run on the sessions' engine inside the block."""
+    engine, seen = sessions.kw["bind"], []
+
+    def record(conn, cursor, statement, *args):
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def test_each_history_row_is_scored_by_the_rest_of_the_memory_never_by_itself():
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(12, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    labels = ["bug", "feature", "question"] * 4
+    rows, scores = [0, 4, 11], [raw("bug", 0.5), raw("feature", 0.4), raw("question", 0.6)]
+    served = leave_one_out(vectors, labels, rows, scores)
+    for row, own, got in zip(rows, scores, served, strict=True):
+        rest = [i for i in range(12) if i != row]
+        without_itself = Memory(vectors[rest], [labels[i] for i in rest]).adjust(own, vectors[row])
+        assert got == pytest.approx(without_itself)
+        with_itself = Memory(vectors, labels).adjust(own, vectors[row])
+        assert got != pytest.approx(with_itself)  # it would have voted for its own label
+
+
+def test_a_kind_with_enough_history_gets_its_own_threshold_and_the_others_the_global_ones(sessions, repo):
+    with session_scope(sessions) as session:
+        # 22 bug predictions, 20 right (90.9 %): all of them can be labelled; 5 feature ones: too few to trust
+        features = [("enhancement", "feature", "feature", 0.9)] * 5  # a repository label: its class counts
+        remember_history(session, repo, 1, RIGHT_BUGS + [WRONG_BUG] * 2 + features)
+        thresholds, stats = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, GLOBAL_THRESHOLDS,
+                                                  default_threshold=0.5)
+    assert stats.kinds["bug"].source == OWN and stats.kinds["bug"].support == 22
+    feature = stats.kinds["feature"]
+    assert (thresholds["feature"], feature.source, feature.support) == (0.66, GLOBAL, 5)
+    assert "question" not in thresholds and stats.kinds["question"].source == DEFAULT
+    assert (stats.from_predictions, stats.from_history) == (0, 27)
+    # the lowest bug threshold that keeps 90 %: every bug prediction, the two wrong ones included
+    assert (stats.quality.judged, stats.quality.labelled, stats.quality.correct) == (27, 27, 25)
+
+
+def test_judged_predictions_count_rejections_against_their_kind_and_win_over_the_history(sessions, repo):
+    with session_scope(sessions) as session:
+        remember_history(session, repo, 1, RIGHT_BUGS)
+        for number in range(1, 5):  # the bot served these four; its scores there said question
+            predict(session, repo, number, raw("question", 0.8), decision="corrected", confirmed="bug")
+        for number in range(21, 23):
+            predict(session, repo, number, raw("bug", 0.95), decision="rejected", confirmed=None)
+        predict(session, repo, 23, raw("bug", 0.99), decision="accepted", confirmed="bug", version="v0")
+        predict(session, repo, 24, raw("bug", 0.99), decision=None, confirmed=None)  # nobody judged it
+        rows, from_predictions = judged_issues(session, repo, VERSION, CLASSES)
+        _, stats = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {}, min_support=5)
+    assert (stats.from_predictions, stats.from_history) == (from_predictions, len(rows) - 6) == (6, 16)
+    assert [(row.predicted, row.truth) for row in rows[:6]] == [("question", "bug")] * 4 + [("bug", None)] * 2
+    assert sum(row.correct for row in rows) == 16  # the remembered bugs: not the rejections nor the questions
+    assert stats.kinds["bug"].support == 18 and stats.kinds["question"].support == 4
+
+
+def test_the_result_is_cached_on_the_repository_until_the_memory_grows(sessions, repo):
+    with session_scope(sessions) as session:
+        remember_history(session, repo, 1, RIGHT_BUGS + [WRONG_BUG] * 2)
+        first = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {})
+        assert session.get(Repository, repo).threshold_cache["stats"] == first[1].to_json()
+    with session_scope(sessions) as session:
+        with statements(sessions) as seen:
+            assert repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {}) == first
+        assert not [sql for sql in seen if "embedding" in sql or "predictions.scores" in sql]  # the key only
+        remember_history(session, repo, 23, [WRONG_BUG])  # 20 of 23: no longer every bug prediction
+        grown = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {})
+    assert grown[1].quality.judged == 23 and grown[0]["bug"] > first[0]["bug"]
+    with session_scope(sessions) as session:
+        assert repository_thresholds(session, repo, VERSION, CLASSES, 0.95, {}, store=False)[1].target == 0.95
+        assert session.get(Repository, repo).threshold_cache["stats"]["target"] == 0.9  # not stored
