@@ -22,7 +22,7 @@ from bot.feedback import removed_by_human
 from bot.github_client import PermanentGitHubError
 from bot.issues import IssueSnapshot, event_time, has_text
 from bot.labeling import PENDING, LabelingInputs, PendingDecision, policy_for, skip_reason
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_file
+from bot.repo_config import RepoConfig, load_config
 from bot.serving import NO_MODEL
 from core import memory, store
 from core.classifier import Classifier
@@ -53,29 +53,35 @@ class Gathered:
 
 def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.datetime | None = None) -> Gathered | str:
     """The inputs for labelling the issue of an `issues.opened` job, or why there is nothing to decide."""
-    repo, number, github = event["repo"], event["number"], sources.github
+    repo, number, github, settings = event["repo"], event["number"], sources.github, sources.settings
     if lifecycle.is_frozen(session, event.get("installation_id")):
         return "the installation is suspended"
-    issue = current_issue(event["snapshot"], github, repo, number, sources.settings, now or dt.datetime.now(dt.UTC))
+    # the delivery's copy of the issue while it may stand for GitHub's (fresh, not cut for the queue)
+    issue = IssueSnapshot.from_job(event["snapshot"]) if has_text(event["snapshot"]) else None
+    if github is not None and (issue is None or not issue.is_current(
+            now or dt.datetime.now(dt.UTC), max_body_chars=MAX_JOB_BODY_CHARS,
+            max_age_seconds=settings.fresh_delivery_seconds)):
+        issue = github.get_issue(repo, number)
     if issue is None:
         return "the issue's text expired from the queue, and dry-run cannot read GitHub"
+    event_at = event_time(issue, event.get("received_at"))
     classifier = sources.model_for(repo)
     if classifier is None:
         raise RuntimeError(NO_MODEL)
-    config, report = read_config(github, repo)
+    config, report = _config(github, repo)
     repository = store.ensure_repository(session, repo, event.get("installation_id"), github_id=event.get("repo_id"),
                                          private=event.get("repo_private"))
     row = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
                              author_login=issue.author_login, state=issue.state, opened_at=issue.created_at,
-                             event_at=event_time(issue, event.get("received_at")))
-    card = getattr(classifier, "card", None)
-    policy = policy_for(sources.settings, config, card.thresholds if card is not None else None,
-                        dry_run=github is None, never_again=frozenset(removed_by_human(session, row)))
+                             event_at=event_at)
+    latest = store.latest_prediction(session, row)
     version_id = session.query(ModelVersion.id).filter_by(version=classifier.version).scalar()
+    card = getattr(classifier, "card", None)
+    policy = policy_for(settings, config, card.thresholds if card is not None else None, dry_run=github is None,
+                        never_again=frozenset(removed_by_human(session, row)))
     base = LabelingInputs(repo=repo, number=number, issue=issue, policy=policy, classes=list(classifier.labels),
                           config_report=report)
-    latest = store.latest_prediction(session, row)
-    if latest is not None and latest.outcome == PENDING:
+    if latest is not None and latest.outcome == PENDING:  # a crashed job's decision: finish it, decide nothing
         pending = PendingDecision(latest.predicted, latest.label, latest.reason, dict(latest.scores))
         return Gathered(replace(base, pending=pending), row, latest.model_version_id)
     skip = "it was deleted" if row.state == "deleted" else skip_reason(issue, base.classes, policy)
@@ -83,34 +89,30 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         skip = "it was already handled"
     if skip:
         return Gathered(replace(base, skip=skip), row, version_id)
-    scores, recalled, vector = _scores_and_memory(session, row, classifier, issue, use_memory=policy.memory)
-    return Gathered(replace(base, scores=scores, memory=recalled, vector=vector,
-                          repo_labels=_names_to_choose_from(github, repo, classifier, policy.apply),
-                          issue_types=github.list_issue_types(repo) if github is not None and policy.apply == "both"
-                          and not policy.held else []), row, version_id)
+    # the model's scores, and this repository's memory (this one's only) with the issue's embedding
+    text, recalled, vector = format_issue_text(issue.title, issue.body), None, None
+    if policy.memory and hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
+        (scores,), (vector,) = classifier.predict_and_embed([text])
+        recalled = memory.recall(session, row.repository_id, classifier.version, classifier.labels,
+                                 exclude_issue=row.id) or None
+    else:
+        (scores,) = classifier.predict([text])
+    # what the kind maps to: the repository's labels, or its issue types with `apply: type`; dry-run
+    # cannot read either, so it reports the kind names it would map to
+    if github is None:
+        names, types = list(classifier.labels), []
+    else:
+        names = github.list_issue_types(repo) if policy.apply == "type" else github.list_labels(repo)
+        types = github.list_issue_types(repo) if policy.apply == "both" and not policy.held else []
+    return Gathered(replace(base, scores=scores, memory=recalled, vector=vector, repo_labels=names,
+                            issue_types=types), row, version_id)
 
 
-def current_issue(job_copy: Mapping, github, repo: str, number: int, settings: Settings,
-                  now: dt.datetime) -> IssueSnapshot | None:
-    """The delivery's copy of the issue while it may stand for GitHub's (fresh, uncut), else GitHub's."""
-    issue = IssueSnapshot.from_job(job_copy) if has_text(job_copy) else None
-    if github is not None and (issue is None or not issue.is_current(
-            now, max_body_chars=MAX_JOB_BODY_CHARS, max_age_seconds=settings.fresh_delivery_seconds)):
-        issue = github.get_issue(repo, number)
-    return issue
-
-
-def read_config(github, repo: str) -> tuple[RepoConfig, str | None]:
-    """The repository's config (its file, else its organisation's `.github` repository's, else defaults)
-    and the report of its problems; an unreadable file gives the defaults, a broken one never stops a job."""
+def _config(github, repo: str) -> tuple[RepoConfig, str | None]:
+    """The repository's config and the report of its problems (bot.comments); an unreadable file gives the
+    defaults, a broken one never stops a job."""
     try:
-        for owner in (repo, f"{repo.split('/')[0]}/.github"):
-            file = github.get_file(owner, CONFIG_PATH) if github is not None else None
-            if file is not None:
-                config, problems = parse_file(file, f"{owner}/{CONFIG_PATH}")
-                break
-        else:
-            return RepoConfig(), None
+        config, problems = load_config(github.get_file if github is not None else None, repo)
     except PermanentGitHubError as error:
         log.warning("%s: cannot read the config file (%s); using defaults", repo, error)
         return RepoConfig(), None
@@ -119,22 +121,3 @@ def read_config(github, repo: str) -> tuple[RepoConfig, str | None]:
     report = comments.problem_report(config.source, problems, held=bool(config.held))
     log.warning("%s", report)
     return config, report
-
-
-def _scores_and_memory(session: Session, row: IssueRecord, classifier: Classifier, issue: IssueSnapshot, *,
-                       use_memory: bool) -> tuple[dict[str, float], memory.Memory | None, list[float] | None]:
-    """The model's scores, and this repository's memory (this one's only) with the issue's embedding."""
-    text = format_issue_text(issue.title, issue.body)
-    if not use_memory or not hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
-        return classifier.predict([text])[0], None, None
-    scores, vectors = classifier.predict_and_embed([text])
-    recalled = memory.recall(session, row.repository_id, classifier.version, classifier.labels, exclude_issue=row.id)
-    return scores[0], recalled if len(recalled) else None, vectors[0]
-
-
-def _names_to_choose_from(github, repo: str, classifier: Classifier, apply: str) -> list[str]:
-    """The repository's labels, or its issue types with `apply: type`; dry-run cannot read either, so it
-    reports the kind names it would map to."""
-    if github is None:
-        return list(classifier.labels)
-    return github.list_issue_types(repo) if apply == "type" else github.list_labels(repo)

@@ -15,6 +15,7 @@ import functools
 import re
 import reprlib
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import yaml
@@ -23,6 +24,7 @@ from yaml.composer import ComposerError
 from bot.github_client import RepoFile
 from bot.markdown import code_span
 from core.kinds import KINDS
+from core.thresholds import DEFAULT_TARGET_PRECISION
 
 CONFIG_PATH = ".github/issue-sorter.yml"
 MODES = ("label", "comment", "suggest", "shadow", "off")  # shadow: classify and record, write nothing
@@ -65,7 +67,8 @@ class RepoConfig:
     labels: dict[str, str] = field(default_factory=dict)  # kind → this repository's label (or issue type) name
     allow: tuple[str, ...] = ()  # when set, only these labels are ever applied
     threshold: float | None = None  # overrides ISSUE_SORTER_THRESHOLD
-    target_precision: float | None = None  # pick per-label thresholds that reach this precision
+    # per-kind thresholds that keep this share of applied labels right (core.thresholds); None: off
+    target_precision: float | None = DEFAULT_TARGET_PRECISION
     comment_template: str | None = None  # {label}, {score}, {suggestions}
     skip_authors: tuple[str, ...] = ()  # e.g. dependabot[bot]
     abstain_label: str | None = None  # put on issues the bot abstains on; "" (false): none; None: the App's
@@ -107,6 +110,8 @@ def parse_config(text: str | None, source: str = CONFIG_PATH) -> tuple[RepoConfi
         problems.append(problem)
         if key in GUARDS or _meant_guard(key, data):
             broken.append(problem)
+    if "threshold" in values and "target_precision" not in values:  # a threshold set alone is meant flat
+        values["target_precision"] = None
     held = _held_reason(source, broken) if broken else None
     return RepoConfig(source=source, held=held, **values), problems
 
@@ -227,6 +232,15 @@ def _fraction(key: str, value: object) -> tuple[object, str | None]:
     return None, f"{key} must be a number between 0 and 1, not {describe(value)}"
 
 
+def _target_precision(key: str, value: object) -> tuple[object, str | None]:
+    if value is False or value in ("off", "false"):  # YAML 1.1 reads bare off and false as false
+        return None, None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value), None
+    return None, (f"{key} must be a number between 0 and 1 (above 0: the share of applied labels that must "
+                  f"be right), or off, not {describe(value)}")
+
+
 def _template(key: str, value: object) -> tuple[object, str | None]:
     if not isinstance(value, str):
         return None, f"comment_template must be text, not {type(value).__name__}"
@@ -244,7 +258,7 @@ def _label_name(key: str, value: object) -> tuple[object, str | None]:
 
 
 CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "skip_authors": _names,
-          "threshold": _fraction, "target_precision": _fraction, "comment_template": _template,
+          "threshold": _fraction, "target_precision": _target_precision, "comment_template": _template,
           "abstain_label": _label_name}
 
 
@@ -272,3 +286,14 @@ def template_problem(template: str) -> str | None:
         except ValueError:  # "{score:d}", "{label:.2f}"
             return f"{describe(spec)} is not a format for {{{name}}}"
     return None
+
+
+def load_config(read_file: Callable[[str, str], RepoFile | None] | None, repo: str
+                ) -> tuple[RepoConfig, tuple[str, ...]]:
+    """The repository's file, else its organisation's `.github` repository's, else the defaults; parsed.
+    `read_file(repo, path)` is GitHub's contents API (None in dry-run, which reads nothing)."""
+    for owner in (repo, f"{repo.split('/')[0]}/.github"):
+        file = read_file(owner, CONFIG_PATH) if read_file is not None else None
+        if file is not None:
+            return parse_file(file, f"{owner}/{CONFIG_PATH}")
+    return RepoConfig(), ()
