@@ -403,3 +403,23 @@ def test_a_broken_abstain_label_is_dropped_and_named_but_holds_nothing(value):
     config, problems = parse_config(f"abstain_label: {value}\nallow: [bug]\n")
     assert config.abstain_label is None and config.allow == ("bug",) and config.held is None
     assert len(problems) == 1 and problems[0].startswith("abstain_label must be a label name")
+
+
+# ---- target_precision: on by default, off on request, and a threshold alone means a flat threshold -------
+
+@pytest.mark.parametrize("text,target", [(None, 0.9), ("mode: label", 0.9), ("target_precision: 0.95", 0.95),
+                                         ("target_precision: 1", 1.0), ("target_precision: off", None),
+                                         ("target_precision: false", None), ("target_precision: 'off'", None),
+                                         ("threshold: 0.7", None),
+                                         ("threshold: 0.7\ntarget_precision: 0.8", 0.8)])
+def test_target_precision_defaults_to_0_90_unless_turned_off_or_a_threshold_is_set_alone(text, target):
+    config, problems = parse_config(text)
+    assert problems == [] and config.target_precision == target
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "high", "true", "[0.9]", "''"])
+def test_a_bad_target_precision_is_named_in_one_line_and_the_default_applies(value):
+    config, problems = parse_config(f"target_precision: {value}")
+    assert len(problems) == 1 and "\n" not in problems[0]
+    assert problems[0].startswith("target_precision must be a number between 0 and 1") and "or off" in problems[0]
+    assert config.target_precision == 0.9 and config.held is None
