@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
-.PHONY: run test install model clean
+.PHONY: run test check install model clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# the fast lane: everything but the tests that fine-tune an encoder, start real processes or drive Chromium
+check: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not e2e and not browser" $(PYTEST_ARGS)
 
 model: $(STAMP)
 	$(BIN)/issue-sorter bootstrap-model

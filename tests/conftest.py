@@ -1,5 +1,10 @@
 """Shared fixtures. Integration tests use the real local Redis and PostgreSQL; under CI a missing
-service fails the test instead of skipping it."""
+service fails the test instead of skipping it.
+
+The pyramid: rules run on tests/fakes.py (no marker); a test that trains or loads a real encoder is
+`slow` (marked here by the fixtures it uses, or by hand); real processes are `e2e`, Chromium `browser`.
+`make check` runs everything but those three, `make test` all of it.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,19 @@ from core.settings import Settings
 from tests.paths import WEBHOOKS
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
-REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+# pytest-xdist's workers (gw0, gw1, ...) each flush a database of their own: 15, 14, ...
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_REDIS_BASE, _REDIS_DB = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15").rsplit("/", 1)
+REDIS_TEST_URL = f"{_REDIS_BASE}/{int(_REDIS_DB) - _WORKER}"
+# fixtures that fine-tune a real encoder: a test using any of them (directly or through another
+# fixture) is `slow`
+SLOW_FIXTURES = {"tiny_model_dir", "trained_minilm"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if SLOW_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
 POSTGRES_ADMIN_URL = os.environ.get("POSTGRES_TEST_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 WEBHOOK_SECRET = "It's a Secret to Everybody"
 
@@ -78,10 +95,11 @@ def sessions(sqlite_url):
 
 
 @pytest.fixture
-def settings(sqlite_url, tmp_path, redis_url) -> Settings:
-    # max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/test_replays.py
-    # tests the age limit)
-    return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=redis_url,
+def settings(sqlite_url, tmp_path) -> Settings:
+    """The App's settings for a test; naming the test Redis reaches nothing (the `redis` fixture does).
+    max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/test_replays.py
+    tests the age limit)."""
+    return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=REDIS_TEST_URL,
                     model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0)
 
 
@@ -126,7 +144,7 @@ def promote_model(database_url: str, model_dir, source_dir, scope: str = "global
     from trainer.registry import Registry
 
     with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session, fast_path=False)  # PyTorch serves the bot's tests
+        registry = Registry(model_dir, session)  # registering builds no fast path: PyTorch serves the bot's tests
         row = registry.register(source_dir, scope=scope)
         registry.promote(row.version, "test", scope=scope)
         return row.version

@@ -60,4 +60,6 @@ def test_commands_on_an_unmigrated_database_name_the_fix(env, tmp_path, capsys, 
 
 def test_models_on_an_empty_registry_lists_nothing(env, capsys):
     main(["migrate"])
+    capsys.readouterr()
     assert main(["models"]) == 0
+    assert capsys.readouterr().out == "no models registered: run `issue-sorter bootstrap-model`\n"
