@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -21,63 +21,83 @@ class ConfigError(ValueError):
         super().__init__("Configuration problems:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+def env(variable: str, default, *, check: Callable[[object], str | None] | None = None):
+    """A setting read from `variable`, parsed by its field's type (int, float, bool, str, Path, or
+    `X | None`) with `default` when unset or empty; `check(value)` names what is wrong, or None."""
+    return dataclasses.field(default=default, metadata={"env": variable, "check": check})
+
+
+def _rule(holds: Callable[[float], bool], problem: str) -> Callable[[object], str | None]:
+    return lambda value: None if value is None or holds(value) else problem
+
+
+_NOT_NEGATIVE = _rule(lambda v: v >= 0, "must not be negative")
+_AT_LEAST_ONE = _rule(lambda v: v >= 1, "must be at least 1")
+_FRACTION = _rule(lambda v: 0.0 <= v <= 1.0, "must be between 0 and 1")
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    webhook_secret: str = dataclasses.field(repr=False)  # GITHUB_WEBHOOK_SECRET: HMAC key of deliveries
+    """Every setting once: its type, default, environment variable and check (`env`); the few that are
+    read by hand (secrets, URLs, lists) say so with their variables. README's table lists them all."""
+
+    webhook_secret: str = dataclasses.field(repr=False)  # GITHUB_WEBHOOK_SECRET(_PATH): HMAC key of deliveries
     app_id: int | None = None  # GITHUB_APP_ID; with the key, enables writes to GitHub
-    private_key: str | None = dataclasses.field(default=None, repr=False)  # PEM text of the App key
+    private_key: str | None = dataclasses.field(default=None, repr=False)  # GITHUB_PRIVATE_KEY(_PATH): PEM text
     api_url: str = DEFAULT_API_URL  # GITHUB_API_URL; set it for GitHub Enterprise Server
     # DATABASE_URL; SQLite under ./var by default. Either URL may hold a password: kept out of repr
     database_url: str = dataclasses.field(default=DEFAULT_DATABASE_URL, repr=False)
     # REDIS_URL, with the password of REDIS_PASSWORD_PATH's file put in; None: "start a local Redis" (run)
     redis_url: str | None = dataclasses.field(default=None, repr=False)
-    port: int = 8000  # PORT of the web process
-    model_dir: Path = Path(DEFAULT_MODEL_DIR)  # MODEL_DIR: root of the versioned model registry
-    threshold: float = 0.5  # ISSUE_SORTER_THRESHOLD: below this top score the bot abstains
-    create_labels: bool = False  # ISSUE_SORTER_CREATE_LABELS: create a missing kind label instead of abstaining
-    app_slug: str | None = None  # GITHUB_APP_SLUG: our bot login is "<slug>[bot]"; recognises our own events
+    port: int = env("PORT", 8000)  # of the web process
+    model_dir: Path = env("MODEL_DIR", Path(DEFAULT_MODEL_DIR))  # root of the versioned model registry
+    threshold: float = env("ISSUE_SORTER_THRESHOLD", 0.5, check=_FRACTION)  # below this top score: abstain
+    create_labels: bool = env("ISSUE_SORTER_CREATE_LABELS", False)  # create a missing kind label, not abstain
+    app_slug: str | None = env("GITHUB_APP_SLUG", None)  # our bot login is "<slug>[bot]": our own events
     # GitHub's guidance: writes at least a second apart per installation, reads serial but not spaced
-    github_write_interval: float = 1.0  # GITHUB_WRITE_INTERVAL: seconds between writes of one installation
-    github_read_interval: float = 0.0  # GITHUB_READ_INTERVAL: seconds between any two calls of one installation
-    labels_cache_seconds: int = 3600  # ISSUE_SORTER_LABELS_CACHE_SECONDS: a repository's cached labels live this
-    # long at most; `label` webhooks drop them at once
-    missing_config_cache_seconds: int = 300  # ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS: "no config file" is
-    # believed this long (GitHub sends no ETag with a 404, so absence cannot be revalidated for free)
-    worker_threads: int = 1  # ISSUE_SORTER_WORKER_THREADS: inference threads (torch or ORT) of a bot worker
-    fresh_delivery_seconds: float = 10.0  # ISSUE_SORTER_FRESH_DELIVERY_SECONDS: a delivery's copy of the issue
-    # younger than this (by the issue's updated_at) is used as is; an older one is read again from GitHub
-    retrain_interval: int = 86400  # ISSUE_SORTER_RETRAIN_INTERVAL: seconds between checks for scopes due
-    redelivery_interval: int = 900  # ISSUE_SORTER_REDELIVERY_INTERVAL: seconds between redelivery sweeps
-    retrain_min_new: int = 20  # ISSUE_SORTER_RETRAIN_MIN_NEW: new confirmed issues that make a scope due
-    repo_min_per_label: int = 20  # ISSUE_SORTER_REPO_MIN_PER_LABEL: issues per label for a repo's own labels
-    retrain_epochs: int = 2  # ISSUE_SORTER_RETRAIN_EPOCHS: epochs of each retraining run
-    retrain_min_holdout: int = 50  # ISSUE_SORTER_RETRAIN_MIN_HOLDOUT: recent confirmed issues the gate judges on
-    retrain_max_length: int | None = None  # ISSUE_SORTER_RETRAIN_MAX_LENGTH: tokens per issue; None: the champion's
+    github_write_interval: float = env("GITHUB_WRITE_INTERVAL", 1.0, check=_NOT_NEGATIVE)  # s between writes
+    github_read_interval: float = env("GITHUB_READ_INTERVAL", 0.0, check=_NOT_NEGATIVE)  # s between any calls
+    # a repository's cached labels live this long at most; `label` webhooks drop them at once
+    labels_cache_seconds: int = env("ISSUE_SORTER_LABELS_CACHE_SECONDS", 3600, check=_NOT_NEGATIVE)
+    # "no config file" is believed this long (GitHub sends no ETag with a 404: absence cannot be revalidated)
+    missing_config_cache_seconds: int = env("ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS", 300, check=_NOT_NEGATIVE)
+    worker_threads: int = env("ISSUE_SORTER_WORKER_THREADS", 1, check=_AT_LEAST_ONE)  # a bot worker's inference
+    # a delivery's copy of the issue younger than this (its updated_at) is used as is; older is read again
+    fresh_delivery_seconds: float = env("ISSUE_SORTER_FRESH_DELIVERY_SECONDS", 10.0, check=_NOT_NEGATIVE)
+    retrain_interval: int = env("ISSUE_SORTER_RETRAIN_INTERVAL", 86400)  # s between checks for scopes due
+    redelivery_interval: int = env("ISSUE_SORTER_REDELIVERY_INTERVAL", 900, check=_rule(lambda v: v > 0, "must be a positive number of seconds"))  # s between sweeps
+    retrain_min_new: int = env("ISSUE_SORTER_RETRAIN_MIN_NEW", 20)  # new confirmed issues that make a scope due
+    repo_min_per_label: int = env("ISSUE_SORTER_REPO_MIN_PER_LABEL", 20)  # per label, for a repo's own labels
+    retrain_epochs: int = env("ISSUE_SORTER_RETRAIN_EPOCHS", 2)  # of each retraining run
+    retrain_min_holdout: int = env("ISSUE_SORTER_RETRAIN_MIN_HOLDOUT", 50, check=_AT_LEAST_ONE)  # the gate's issues
+    retrain_max_length: int | None = env("ISSUE_SORTER_RETRAIN_MAX_LENGTH", None)  # tokens; None: the champion's
     client_id: str | None = None  # GITHUB_CLIENT_ID: the App's OAuth client; without it the review UI is off
-    client_secret: str | None = dataclasses.field(default=None, repr=False)  # GITHUB_CLIENT_SECRET
+    client_secret: str | None = dataclasses.field(default=None, repr=False)  # GITHUB_CLIENT_SECRET(_PATH)
     web_url: str = DEFAULT_WEB_URL  # GITHUB_WEB_URL: where users sign in (GitHub Enterprise: its own URL)
-    session_secret: str | None = dataclasses.field(default=None, repr=False)  # ISSUE_SORTER_SESSION_SECRET
-    trusted_proxies: int = 0  # ISSUE_SORTER_TRUSTED_PROXIES: proxies in front whose X-Forwarded-* we believe
+    session_secret: str | None = dataclasses.field(default=None, repr=False)  # ISSUE_SORTER_SESSION_SECRET(_PATH)
+    # proxies in front whose X-Forwarded-* headers we believe
+    trusted_proxies: int = env("ISSUE_SORTER_TRUSTED_PROXIES", 0, check=_rule(lambda v: v >= 0, "must be 0 or more"))
     admins: tuple[str, ...] = ()  # ISSUE_SORTER_ADMINS: GitHub logins who see the operator's page
 
     @property
     def review_enabled(self) -> bool:
         """The review UI needs the App's OAuth client and a key to sign sessions with."""
         return bool(self.client_id and self.client_secret and self.session_secret)
-    # ISSUE_SORTER_SHARE_PUBLIC_DATA: a repository's model also learns from other installations' public repositories
-    share_public_data: bool = False
+    # a repository's model also learns from other installations' public repositories
+    share_public_data: bool = env("ISSUE_SORTER_SHARE_PUBLIC_DATA", False)
     # ISSUE_SORTER_GLOBAL_INSTALLATIONS: installation ids (comma-separated) whose private repositories the
     # global model may learn from; without it, the global model learns from public repositories and the
     # operator's own (no installation) only
     global_installations: frozenset[int] = frozenset()
-    # ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS: issue text no human confirmed a label for is cleared after
-    # this many days (None: kept)
-    unconfirmed_retention_days: int | None = None
-    memory: bool = True  # ISSUE_SORTER_MEMORY: adjust scores by each repository's confirmed issues (core.memory)
-    abstain_label: str | None = None  # ISSUE_SORTER_ABSTAIN_LABEL: label for issues the bot abstains on
-    # ISSUE_SORTER_MAX_EVENT_AGE: seconds after which an issue or comment event is ignored as a replay (0: never);
-    # GitHub redelivers for 3 days, plus an hour for clocks and queues (bot.queueing.REPLAY_WINDOW_SECONDS)
-    max_event_age: int = 3 * 24 * 3600 + 3600
+    # issue text no human confirmed a label for is cleared after this many days (None: kept)
+    unconfirmed_retention_days: int | None = env("ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS", None,
+                                                 check=_rule(lambda v: v > 0, "must be a positive number of days"))
+    memory: bool = env("ISSUE_SORTER_MEMORY", True)  # adjust scores by each repository's confirmed issues
+    abstain_label: str | None = env("ISSUE_SORTER_ABSTAIN_LABEL", None)  # label for issues the bot abstains on
+    # seconds after which an issue or comment event is ignored as a replay (0: never); GitHub redelivers for
+    # 3 days, plus an hour for clocks and queues (bot.queueing.REPLAY_WINDOW_SECONDS)
+    max_event_age: int = env("ISSUE_SORTER_MAX_EVENT_AGE", 3 * 24 * 3600 + 3600,
+                             check=_rule(lambda v: v >= 0, "must be 0 (no limit) or a positive number of seconds"))
 
     @property
     def dry_run(self) -> bool:
@@ -93,7 +113,8 @@ class Settings:
         """Read and validate every variable; operator commands that receive no webhooks pass
         require_webhook_secret=False."""
         problems: list[str] = []
-        values: dict = {}
+        values: dict = {field.name: _read_setting(environ, field, problems) for field in dataclasses.fields(cls)
+                        if "env" in field.metadata}
         values["webhook_secret"] = _read_webhook_secret(environ, problems, required=require_webhook_secret)
         values.update(_read_app_credentials(environ, problems))
         values["api_url"] = environ.get("GITHUB_API_URL", DEFAULT_API_URL).rstrip("/")
@@ -103,93 +124,54 @@ class Settings:
         if "://" not in values["database_url"]:
             problems.append("DATABASE_URL must be a SQLAlchemy URL such as postgresql+psycopg://host/db")
         values["redis_url"] = _read_redis_url(environ, problems)
-        values["port"] = _parse(environ, "PORT", int, 8000, problems)
-        values["model_dir"] = Path(environ.get("MODEL_DIR") or DEFAULT_MODEL_DIR)
-        values["threshold"] = _parse(environ, "ISSUE_SORTER_THRESHOLD", float, 0.5, problems)
-        if not 0.0 <= values["threshold"] <= 1.0:
-            problems.append("ISSUE_SORTER_THRESHOLD must be between 0 and 1")
-        values["create_labels"] = _flag(environ, "ISSUE_SORTER_CREATE_LABELS")
-        values["app_slug"] = environ.get("GITHUB_APP_SLUG") or None
-        values.update(_read_github_pacing(environ, problems))
-        values["worker_threads"] = _parse(environ, "ISSUE_SORTER_WORKER_THREADS", int, 1, problems)
-        if values["worker_threads"] < 1:
-            problems.append("ISSUE_SORTER_WORKER_THREADS must be at least 1")
-        values["retrain_interval"] = _parse(environ, "ISSUE_SORTER_RETRAIN_INTERVAL", int, 86400, problems)
-        values["redelivery_interval"] = _parse(environ, "ISSUE_SORTER_REDELIVERY_INTERVAL", int, 900,
-                                               problems)
-        if values["redelivery_interval"] <= 0:
-            problems.append("ISSUE_SORTER_REDELIVERY_INTERVAL must be a positive number of seconds")
-        values["retrain_min_new"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MIN_NEW", int, 20, problems)
-        values["repo_min_per_label"] = _parse(environ, "ISSUE_SORTER_REPO_MIN_PER_LABEL", int, 20, problems)
-        values["retrain_epochs"] = _parse(environ, "ISSUE_SORTER_RETRAIN_EPOCHS", int, 2, problems)
-        values["retrain_min_holdout"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MIN_HOLDOUT", int, 50, problems)
-        if values["retrain_min_holdout"] < 1:
-            problems.append("ISSUE_SORTER_RETRAIN_MIN_HOLDOUT must be at least 1")
-        values["retrain_max_length"] = _parse(environ, "ISSUE_SORTER_RETRAIN_MAX_LENGTH", int, None, problems)
+        if environ.get("GITHUB_REQUEST_INTERVAL"):
+            problems.append("GITHUB_REQUEST_INTERVAL is no longer read: GITHUB_WRITE_INTERVAL spaces writes "
+                            "(default 1 s, GitHub's advice) and GITHUB_READ_INTERVAL every call (default 0)")
         values.update(_read_review_settings(environ, problems))
         values["admins"] = tuple(login.strip() for login in environ.get("ISSUE_SORTER_ADMINS", "").split(",")
                                  if login.strip())
-        values.update(_read_data_sharing(environ, problems))
-        values["memory"] = environ.get("ISSUE_SORTER_MEMORY", "").lower() not in {"0", "false", "no", "off"}
-        values["abstain_label"] = environ.get("ISSUE_SORTER_ABSTAIN_LABEL", "").strip() or None
-        values["max_event_age"] = _parse(environ, "ISSUE_SORTER_MAX_EVENT_AGE", int, cls.max_event_age, problems)
-        if values["max_event_age"] < 0:
-            problems.append("ISSUE_SORTER_MAX_EVENT_AGE must be 0 (no limit) or a positive number of seconds")
+        values["global_installations"] = _read_installation_ids(environ, problems)
         if problems:
             raise ConfigError(problems)
         return cls(**values)
 
 
-def _read_data_sharing(environ: Mapping[str, str], problems: list[str]) -> dict:
-    """Whose data each model may learn from, and how long unconfirmed issue text is kept."""
+TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _read_setting(environ: Mapping[str, str], field: dataclasses.Field, problems: list[str]):
+    """One `env` setting: its variable parsed by the field's type, its default when unset, then checked."""
+    variable, raw = field.metadata["env"], environ.get(field.metadata["env"], "").strip()
+    if not raw:
+        return field.default
+    kind = field.type.removesuffix(" | None")
+    if kind == "bool":
+        if raw.lower() not in TRUE | FALSE:
+            problems.append(f"{variable} must be true or false, got {raw!r}")
+            return field.default
+        value = raw.lower() in TRUE
+    elif kind in ("int", "float"):
+        try:
+            value = int(raw) if kind == "int" else float(raw)
+        except ValueError:
+            problems.append(f"{variable} must be {'an integer' if kind == 'int' else 'a number'}, got {raw!r}")
+            return field.default
+    else:
+        value = Path(raw) if kind == "Path" else raw
+    problem = field.metadata["check"](value) if field.metadata["check"] else None
+    if problem:
+        problems.append(f"{variable} {problem}, got {raw!r}")
+    return value
+
+
+def _read_installation_ids(environ: Mapping[str, str], problems: list[str]) -> frozenset[int]:
+    """ISSUE_SORTER_GLOBAL_INSTALLATIONS: whose private repositories the global model may learn from."""
     raw_ids = [part.strip() for part in environ.get("ISSUE_SORTER_GLOBAL_INSTALLATIONS", "").split(",")]
     bad = [part for part in raw_ids if part and not part.isdigit()]
     if bad:
         problems.append(f"ISSUE_SORTER_GLOBAL_INSTALLATIONS must be installation ids separated by commas, "
                         f"got {', '.join(repr(part) for part in bad)}")
-    days = _parse(environ, "ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS", int, None, problems)
-    if days is not None and days <= 0:
-        problems.append("ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS must be a positive number of days")
-    return {"share_public_data": _flag(environ, "ISSUE_SORTER_SHARE_PUBLIC_DATA"),
-            "global_installations": frozenset(int(part) for part in raw_ids if part.isdigit()),
-            "unconfirmed_retention_days": days}
-
-
-def _flag(environ: Mapping[str, str], name: str) -> bool:
-    return environ.get(name, "").lower() in {"1", "true", "yes"}
-
-
-GITHUB_PACING = (  # (setting, variable, type, default)
-    ("github_write_interval", "GITHUB_WRITE_INTERVAL", float, 1.0),
-    ("github_read_interval", "GITHUB_READ_INTERVAL", float, 0.0),
-    ("labels_cache_seconds", "ISSUE_SORTER_LABELS_CACHE_SECONDS", int, 3600),
-    ("missing_config_cache_seconds", "ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS", int, 300),
-    ("fresh_delivery_seconds", "ISSUE_SORTER_FRESH_DELIVERY_SECONDS", float, 10.0),
-)
-
-
-def _read_github_pacing(environ: Mapping[str, str], problems: list[str]) -> dict:
-    """The client-side throttle and the caches of GitHub reads; every value is a number of seconds >= 0."""
-    if environ.get("GITHUB_REQUEST_INTERVAL"):
-        problems.append("GITHUB_REQUEST_INTERVAL is no longer read: GITHUB_WRITE_INTERVAL spaces writes "
-                        "(default 1 s, GitHub's advice) and GITHUB_READ_INTERVAL every call (default 0)")
-    values = {}
-    for name, variable, kind, default in GITHUB_PACING:
-        values[name] = _parse(environ, variable, kind, default, problems)
-        if values[name] < 0:
-            problems.append(f"{variable} must not be negative")
-    return values
-
-
-def _parse(environ: Mapping[str, str], name: str, kind: type, default, problems: list[str]):
-    raw = environ.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        problems.append(f"{name} must be {'an integer' if kind is int else 'a number'}, got {raw!r}")
-        return default
+    return frozenset(int(part) for part in raw_ids if part.isdigit())
 
 
 def _read_webhook_secret(environ: Mapping[str, str], problems: list[str], *, required: bool) -> str:
@@ -265,8 +247,7 @@ def _read_review_settings(environ: Mapping[str, str], problems: list[str]) -> di
     values = {"client_id": environ.get("GITHUB_CLIENT_ID") or None,
               "client_secret": _secret(environ, "GITHUB_CLIENT_SECRET", problems),
               "web_url": (environ.get("GITHUB_WEB_URL") or DEFAULT_WEB_URL).rstrip("/"),
-              "session_secret": _secret(environ, "ISSUE_SORTER_SESSION_SECRET", problems),
-              "trusted_proxies": _parse(environ, "ISSUE_SORTER_TRUSTED_PROXIES", int, 0, problems)}
+              "session_secret": _secret(environ, "ISSUE_SORTER_SESSION_SECRET", problems)}
     if bool(values["client_id"]) != bool(values["client_secret"]):
         problems.append("GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client) must be set "
                         "together")
@@ -277,6 +258,4 @@ def _read_review_settings(environ: Mapping[str, str], problems: list[str]) -> di
                         "`issue-sorter run` generates one)")
     if values["session_secret"] and len(values["session_secret"]) < 32:
         problems.append("ISSUE_SORTER_SESSION_SECRET must be at least 32 characters")
-    if values["trusted_proxies"] < 0:
-        problems.append("ISSUE_SORTER_TRUSTED_PROXIES must be 0 or more")
     return values

@@ -95,3 +95,33 @@ def test_data_sharing_is_off_by_default_and_read_from_the_environment():
         Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "ISSUE_SORTER_GLOBAL_INSTALLATIONS": "12,acme",
                            "ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS": "0"})
     assert "RETENTION_DAYS must be a positive" in str(raised.value)
+
+
+def test_every_setting_read_from_the_environment_is_in_the_readmes_table():
+    """The dataclass declares each variable once; the README's configuration table must name them all."""
+    import dataclasses
+    import re
+
+    from tests.paths import REPO_ROOT
+
+    table = set(re.findall(r"^\| `([A-Z0-9_]+)`", (REPO_ROOT / "README.md").read_text(), re.MULTILINE))
+    declared = {field.metadata["env"] for field in dataclasses.fields(Settings) if "env" in field.metadata}
+    assert declared - table == set()
+
+
+@pytest.mark.parametrize("variable,value,problem", [
+    ("ISSUE_SORTER_MEMORY", "maybe", "ISSUE_SORTER_MEMORY must be true or false, got 'maybe'"),
+    ("PORT", "eighty", "PORT must be an integer, got 'eighty'"),
+    ("ISSUE_SORTER_THRESHOLD", "1.5", "ISSUE_SORTER_THRESHOLD must be between 0 and 1, got '1.5'"),
+])
+def test_a_bad_value_is_named_with_its_variable(variable, value, problem):
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", variable: value})
+    assert raised.value.problems == [problem]
+
+
+def test_flags_read_true_and_false_words_and_keep_their_default_when_unset():
+    assert Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s"}).memory is True
+    chosen = Settings.from_env({"GITHUB_WEBHOOK_SECRET": "s", "ISSUE_SORTER_MEMORY": "off",
+                                "ISSUE_SORTER_CREATE_LABELS": "yes"})
+    assert (chosen.memory, chosen.create_labels) == (False, True)
