@@ -72,3 +72,22 @@ def test_every_package_of_the_layout_exists_and_is_installed_by_pyproject():
     for package in PACKAGES:
         assert (REPO_ROOT / package / "__init__.py").is_file(), package
         assert f'"{package}*"' in pyproject, f"{package} is not in [tool.setuptools.packages.find]"
+
+
+def test_docs_architecture_names_every_module():
+    """docs/ARCHITECTURE.md's table is the map a newcomer reads first: each module of each package is on it,
+    as `name` in its package's row (a subpackage as `name/` or `name.module`)."""
+    table = {line.split("|")[1].strip(" `"): line for line in
+             (REPO_ROOT / "docs" / "ARCHITECTURE.md").read_text().splitlines()
+             if line.startswith("| `") and line.count("|") >= 4}
+    missing = []
+    for package in PACKAGES:
+        row = table.get(package, "")
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            parts = path.relative_to(REPO_ROOT / package).with_suffix("").parts
+            if parts[-1] in ("__init__", "__main__"):
+                continue
+            names = {f"`{parts[-1]}`", f"`{'.'.join(parts)}`"} | ({f"`{parts[0]}/`"} if len(parts) > 1 else set())
+            if not any(name in row for name in names):
+                missing.append(f"{package}/{'/'.join(parts)}.py")
+    assert missing == []
