@@ -75,6 +75,12 @@ def repository_thresholds(session: Session, repository_id: int, version: str, cl
     return {kind: row.threshold for kind, row in stats.kinds.items() if row.source != DEFAULT}, stats
 
 
+def last_target(repository: Repository, version: str) -> float | None:
+    """The target this repository's thresholds were last stored for with `version` (None: none stored)."""
+    cached = repository.threshold_cache
+    return cached["stats"]["target"] if cached and cached["key"][0] == version else None
+
+
 def compute_stats(rows: Sequence[Judged], from_predictions: int, classes: Sequence[str], target: float,
                   global_thresholds: Mapping[str, float], default_threshold: float,
                   min_support: int = MIN_SUPPORT) -> ThresholdStats:

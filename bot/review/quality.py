@@ -1,5 +1,6 @@
-"""A repository's quality page: live precision and coverage per week, what maintainers decided against what
-the bot predicted, and the history of its models. Queries here; pictures in bot.review.charts."""
+"""A repository's quality page: live precision and coverage per week, its precision target (the per-kind
+thresholds and what they give on its judged issues), what maintainers decided against what the bot
+predicted, and the history of its models. Queries here; pictures in bot.review.charts."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from sqlalchemy.orm import Session
 
 from core import store
 from core.kinds import kind_of_label
+from core.repository_thresholds import ThresholdStats, last_target, repository_thresholds
 from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Prediction, Repository, TrainingRun
+from core.thresholds import DEFAULT_TARGET_PRECISION, MIN_SUPPORT
 
 MANAGING_ROLES = ("admin", "maintain")  # who may promote, roll back and retrain: the slash command's rule
 
@@ -63,6 +66,30 @@ def weekly(session: Session, repo: str) -> list[Week]:
             counts["accepted"] += decision == "accepted"
     return [Week(start, c["predictions"], c["applied"], c["judged"], c["accepted"])
             for start, c in sorted(weeks.items())]
+
+
+@dataclasses.dataclass(frozen=True)
+class PrecisionTarget:
+    model: str  # the serving version the thresholds are for
+    stats: ThresholdStats
+    configured: bool  # the target is the one the labelling job last used here, not the default
+    min_support: int = MIN_SUPPORT  # judged predictions of a kind before its own threshold counts
+
+
+def precision_target(session: Session, repo: str, *, default_threshold: float) -> PrecisionTarget | None:
+    """The serving model's thresholds on this repository and what they give on its judged issues (None: no
+    model serves it). The target is the one its labelling job last used (its config's), else the default;
+    the page reads the labelling job's cached result when nothing moved since, and stores nothing."""
+    serving = store.serving_model_for(session, repo)
+    repository = session.scalar(select(Repository).where(Repository.full_name == repo))
+    if serving is None or repository is None:
+        return None
+    stored = last_target(repository, serving.version)
+    target = stored if stored is not None else DEFAULT_TARGET_PRECISION
+    _, stats = repository_thresholds(session, repository.id, serving.version, serving.labels, target,
+                                     serving.metrics.get("thresholds"), default_threshold=default_threshold,
+                                     store=False)
+    return PrecisionTarget(serving.version, stats, stored is not None)
 
 
 def decided_pairs(session: Session, repo: str) -> list[tuple[str, str]]:

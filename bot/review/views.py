@@ -268,7 +268,8 @@ def quality_page(owner: str, name: str):
     repo = _reviewable(owner, name)
     with _db() as db:
         weeks, models = quality.weekly(db, repo.full_name), quality.model_history(db, repo.full_name)
-    return render_template("review/quality.html", repo=repo, weeks=weeks, models=models,
+        target = quality.precision_target(db, repo.full_name, default_threshold=_settings().threshold)
+    return render_template("review/quality.html", repo=repo, weeks=weeks, models=models, target=target,
                            manage=quality.may_manage(repo.role),
                            preview=preview.last_preview(_redis(), repo.full_name))
 

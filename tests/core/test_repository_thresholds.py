@@ -50,12 +50,13 @@ def confirm(session, repository_id: int, number: int, label: str):
     return issue
 
 
-def remember_history(session, repository_id: int, start: int, rows: list[tuple[str, str, str, float]]):
+def remember_history(session, repository_id: int, start: int, rows: list[tuple[str, str, str, float]], *,
+                     version: str = VERSION):
     """(confirmed label, the kind its embedding looks like, the model's top class, its score): confirmed
     issues in the memory with the model's raw scores."""
     for offset, (label, looks_like, predicted, score) in enumerate(rows):
         issue = confirm(session, repository_id, start + offset, label)
-        memory.remember(session, issue, label, VERSION, vector(looks_like, offset / 100),
+        memory.remember(session, issue, label, version, vector(looks_like, offset / 100),
                         scores=raw(predicted, score))
 
 

@@ -1,17 +1,24 @@
-"""A repository's quality page: charts drawn from its decisions, the models, and the buttons that only
-admins and maintainers get (the slash command's rule); each button queues a job, the page writes nothing."""
+"""A repository's quality page: charts drawn from its decisions, its precision target, the models, and the
+buttons that only admins and maintainers get (the slash command's rule); each button queues a job, the page
+writes nothing."""
+
+import re
 
 import pytest
 from rq import Queue
 
+from core import store
 from core.db import session_scope
 from core.queues import LABELING_QUEUE, SERIALIZER, TRAINING_QUEUE
-from core.tables import IssueRecord, Prediction
+from core.repository_thresholds import repository_thresholds
+from core.tables import GLOBAL_SCOPE, IssueRecord, ModelPromotion, ModelVersion, Prediction
 from tests.bot.conftest import REPO
 from tests.bot.review.conftest import csrf_token, seed, sign_in
+from tests.core.test_repository_thresholds import RIGHT_BUGS, WRONG_BUG, remember_history
 
 pytestmark = pytest.mark.redis
 PAGE = f"/review/{REPO}/quality"
+CLASSES = ["bug", "feature", "question"]
 
 
 @pytest.fixture
@@ -73,3 +80,46 @@ def test_the_preview_runs_the_serving_model_over_confirmed_issues_and_the_page_s
     run_worker(redis, queues=(LABELING_QUEUE,))
     page = client.get(PAGE).get_data(as_text=True)
     assert "agrees with maintainers' labels on" in page and "of 1 issues" in page and "<td>question</td>" in page
+
+
+@pytest.fixture
+def served(sessions, review_github):
+    """A global model serving the repository, with the thresholds its registration measured, and 22 issues
+    of the repository's history in its memory: 20 bugs the model called bugs, 2 questions it called bugs."""
+    with session_scope(sessions) as session:
+        repository = store.ensure_repository(session, REPO, 1)
+        version = ModelVersion(version="global-v1", scope=GLOBAL_SCOPE, path="unused", labels=CLASSES,
+                               metrics={"thresholds": {"feature": 0.7}})
+        session.add(version)
+        session.flush()
+        session.add(ModelPromotion(scope=GLOBAL_SCOPE, model_version_id=version.id, reason="test"))
+        remember_history(session, repository.id, 100, RIGHT_BUGS + [WRONG_BUG] * 2, version="global-v1")
+        return repository.id
+
+
+def test_the_quality_page_shows_the_precision_target_its_thresholds_and_what_they_give(
+        client, review_github, review_settings, sessions, served):
+    sign_in(client, review_github, "helper")
+    page = " ".join(client.get(PAGE).get_data(as_text=True).split())
+    assert "Target 0.90 (the default), for global-v1:" in page
+    assert ("precision 0.91 of 22 labelled; coverage 100 % of 22 judged issues "
+            "(0 of the bot's predictions, 22 from the history)") in page
+    assert "<td>this repository</td> <td>22</td>" in page
+    assert "<td>feature</td><td>0.70</td> <td>the model, globally</td> <td>0</td>" in page
+    app = "%.2f" % review_settings.threshold  # ISSUE_SORTER_THRESHOLD
+    assert f"<td>question</td><td>{app}</td> <td>the App setting</td> <td>0</td>" in page
+    with session_scope(sessions) as session:  # the labelling job, for a config asking 0.95
+        repository_thresholds(session, served, "global-v1", CLASSES, 0.95, {"feature": 0.7})
+    stricter = " ".join(client.get(PAGE).get_data(as_text=True).split())
+    assert "Target 0.95, for global-v1:" in stricter and "precision 1.00 of " in stricter
+    assert bug_threshold(stricter) > bug_threshold(page) and "coverage 100 %" not in stricter
+
+
+def bug_threshold(page: str) -> float:
+    found = re.search(r"<td>bug</td><td>([0-9.]+|not applied)</td>", page).group(1)
+    return 1.0 if found == "not applied" else float(found)
+
+
+def test_without_a_serving_model_the_quality_page_says_so(client, review_github, decided):
+    sign_in(client, review_github, "helper")
+    assert "No model serves this repository yet." in client.get(PAGE).get_data(as_text=True)
