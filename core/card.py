@@ -7,6 +7,7 @@ tfidf or blend), base model, tokens read, thresholds, the training recipe, metri
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,11 @@ class ModelCard:
 
     @classmethod
     def read(cls, directory: Path | str) -> ModelCard:
-        data = read_card(directory)
+        """The card of the model saved in `directory`; read it once and pass it on."""
+        return cls.from_dict(read_card(directory))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelCard:
         known = set(cls.__dataclass_fields__) - {"extra"}
         return cls(**{k: v for k, v in data.items() if k in known},
                    extra={k: v for k, v in data.items() if k not in known})
@@ -47,11 +52,44 @@ class ModelCard:
         """A blend's TF-IDF share of the scores; 0 for a model of one kind."""
         return float((self.extra or {}).get("tfidf_share", 0.0)) if self.kind == "blend" else 0.0
 
+    @property
+    def has_encoder(self) -> bool:
+        """A fine-tuned encoder serves in it (alone or in a blend): what the fast path is built for."""
+        return self.kind in ("transformer", "blend")
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """What its evaluation measured when it was registered ({} when it was not evaluated)."""
+        return dict((self.extra or {}).get("metrics") or {})
+
+    @property
+    def data_fingerprint(self) -> str:
+        """The fingerprint of the issues it was trained on (trainer.dataset.data_fingerprint)."""
+        return str((self.extra or {}).get("data_fingerprint") or "")
+
+    @property
+    def fast_path(self) -> dict[str, Any]:
+        """What trainer.fast_path recorded of its ONNX artefact and gate ({} when none was built)."""
+        return dict((self.extra or {}).get("fast_path") or {})
+
+
+def encoder_directory(directory: Path | str, card: ModelCard) -> Path:
+    """Where the fine-tuned encoder of the model in `directory` (whose card is `card`) lives: the directory
+    itself, or a blend's encoder member."""
+    directory = Path(directory)
+    return directory / BLEND_MEMBERS[0] if card.kind == "blend" else directory
+
+
+def file_sha256(path: Path | str) -> str:
+    """The SHA-256 of a model file, as a card records it (and as checked before the file is loaded)."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
 
 def write_card(directory: Path, *, version: str, labels: list[str], kind: str, base_model: str,
                max_length: int, thresholds: dict[str, float] | None, metrics: dict[str, Any] | None,
                data_fingerprint: str, train_config: dict[str, Any] | None, **extra: Any) -> Path:
-    """Write the card; `ModelCard.read` and `core.classifier.load_classifier` read it back.
+    """Write the card; `ModelCard.read` (and so `core.classifier.load_classifier`) reads it back.
 
     `extra` adds more top-level fields (e.g. `training`: seconds, steps and final loss).
     """
@@ -75,11 +113,11 @@ def read_card(directory: Path | str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def update_card(directory: Path, **fields: Any) -> dict[str, Any]:
-    """Change some fields of an existing card (the registry renames copied models this way)."""
+def update_card(directory: Path | str, **fields: Any) -> ModelCard:
+    """Change some fields of an existing card (the registry renames copied models this way); the new card."""
     card = read_card(directory) | {key: value for key, value in fields.items() if value is not None}
     _write(directory, card)
-    return card
+    return ModelCard.from_dict(card)
 
 
 def _write(directory: Path | str, card: dict[str, Any]) -> Path:

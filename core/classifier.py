@@ -1,21 +1,21 @@
 """Inference: issue text → scores per class, from a saved model directory of any kind.
 
-torch and transformers are imported inside functions only: the web process imports this module's
-names without paying for them, and a test asserts the request path never loads torch.
+The `Classifier` protocol, the TF-IDF model, the blend of an encoder with it, and `load_classifier`, which
+loads any of them; the encoder itself (PyTorch or its fast path) is `core.encoder`'s. Every loaded model
+carries its card (`.card`), read once. torch and transformers are imported inside functions only: the web
+process imports this module's names without paying for them, and a test asserts the request path never
+loads torch.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from core.card import BLEND_MEMBERS, PIPELINE_FILE, ModelCard
-from core.issue_text import shorten_text
+from core.encoder import EncoderClassifier, load_encoder
 from core.tfidf_files import TFIDF_FILE, load_pipeline
-
-log = logging.getLogger(__name__)
 
 
 class PickledModel(RuntimeError):
@@ -25,97 +25,10 @@ class PickledModel(RuntimeError):
 class Classifier(Protocol):
     version: str
     labels: list[str]
+    card: ModelCard  # what it was registered with: thresholds, recipe, metrics
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
         """One {class: probability} dict per text."""
-
-
-class EncoderClassifier:
-    """What every way of running a fine-tuned encoder shares: the text cut as the model was trained on it,
-    length-sorted batches, class probabilities and mean-pooled embeddings from one forward pass.
-
-    Subclasses run one batch (`_forward`): PyTorch here, ONNX Runtime in `core.fast_path`.
-    """
-
-    engine = "pytorch"  # which way it runs, as the model card and the logs name it
-
-    def __init__(self, tokenizer, card: ModelCard):
-        self.tokenizer, self.card = tokenizer, card
-        self.version, self.labels = card.version, list(card.labels)
-        # serve the text cut the way the model was trained on it
-        self.head_and_tail = card.train_config.get("truncation") == "head+tail"
-
-    def predict(self, texts: Sequence[str], batch_size: int = 16) -> list[dict[str, float]]:
-        return self.predict_and_embed(texts, batch_size)[0]
-
-    def embed(self, texts: Sequence[str], batch_size: int = 16) -> list[list[float]]:
-        """One L2-normalised vector per text: the encoder's last hidden state, mean-pooled over its tokens."""
-        return self._run(texts, batch_size, scores=False)[1]
-
-    def predict_and_embed(self, texts: Sequence[str], batch_size: int = 16
-                          ) -> tuple[list[dict[str, float]], list[list[float]]]:
-        """predict() and embed() from one forward pass per batch."""
-        return self._run(texts, batch_size, scores=True)
-
-    def _run(self, texts: Sequence[str], batch_size: int, *, scores: bool
-             ) -> tuple[list[dict[str, float]], list[list[float]]]:
-        # Sorting by length makes batches nearly pad-free: 1.2-1.7x faster on CPU (STACK-NOTES).
-        if self.head_and_tail:
-            texts = [shorten_text(text, self.tokenizer, self.card.max_length) for text in texts]
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        results: list[dict[str, float]] = [{} for _ in texts]
-        vectors: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            hidden, probabilities = self._forward([texts[i] for i in chunk], scores)
-            for position, i in enumerate(chunk):
-                vectors[i] = hidden[position]
-                if scores:
-                    results[i] = dict(zip(self.labels, probabilities[position], strict=True))
-        return results, vectors
-
-    def _encode(self, texts: list[str], tensors: str):
-        return self.tokenizer(texts, truncation=True, padding=True, max_length=self.card.max_length,
-                              return_tensors=tensors)
-
-    def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
-        """(mean-pooled, normalised last hidden states, class probabilities or []) of one batch."""
-        raise NotImplementedError
-
-
-class TransformerClassifier(EncoderClassifier):
-    """A fine-tuned encoder with its tokenizer in PyTorch, on CPU (or CUDA when there is one)."""
-
-    def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu"):
-        super().__init__(tokenizer, card)
-        self.model, self.device = model, device
-
-    @classmethod
-    def from_directory(cls, directory: Path | str, device: str | None = None) -> TransformerClassifier:
-        import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        directory = Path(directory)
-        card = ModelCard.read(directory)
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        tokenizer = AutoTokenizer.from_pretrained(directory)
-        model = AutoModelForSequenceClassification.from_pretrained(directory).to(device).eval()
-        return cls(model, tokenizer, card, device)
-
-    def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
-        import torch
-
-        with torch.inference_mode():
-            encoded = self._encode(texts, "pt").to(self.device)
-            if scores:
-                output = self.model(**encoded, output_hidden_states=True)
-                hidden, probabilities = output.hidden_states[-1], output.logits.float().softmax(-1).cpu().tolist()
-            else:  # the encoder alone, without the classification head
-                hidden, probabilities = self.model.base_model(**encoded).last_hidden_state, []
-            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
-            pooled = pooled.float()
-            return pooled.div(pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)).cpu().tolist(), probabilities
 
 
 class TfidfClassifier:
@@ -126,13 +39,14 @@ class TfidfClassifier:
         self.version, self.labels = card.version, list(card.labels)
 
     @classmethod
-    def from_directory(cls, directory: Path | str) -> TfidfClassifier:
+    def from_directory(cls, directory: Path | str, *, card: ModelCard | None = None) -> TfidfClassifier:
+        """The model saved in `directory`; `card`: its card when the caller has read it already."""
         directory = Path(directory)
         if not (directory / TFIDF_FILE).is_file() and (directory / PIPELINE_FILE).is_file():
             raise PickledModel(f"{directory} holds a pickled TF-IDF model ({PIPELINE_FILE}), which runs code when "
                                "loaded: if you trust where it came from, convert it once with "
                                "`issue-sorter convert-tfidf`, or retrain")
-        return cls(load_pipeline(directory), ModelCard.read(directory))
+        return cls(load_pipeline(directory), card or ModelCard.read(directory))
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
         classes = list(self.pipeline.classes_)
@@ -140,41 +54,18 @@ class TfidfClassifier:
 
 
 def load_classifier(directory: Path | str, *, threads: int | None = None) -> Classifier:
-    """Load whatever kind of model a registry directory holds (an encoder by its fastest working path)."""
+    """Load whatever kind of model a registry directory holds (an encoder by its fastest working path).
+
+    `threads` caps the CPU threads an encoder's inference uses (core.encoder.load_encoder).
+    """
     directory = Path(directory)
     card = ModelCard.read(directory)
     if card.kind == "tfidf":
-        return TfidfClassifier.from_directory(directory)
+        return TfidfClassifier.from_directory(directory, card=card)
     if card.kind == "blend":
         encoder, tfidf = (load_classifier(directory / member, threads=threads) for member in BLEND_MEMBERS)
-        return BlendedClassifier(encoder, tfidf, card.tfidf_share, version=card.version)
+        return BlendedClassifier(encoder, tfidf, card.tfidf_share, card=card)
     return load_encoder(directory, card, threads=threads)
-
-
-def load_encoder(directory: Path, card: ModelCard, *, threads: int | None = None) -> EncoderClassifier:
-    """The fast path (core.fast_path) when its artefact is there, intact and passed the gate; else PyTorch.
-
-    `threads` caps the CPU threads inference uses (a bot worker's ISSUE_SORTER_WORKER_THREADS); None: the
-    engine's default.
-    """
-    from core import fast_path
-
-    fast, reason = fast_path.load(directory, card, threads=threads)
-    if fast is not None:
-        log.info("serving %s with %s (%s)", card.version, fast.engine, fast.path)
-        return fast
-    log.warning("serving %s with PyTorch: %s", card.version, reason)
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
-    return TransformerClassifier.from_directory(directory)
-
-
-def encoder_directory(directory: Path | str) -> Path:
-    """Where a model's fine-tuned encoder lives: the directory itself, or a blend's encoder member."""
-    directory = Path(directory)
-    return directory / BLEND_MEMBERS[0] if ModelCard.read(directory).kind == "blend" else directory
 
 
 def blend_scores(rows: Sequence[dict[str, float]], other_rows: Sequence[dict[str, float]],
@@ -196,21 +87,25 @@ class BlendedClassifier:
     They make different mistakes: the encoder reads meaning, TF-IDF counts telling words and code tokens.
     """
 
-    def __init__(self, encoder: EncoderClassifier, tfidf: Classifier, tfidf_share: float,
-                 version: str | None = None):
+    def __init__(self, encoder: EncoderClassifier, tfidf: Classifier, tfidf_share: float, *,
+                 card: ModelCard | None = None):
+        """`card`: the blend's own (version, and the thresholds its registration measured on the blend's
+        scores); without one, a card naming both members and nothing more."""
         unknown = set(tfidf.labels) - set(encoder.labels)
         if unknown:
             raise ValueError(f"the TF-IDF model knows labels the encoder does not: {sorted(unknown)}; "
                              "train both on the same issues")
         self.encoder, self.tfidf, self.tfidf_share = encoder, tfidf, tfidf_share
         self.labels = list(encoder.labels)
-        self.version = version or f"{encoder.version}+{tfidf.version}"
+        self.card = card or ModelCard(version=f"{encoder.version}+{tfidf.version}", labels=self.labels,
+                                      kind="blend", extra={"tfidf_share": tfidf_share})
+        self.version = self.card.version
 
     def predict(self, texts: Sequence[str], batch_size: int = 16) -> list[dict[str, float]]:
         return self._blend(texts, self.encoder.predict(texts, batch_size=batch_size))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """The encoder member's embeddings (TransformerClassifier.embed)."""
+        """The encoder member's embeddings (core.encoder.EncoderClassifier.embed)."""
         return self.encoder.embed(texts)
 
     def predict_and_embed(self, texts: Sequence[str]) -> tuple[list[dict[str, float]], list[list[float]]]:

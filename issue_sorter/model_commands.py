@@ -16,17 +16,10 @@ from core.db import make_sessionmaker, session_scope
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add
-from trainer import publish
+from trainer import pipeline, publish
 from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
 from trainer.config import BOOTSTRAP_RECIPE, CLASS_WEIGHTS, DEFAULT_BUDGET_MINUTES, TRUNCATIONS, TrainConfig
-from trainer.dataset import (
-    FORMATS,
-    HUB_DATASET,
-    Example,
-    data_fingerprint,
-    load_database,
-    load_file,
-)
+from trainer.dataset import FORMATS, HUB_DATASET, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.gate import compare_and_promote
 from trainer.registry import KEEP_PROMOTED, Registry
@@ -182,16 +175,13 @@ def train(args: argparse.Namespace, settings: Settings) -> int:
 def train_and_register(settings: Settings, config: TrainConfig, examples: Sequence[Example],
                        eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
                        progress: bool, data_source: str = "") -> str:
-    """Fine-tune, evaluate on `eval_examples` if any, register; promote via the gate ("gate"/"force")."""
-    from trainer.blend import train_model
-
-    trained = train_model(config, examples, progress=progress)
-    print(f"trained {trained.steps} steps in {trained.seconds:.0f} s")
-    metrics = evaluate_classifier(trained.classifier(), eval_examples) if eval_examples else {}
+    """Train, score on `eval_examples` if any, register (trainer.pipeline); promote via the gate ("gate"/"force")."""
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
-        row = registry.register(trained, scope=scope, metrics=metrics, thresholds=metrics.get("thresholds"),
-                                data_fingerprint=data_fingerprint(examples), held_out=eval_examples)
+        row, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
+                                                            held_out=eval_examples, evaluate=True,
+                                                            progress=progress)
+        print(f"trained {trained.steps} steps in {trained.seconds:.0f} s")
         update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)})
         print(f"registered {row.version} at {row.path}" + _score_text(metrics))
         if promote:
@@ -247,7 +237,7 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     directory = publish.pull_model(args.source, revision=args.revision, trust_pickle=args.trust_pickle)
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
-        row = registry.register(directory, scope=args.scope)
+        row = pipeline.add_to_registry(registry, directory, scope=args.scope)  # its fast path gated here too
         publish.record_origin(Path(row.path), args.source, args.revision,
                               downloaded=None if publish.is_local(args.source) else directory)
         print(f"registered {row.version} from {args.source}")

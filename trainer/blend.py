@@ -3,7 +3,8 @@
 The fine-tuned encoder and TF-IDF + logistic regression make different mistakes; averaging their
 probabilities beat either alone on validation and on the NLBSE'24 test split (docs/BENCHMARKS.md).
 A blend is saved as one registry version with each member in its own subdirectory, and served by
-`core.classifier.BlendedClassifier`.
+`core.classifier.BlendedClassifier`. `train_model` trains every kind: an encoder, a blend, or the TF-IDF
+baseline alone.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.card import BLEND_MEMBERS, write_card
+from core.card import BLEND_MEMBERS, ModelCard, write_card
 from core.classifier import BlendedClassifier
+from trainer.baseline import BASE_MODEL as TFIDF_BASE_MODEL
 from trainer.baseline import TrainedBaseline, train_tfidf_borrowing
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example
@@ -64,18 +66,28 @@ class TrainedBlend:
 
     def classifier(self, version: str = "unregistered") -> BlendedClassifier:
         """This blend as the classifier the bot serves, without saving it first."""
+        card = ModelCard(version=version, labels=self.labels, max_length=self.config.max_length, kind="blend",
+                         base_model=self.encoder.base_model,
+                         extra={"tfidf_share": self.tfidf_share, "train_config": self.config.to_dict()})
         return BlendedClassifier(self.encoder.classifier(version), self.tfidf.classifier(version),
-                                 self.tfidf_share, version=version)
+                                 self.tfidf_share, card=card)
+
+
+Trained = TrainedModel | TrainedBlend | TrainedBaseline  # what train_model returns: each saves and scores alike
 
 
 def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None, *,
                 progress: bool = True, tfidf_also: Sequence[Example] = (),
-                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT) -> TrainedModel | TrainedBlend:
-    """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two.
+                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT) -> Trained:
+    """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two. A
+    `config.base_model` of "tfidf-logreg" fits the TF-IDF baseline alone (`select`'s bar), with its seed.
 
     `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each
     weighted `tfidf_also_weight` against one of `examples`; those of a class the encoder lacks are left out.
     """
+    if config.base_model == TFIDF_BASE_MODEL:
+        known = list(labels) if labels is not None else sorted({example.label for example in examples})
+        return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known, seed=config.seed)
     encoder = fine_tune(config, examples, labels, progress=progress)
     if config.tfidf_share == 0:
         return encoder

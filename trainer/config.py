@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from core.card import file_sha256
 
 TRUNCATIONS = ("head", "head+tail")
 CLASS_WEIGHTS = ("none", "balanced")
@@ -120,8 +121,4 @@ def check_files(directory: Path, expected: dict[str, str]) -> None:
 @lru_cache(maxsize=32)
 def _sha256(path: str, _size: int, _mtime_ns: int) -> str:
     """A file's SHA-256, computed once per size and modification time (90 MB take a quarter second)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(path)

@@ -20,14 +20,14 @@ import shutil
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.card import ModelCard, read_card, update_card
-from core.classifier import (BLEND_MEMBERS, BlendedClassifier, TfidfClassifier, TransformerClassifier,
-                             encoder_directory)
-from core.fast_path import FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier, file_sha256
+from core.card import BLEND_MEMBERS, ModelCard, encoder_directory, file_sha256, update_card
+from core.classifier import BlendedClassifier, TfidfClassifier
+from core.encoder import FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1
 from trainer.sources import NLBSE_TEST_FILE
@@ -40,6 +40,23 @@ OPSET = 17  # ONNX opset of the export; LayerNormalization is native from 17
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the checkout
 
 
+@dataclass(frozen=True)
+class FastPathOptions:
+    """Whether registering a trained model builds its fast serving path, and on which issues it is gated."""
+
+    build: bool = True  # False: no export, PyTorch serves it (tests that are not about the fast path)
+    gate_issues: Sequence[Example] | None = None  # None: NLBSE'24's test split, else the registration's held-out
+
+    def issues(self, held_out: Sequence[Example]) -> tuple[Sequence[Example], str]:
+        """(the gate's issues, where they come from) for a registration that held out `held_out`."""
+        if self.gate_issues is not None:
+            return self.gate_issues, "given by the caller"
+        issues, source = default_gate_issues()
+        if issues:
+            return issues, source
+        return held_out, f"the {len(held_out)} held-out issues of the registration"
+
+
 @lru_cache(maxsize=1)
 def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ...], str]:
     """NLBSE'24's test split (1,500 issues of 5 repositories, never trained on) when ../shared is there."""
@@ -50,13 +67,15 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
     return tuple(load_file(path)), f"NLBSE'24 test split ({NLBSE_TEST_FILE})"
 
 
-def build_fast_path(directory: Path | str, issues: Sequence[Example], *, source: str = "") -> dict[str, Any]:
-    """Export a registered model's encoder, gate each artefact on `issues`, record the outcome in its card.
+def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Example], *,
+                    source: str = "") -> dict[str, Any]:
+    """Export the encoder of the registered model in `directory` (whose card is `card`), gate each artefact
+    on `issues`, record the outcome in its card.
 
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
     """
-    model_directory, directory = Path(directory), encoder_directory(directory)
+    model_directory, directory = Path(directory), encoder_directory(directory, card)
     record: dict[str, Any] = {"serves": "pytorch", "gates": {}}
     if not issues:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
@@ -64,43 +83,44 @@ def build_fast_path(directory: Path | str, issues: Sequence[Example], *, source:
         _record(model_directory, directory, record)
         return record
     try:
-        record |= _export_and_gate(directory, issues, source, model_directory)
+        record |= _export_and_gate(directory, issues, source, model_directory, card)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
         shutil.rmtree(directory / FAST_DIR, ignore_errors=True)
         record = {"serves": "pytorch", "gates": {}, "error": f"{type(error).__name__}: {str(error)[:300]}"}
     _record(model_directory, directory, record)
-    log.info("fast path of %s: %s serves (gates: %s)", read_card(directory)["version"], record["serves"],
-             record["gates"])
+    log.info("fast path of %s: %s serves (gates: %s)", card.version, record["serves"], record["gates"])
     return record
 
 
-def _as_served(model_directory: Path) -> tuple[Callable[[Any], Any], str]:
+def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], Any], str]:
     """What turns an encoder into the classifier the App serves from `model_directory`, and its name.
 
     A blend's answers are the blend's: an int8 rounding that flips the encoder's top label on a near-tie
     changes the App's answer only when the TF-IDF member leaves it a near-tie too (bootstrap model,
     NLBSE'24 test: 97.3 % of the encoder's top labels kept, 99.3 % of the blend's)."""
-    card = ModelCard.read(model_directory)
     if card.kind != "blend":
         return (lambda encoder: encoder), "the encoder's"
     tfidf = TfidfClassifier.from_directory(model_directory / BLEND_MEMBERS[1])
     share = card.tfidf_share
-    return (lambda encoder: BlendedClassifier(encoder, tfidf, share)), f"the blend's (TF-IDF share {share:g})"
+    answers = f"the blend's (TF-IDF share {share:g})"
+    return (lambda encoder: BlendedClassifier(encoder, tfidf, share, card=card)), answers
 
 
-def _export_and_gate(directory: Path, issues: Sequence[Example], source: str,
-                     model_directory: Path) -> dict[str, Any]:
+def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
+                     card: ModelCard) -> dict[str, Any]:
     """Both artefacts, gated in turn; the first that passes serves, and only its file is kept."""
     started = time.perf_counter()
     artefacts = export_onnx(directory)
     record: dict[str, Any] = {"serves": "pytorch", "gates": {}, "export_seconds": round(time.perf_counter() - started, 1)}
-    as_served, answers = _as_served(model_directory)
-    reference = _top_labels(as_served(TransformerClassifier.from_directory(directory, device="cpu")), issues)
+    as_served, answers = _as_served(model_directory, card)
+    encoder_card = card if directory == model_directory else ModelCard.read(directory)
+    reference = _top_labels(as_served(TransformerClassifier.from_directory(directory, device="cpu",
+                                                                           card=encoder_card)), issues)
     for engine, artefact in artefacts.items():
-        gate = same_answers(reference, as_served(OnnxClassifier.from_file(directory, artefact)), issues) | {
-            "issues_source": source, "answers": answers}
+        fast = OnnxClassifier.from_file(directory, artefact, card=encoder_card)
+        gate = same_answers(reference, as_served(fast), issues) | {"issues_source": source, "answers": answers}
         record["gates"][engine] = gate
         if gate["passed"]:
             record |= {"serves": engine, "file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact),

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from core.card import MODEL_CARD, ModelCard, read_card, update_card
+from core.card import MODEL_CARD, ModelCard, update_card
 
 Uploader = Callable[..., object]  # HfApi().upload_folder(repo_id=, folder_path=, repo_type=, commit_message=)
 Downloader = Callable[..., str]  # snapshot_download(repo_id, revision=) → local directory
@@ -42,7 +42,7 @@ def push_model(model_dir: Path, target: str, *, upload: Uploader | None = None) 
     with tempfile.TemporaryDirectory(prefix="issue-sorter-push-") as staging:
         folder = Path(staging) / card.version
         shutil.copytree(model_dir, folder)
-        (folder / HUB_README).write_text(model_card_text(read_card(model_dir)))
+        (folder / HUB_README).write_text(model_card_text(card))
         if is_local(target):
             destination = Path(target).expanduser()
             shutil.copytree(folder, destination, dirs_exist_ok=True)
@@ -80,33 +80,33 @@ def record_origin(directory: Path, source: str, revision: str | None, *, downloa
     update_card(directory, pulled_from={"source": source, "revision": commit or revision})
 
 
-def model_card_text(card: dict) -> str:
+def model_card_text(card: ModelCard) -> str:
     """A Hugging Face model card: metadata for the hub, then what a user needs to judge the model."""
     from huggingface_hub import ModelCard as HubCard
     from huggingface_hub import ModelCardData
 
-    metrics = card.get("metrics") or {}
+    metrics = card.metrics
     data = ModelCardData(language="en", license="other", library_name="transformers",
                          pipeline_tag="text-classification", tags=["github-issues", "issue-sorter"],
                          base_model=_hub_base_model(card), metrics=["f1"])
     return str(HubCard(f"---\n{data.to_yaml()}\n---\n\n" + _body(card, metrics)))
 
 
-def _body(card: dict, metrics: dict) -> str:
-    labels = ", ".join(f"`{label}`" for label in card["labels"])
-    recipe = card.get("train_config") or {}
+def _body(card: ModelCard, metrics: dict) -> str:
+    labels = ", ".join(f"`{label}`" for label in card.labels)
+    recipe = card.train_config
     return "\n".join([
-        f"# Issue Sorter model {card['version']}", "",
+        f"# Issue Sorter model {card.version}", "",
         "Sorts a new GitHub issue (title and body) into one of its labels: " + labels + ". Made by "
         "[Issue Sorter](https://github.com/issue-sorter/issue-sorter), a GitHub App that labels issues and "
         "learns from maintainers' corrections.", "",
         "## Model", "",
-        f"- kind: {card['kind']}" + (f" (encoder + TF-IDF, TF-IDF share {card['tfidf_share']})"
-                                     if card["kind"] == "blend" else ""),
-        f"- base model: {card.get('base_model') or 'unknown'}",
-        f"- tokens read per issue: {card.get('max_length')}",
+        f"- kind: {card.kind}" + (f" (encoder + TF-IDF, TF-IDF share {card.tfidf_share})"
+                                  if card.kind == "blend" else ""),
+        f"- base model: {card.base_model or 'unknown'}",
+        f"- tokens read per issue: {card.max_length}",
         f"- recipe: {', '.join(f'{k}={v}' for k, v in sorted(recipe.items()) if v is not None) or 'not recorded'}",
-        f"- training data fingerprint: `{card.get('data_fingerprint') or 'not recorded'}`", "",
+        f"- training data fingerprint: `{card.data_fingerprint or 'not recorded'}`", "",
         "## Training data", "", _data_note(card), "",
         "## Evaluation", "", *_metric_lines(metrics), "",
         "## Intended use", "",
@@ -138,8 +138,8 @@ def _metric_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def _data_note(card: dict) -> str:
-    source = (card.get("train_data") or {}).get("source", "")
+def _data_note(card: ModelCard) -> str:
+    source = ((card.extra or {}).get("train_data") or {}).get("source", "")
     for key, note in DATA_NOTES.items():
         if key in source:
             return note
@@ -147,8 +147,8 @@ def _data_note(card: dict) -> str:
         f"{source or 'Not recorded'}.")
 
 
-def _hub_base_model(card: dict) -> str | None:
-    base = card.get("base_model") or ""
+def _hub_base_model(card: ModelCard) -> str | None:
+    base = card.base_model
     if "all-minilm-l6-v2" in base.lower() or "all_minilm_l6_v2" in base.lower():
         return "sentence-transformers/all-MiniLM-L6-v2"  # the offline package ships this hub model's weights
     return base if base.count("/") == 1 and not base.startswith("/") else None

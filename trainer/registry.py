@@ -6,17 +6,15 @@ import datetime as dt
 import re
 import shutil
 from pathlib import Path
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core.card import read_card, update_card
+from core.card import ModelCard, read_card, update_card
 from core.classifier import Classifier, load_classifier
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
-from trainer.dataset import Example
 
 KEEP_PROMOTED = 3  # per scope: the serving version and the two that `rollback` goes back to
 KEEP_UNPROMOTED = 1  # per scope: the newest challenger, for an operator to look at or promote by hand
@@ -42,15 +40,11 @@ class Saveable(Protocol):
 class Registry:
     """Model directories under `model_dir` and their rows; the caller's session commits.
 
-    Registering a model with an encoder also builds its fast serving path (trainer.fast_path) and gates it
-    on `gate_issues` (default: NLBSE'24's test split in ../shared, when there); `fast_path=False` skips it,
-    and PyTorch serves.
+    It stores and finds models; training one and building its fast serving path is trainer.pipeline's.
     """
 
-    def __init__(self, model_dir: Path | str, session: Session, *, fast_path: bool = True,
-                 gate_issues: Sequence[Example] | None = None):
+    def __init__(self, model_dir: Path | str, session: Session):
         self.model_dir, self.session = Path(model_dir), session
-        self.fast_path, self.gate_issues = fast_path, gate_issues
 
     def new_version(self, scope: str = GLOBAL_SCOPE) -> str:
         """A unique, readable id: scope slug + UTC time, with -2, -3 ... when taken."""
@@ -64,12 +58,8 @@ class Registry:
 
     def register(self, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                  metrics: dict | None = None, thresholds: dict[str, float] | None = None,
-                 data_fingerprint: str | None = None, held_out: Sequence[Example] = ()) -> ModelVersion:
-        """Save (or copy) a model into a new version directory and record its ModelVersion row.
-
-        `held_out`: labelled issues the model never trained on, for the fast path's gate where ../shared's
-        NLBSE'24 test split is not there (an installed package, a container).
-        """
+                 data_fingerprint: str | None = None) -> ModelVersion:
+        """Save (or adopt) a model into a new version directory and record its ModelVersion row; nothing more."""
         if isinstance(source, (str, Path)):
             directory = self._adopt(Path(source), scope)
             card = update_card(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
@@ -78,21 +68,8 @@ class Registry:
             directory = self.model_dir / self.new_version(scope)
             source.save(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
                         data_fingerprint=data_fingerprint or "")
-            card = read_card(directory)
-        if self.fast_path and card.get("kind") in ("transformer", "blend"):
-            self._build_fast_path(directory, held_out)
-        return self._add_row(directory.name, scope, directory, card)
-
-    def _build_fast_path(self, directory: Path, held_out: Sequence[Example]) -> None:
-        from trainer.fast_path import build_fast_path, default_gate_issues
-
-        if self.gate_issues is not None:
-            issues, source = self.gate_issues, "given by the caller"
-        else:
-            issues, source = default_gate_issues()
-            if not issues:
-                issues, source = held_out, f"the {len(held_out)} held-out issues of the registration"
-        build_fast_path(directory, issues, source=source)
+            card = ModelCard.read(directory)
+        return self._add_row(scope, directory, card)
 
     def _adopt(self, source: Path, scope: str) -> Path:
         """A saved model's directory under model_dir: in place if it is an unregistered child, else a copy."""
@@ -103,11 +80,10 @@ class Registry:
         shutil.copytree(source, directory)  # the registry owns its copy; the source may go away
         return directory
 
-    def _add_row(self, version: str, scope: str, directory: Path, card: dict[str, Any]) -> ModelVersion:
-        row = ModelVersion(version=version, scope=scope, path=str(directory.resolve()),
-                           base_model=card.get("base_model", ""), labels=list(card["labels"]),
-                           metrics=card.get("metrics") or {},
-                           data_fingerprint=card.get("data_fingerprint", ""))
+    def _add_row(self, scope: str, directory: Path, card: ModelCard) -> ModelVersion:
+        row = ModelVersion(version=directory.name, scope=scope, path=str(directory.resolve()),
+                           base_model=card.base_model, labels=list(card.labels), metrics=card.metrics,
+                           data_fingerprint=card.data_fingerprint)
         self.session.add(row)
         self.session.flush()
         return row

@@ -1,6 +1,7 @@
 """Retraining: human-confirmed issues → challenger → compared with the champion → promoted if better.
 
-The only module that wires dataset, train, registry and gate together. Used by the periodic cron job,
+The only module that wires the confirmed issues, training and registering (trainer.pipeline) and the gate
+together. Used by the periodic cron job,
 `issue-sorter retrain`, the `/issue-sorter retrain` comment and `issue-sorter replay`.
 """
 
@@ -14,14 +15,15 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from core.card import ModelCard
-from core.classifier import encoder_directory
+from core.card import ModelCard, encoder_directory
 from core.kinds import KINDS, kind_of_label
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
-from trainer.dataset import Audience, Example, data_fingerprint, load_database
+from trainer.dataset import Audience, Example, load_database
+from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote
+from trainer.pipeline import train_and_register
 from trainer.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -141,11 +143,10 @@ def split_recent(examples: Sequence[Example], policy: RetrainPolicy) -> tuple[li
 
 
 def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: RetrainPolicy = RetrainPolicy(),
-                  force: bool = False, trigger: str = "manual", progress: bool = False) -> RetrainResult:
+                  force: bool = False, trigger: str = "manual", progress: bool = False,
+                  fast_path: FastPathOptions = FastPathOptions()) -> RetrainResult:
     """Train a challenger for `scope` from the global model and promote it only if it beats the one serving
     `scope` on the most recent confirmed issues (never trained on: only older issues teach it)."""
-    from trainer.blend import train_model
-
     champion = registry.serving_for(scope)
     known_kinds = [label for label in (champion.labels if champion else []) if label in KINDS]
     examples, labels = examples_for_scope(session, scope, policy, known_kinds)
@@ -164,11 +165,11 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
     others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed, policy=policy)
               if config.tfidf_share else [])
-    trained = train_model(config, train, labels, progress=progress, tfidf_also=others,
-                          tfidf_also_weight=policy.other_repos_tfidf_weight)
-    row = registry.register(trained, scope=scope, data_fingerprint=data_fingerprint(train + others),
-                            held_out=held_out)
-    run = compare_and_promote(registry, row.version, held_out, scope=scope, force=force, trigger=trigger)
+    registered = train_and_register(registry, config, train, labels=labels, scope=scope, held_out=held_out,
+                                    tfidf_also=others, tfidf_also_weight=policy.other_repos_tfidf_weight,
+                                    fast_path=fast_path, progress=progress)
+    run = compare_and_promote(registry, registered.row.version, held_out, scope=scope, force=force,
+                              trigger=trigger)
     return RetrainResult(scope, run, run.message)
 
 
@@ -182,7 +183,7 @@ def challenger_config(base: ModelVersion | None, policy: RetrainPolicy, *, scope
     card = ModelCard.read(base.path) if base else None
     if card is None or card.kind == "tfidf":  # nothing to continue from: the offline encoder, TrainConfig's recipe
         return TrainConfig(epochs=policy.epochs, max_length=policy.max_length or TrainConfig.max_length)
-    recipe = card.train_config | {"base_model": str(encoder_directory(base.path)), "epochs": policy.epochs,
+    recipe = card.train_config | {"base_model": str(encoder_directory(base.path, card)), "epochs": policy.epochs,
                                   "max_steps": None, "device": "auto", "tfidf_share": card.tfidf_share}
     if scope != GLOBAL_SCOPE:
         recipe["class_weight"] = "none"

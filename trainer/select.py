@@ -5,7 +5,8 @@ fold's issues; its score is the mean per-repository macro-F1 over those. Each ca
 the App serves it, blended with the TF-IDF model of the same fold, its TF-IDF share chosen nested (each
 fold's share is the best on the other folds' issues). What training on the whole mix would cost is
 estimated from the folds (seconds per training issue × the mix's size); a row over the budget cannot win.
-The winner is trained on the whole mix (a blend at the share best over all folds) and registered.
+The winner is trained on the whole mix (a blend at the share best over all folds) and registered
+(trainer.pipeline), its unseen-protocol metrics on its card.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import Any
 from core.kinds import KINDS
 from core.tables import GLOBAL_SCOPE, ModelVersion
 from trainer.baseline import BASE_MODEL as BASELINE
-from trainer.baseline import train_tfidf
 from trainer.blend import train_model
 from trainer.config import DEFAULT_BUDGET_MINUTES, TrainConfig
-from trainer.dataset import Example, data_fingerprint
+from trainer.dataset import Example
 from trainer.evaluate import score_predictions
+from trainer.fast_path import FastPathOptions
+from trainer.pipeline import train_and_register
 from trainer.registry import Registry
 from trainer.sources import DEFAULT_MIX, MixConfig, training_mix
 from trainer.unseen import (
@@ -56,7 +58,8 @@ class Selection:
 def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Example]], config: TrainConfig, *,
                    folds: int = 3, mix: MixConfig = DEFAULT_MIX, budget_minutes: float = DEFAULT_BUDGET_MINUTES,
                    registry: Registry | None = None, scope: str = GLOBAL_SCOPE,
-                   progress: bool = False, eval_per_group_kind: int = 150) -> Selection:
+                   fast_path: FastPathOptions = FastPathOptions(), progress: bool = False,
+                   eval_per_group_kind: int = 150) -> Selection:
     """Score TF-IDF, each candidate (hub id or directory) and each candidate blended with TF-IDF by the
     unseen protocol; the best row within the budget wins (TF-IDF always fits) and, given a registry, is
     trained on the whole mix and registered."""
@@ -64,30 +67,32 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
     whole = training_mix(sources, mix)
     labels = [kind for kind in KINDS if kind in {example.label for example in whole}]
     labels += sorted({example.label for example in whole} - set(labels))
-    build: dict[str, Callable[[list[Example]], Any]] = {BASELINE: lambda train: train_tfidf(train, seed=config.seed)}
-    baseline = _out_of_fold(BASELINE, build[BASELINE], split, sources, mix)
+    # each row's recipe (trainer.blend.train_model trains any of them), used for its folds and the whole mix
+    recipes = {BASELINE: dataclasses.replace(config, base_model=BASELINE, tfidf_share=0.0)}
+
+    def trainer(name: str) -> Callable[[list[Example]], Any]:
+        return lambda train: train_model(recipes[name], train, labels, progress=progress)
+
+    baseline = _out_of_fold(BASELINE, trainer(BASELINE), split, sources, mix)
     rows = [_row(BASELINE, "tfidf", split.pool, baseline, budget_minutes, len(whole))]
     for name in candidates:
-        encoder = dataclasses.replace(config, base_model=name, tfidf_share=0.0)
-        build[name] = lambda train, c=encoder: train_model(c, train, labels, progress=progress)
-        oof = _out_of_fold(name, build[name], split, sources, mix)
+        recipes[name] = dataclasses.replace(config, base_model=name, tfidf_share=0.0)
+        oof = _out_of_fold(name, trainer(name), split, sources, mix)
         rows.append(_row(name, "transformer", split.pool, oof, budget_minutes, len(whole)))
         both = _together(oof, baseline, name)
         nested, chosen = nested_blend(both, name, BASELINE, BLEND_SHARES)
         curve = {share: score(split.pool, blend(both, name, BASELINE, share))["mean"] for share in BLEND_SHARES}
         share = best_share(both, name, BASELINE, BLEND_SHARES)
-        blended = dataclasses.replace(encoder, tfidf_share=share)
+        recipes[name + BLEND_SUFFIX] = dataclasses.replace(recipes[name], tfidf_share=share)
         rows.append(_row(name + BLEND_SUFFIX, "blend", split.pool, both, budget_minutes, len(whole), scores=nested)
                     | {"tfidf_share": share, "nested_shares": chosen, "share_curve": curve})
-        build[name + BLEND_SUFFIX] = lambda train, c=blended: train_model(c, train, labels, progress=progress)
     within = [row for row in rows if row["within_budget"]] or rows[:1]  # TF-IDF always fits
     best = max(within, key=lambda row: row["mean_repo_macro_f1"])
     selection = Selection(rows, best)
     if registry is not None:
-        trained = build[best["candidate"]](whole)
-        selection.registered = registry.register(trained, scope=scope, metrics=best["metrics"],
-                                                 thresholds=best["metrics"]["thresholds"],
-                                                 data_fingerprint=data_fingerprint(whole))
+        selection.registered = train_and_register(registry, recipes[best["candidate"]], whole, labels=labels,
+                                                  scope=scope, metrics=best["metrics"], fast_path=fast_path,
+                                                  progress=progress).row
     return selection
 
 

@@ -45,12 +45,13 @@ class TrainedModel:
                     data_fingerprint=data_fingerprint)
 
     def classifier(self, version: str = "unregistered"):
-        """This model as a `core.classifier.TransformerClassifier`, without saving it first."""
+        """This model as a `core.encoder.TransformerClassifier`, without saving it first; its recipe in its
+        card, so it cuts the text as the saved model will (`truncation`)."""
         from core.card import ModelCard
-        from core.classifier import TransformerClassifier
+        from core.encoder import TransformerClassifier
 
         card = ModelCard(version=version, labels=self.labels, max_length=self.config.max_length,
-                         base_model=self.base_model)
+                         base_model=self.base_model, extra={"train_config": self.config.to_dict()})
         return TransformerClassifier(self.model, self.tokenizer, card, str(self.model.device))
 
 

@@ -131,7 +131,7 @@ response = client.post("/webhook", data=body, headers={{"X-GitHub-Event": "issue
     "X-Hub-Signature-256": sign_body(body, "s")}})
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "github", "trainer",
                                                              "onnx", "onnxruntime")
-               or m in ("bot.jobs", "bot.worker", "core.classifier", "core.fast_path"))
+               or m in ("bot.jobs", "bot.worker", "core.classifier", "core.encoder"))
 print(json.dumps({{"status": response.status_code, "heavy": heavy}}))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

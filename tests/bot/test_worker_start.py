@@ -7,7 +7,7 @@ from rq import SimpleWorker
 
 from bot import context
 from bot.worker import run_worker
-from core.classifier import TransformerClassifier
+from core.encoder import TransformerClassifier
 from core.queues import LABELING_QUEUE, ContractJob, make_queue
 from tests.conftest import promote_model
 

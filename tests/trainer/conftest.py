@@ -12,8 +12,11 @@ from tests.paths import NLBSE
 from trainer.baseline import train_tfidf
 from trainer.config import TrainConfig, offline_minilm_path
 from trainer.dataset import Example, load_file
+from trainer.fast_path import FastPathOptions
 from trainer.registry import Registry
 from trainer.train import fine_tune
+
+NO_FAST_PATH = FastPathOptions(build=False)  # for tests not about it: tests/trainer/test_fast_path.py builds it
 
 
 def balanced(examples: list[Example], per_repo_label: int) -> list[Example]:
@@ -121,4 +124,4 @@ def model_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def registry(model_dir, session) -> Registry:
-    return Registry(model_dir, session, fast_path=False)  # tests/trainer/test_fast_path.py builds it
+    return Registry(model_dir, session)

@@ -5,12 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from core.card import ModelCard
-from core.classifier import BlendedClassifier, blend_scores, encoder_directory, load_classifier
+from core.card import ModelCard, encoder_directory
+from core.classifier import BlendedClassifier, blend_scores, load_classifier
+from tests.trainer.conftest import NO_FAST_PATH
 from tests.trainer.test_retrain import REPO, confirm
+from trainer.baseline import BASE_MODEL as TFIDF_BASE_MODEL
+from trainer.baseline import TrainedBaseline
 from trainer.blend import TrainedBlend, train_model
 from trainer.config import TrainConfig
 from trainer.dataset import Example
+from trainer.evaluate import evaluate_classifier
+from trainer.pipeline import train_and_register
 from trainer.retrain import RetrainPolicy, retrain_scope
 
 
@@ -84,8 +89,37 @@ def test_a_saved_blend_loads_and_scores_as_in_memory(trained_blend, small_heldou
     for got, expected in zip(loaded.predict(texts), in_memory, strict=True):
         assert got == pytest.approx(expected, abs=1e-5)
     # the members are each a model of their own; retraining starts from the encoder
-    assert encoder_directory(directory) == directory / "encoder"
+    assert encoder_directory(directory, ModelCard.read(directory)) == directory / "encoder"
     assert ModelCard.read(directory / "encoder").kind == "transformer"
+
+
+def test_loading_a_blend_reads_each_of_its_three_cards_once(trained_blend, tmp_path, monkeypatch):
+    import core.card
+
+    directory = trained_blend.save(tmp_path / "blend", version="v-blend")
+    reads, read = [], core.card.read_card
+    monkeypatch.setattr(core.card, "read_card", lambda where: reads.append(Path(where)) or read(where))
+    loaded = load_classifier(directory)
+    assert sorted(reads) == [directory, directory / "encoder", directory / "tfidf"]
+    assert (loaded.card.version, loaded.encoder.card.version) == ("v-blend", "v-blend-encoder")
+
+
+def test_a_served_blend_carries_the_thresholds_its_registration_measured_on_the_blends_scores(
+        registry, minilm_config, small_train, small_heldout):
+    """The labelling policy reads a classifier's `card.thresholds`: a blend's are measured on the blend."""
+    config = dataclasses.replace(minilm_config, tfidf_share=0.6)
+    row, _, metrics = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
+                                         fast_path=NO_FAST_PATH)
+    assert metrics["thresholds"] and row.metrics["n_scored"] == len(small_heldout)
+    served = load_classifier(row.path)
+    assert isinstance(served, BlendedClassifier) and served.card.version == row.version
+    assert served.card.thresholds == metrics["thresholds"]
+    assert evaluate_classifier(served, small_heldout)["thresholds"] == pytest.approx(metrics["thresholds"], abs=1e-4)
+
+
+def test_the_tfidf_baseline_is_trained_by_the_same_function_as_every_other_kind(small_train):
+    trained = train_model(TrainConfig(base_model=TFIDF_BASE_MODEL), small_train, progress=False)
+    assert isinstance(trained, TrainedBaseline) and trained.labels == ["bug", "feature", "question"]
 
 
 def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_blend(
@@ -96,11 +130,11 @@ def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_ble
     confirm(session, REPO, small_train, [labels[e.label] for e in small_train])
     policy = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
                            max_length=32)
-    result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual")
+    result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual", fast_path=NO_FAST_PATH)
     challenger = registry.get(result.message.split(":")[0])
     card = ModelCard.read(challenger.path)
     assert card.kind == "blend" and card.extra["tfidf_share"] == 0.6
-    assert card.base_model == str(encoder_directory(champion.path))
+    assert card.base_model == str(encoder_directory(champion.path, ModelCard.read(champion.path)))
     assert isinstance(load_classifier(challenger.path), BlendedClassifier)
 
 
@@ -128,7 +162,7 @@ def test_retraining_a_repository_lets_its_tfidf_learn_from_other_repositories(
     confirm(session, "octo/other", other, ["bug"] * 3)
     policy = RetrainPolicy(min_new_decisions=5, min_per_label=4, min_holdout=4, holdout_share=0.25, epochs=1,
                            max_length=32)
-    result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual")
+    result = retrain_scope(session, registry, REPO, policy=policy, trigger="manual", fast_path=NO_FAST_PATH)
     path = registry.get(result.message.split(":")[0]).path
     assert "zyxwvut" in _words(load_classifier(path).tfidf.pipeline)
     card = ModelCard.read(Path(path) / "tfidf")

@@ -1,7 +1,9 @@
-"""The fast serving path: built at registration, gated on real issues, served only when intact."""
+"""The fast serving path: built when a trained model is registered, gated on real issues, served only when
+intact."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 import subprocess
@@ -13,13 +15,14 @@ import pytest
 from bot.serving import Served, ServingModels
 from core.card import read_card
 from core.db import Base, make_sessionmaker, session_scope
-from core.classifier import BlendedClassifier, TransformerClassifier, load_classifier
-from core.fast_path import SERVES, SERVES_FP32, OnnxClassifier
+from core.classifier import BlendedClassifier, load_classifier
+from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
 from trainer.evaluate import macro_f1
-from trainer.fast_path import default_gate_issues, is_same_answers
+from trainer.fast_path import FastPathOptions, default_gate_issues, is_same_answers
+from trainer.pipeline import add_to_registry
 from trainer.registry import Registry
 from trainer.train import fine_tune
 
@@ -43,8 +46,12 @@ def gate_issues(small_heldout):
 
 
 @pytest.fixture
-def fast_registry(model_dir, session, gate_issues) -> Registry:
-    return Registry(model_dir, session, gate_issues=gate_issues)
+def register(registry, gate_issues):
+    """Registering a trained model as trainer.pipeline does: stored, then its fast path built and gated."""
+    def register(trained, **options):
+        return add_to_registry(registry, trained, fast_path=FastPathOptions(**{"gate_issues": gate_issues} | options))
+
+    return register
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +62,9 @@ def registered_once(tmp_path_factory, decisive_minilm, small_heldout) -> Path:
     factory = make_sessionmaker(url)
     Base.metadata.create_all(factory.kw["bind"])
     with session_scope(factory) as session:
-        return Path(Registry(root / "models", session, gate_issues=small_heldout).register(decisive_minilm).path)
+        row = add_to_registry(Registry(root / "models", session), decisive_minilm,
+                              fast_path=FastPathOptions(gate_issues=small_heldout))
+        return Path(row.path)
 
 
 @pytest.fixture
@@ -75,11 +84,11 @@ def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top
     gate = record["gate"]
     assert gate["issues"] == len(gate_issues) and gate["top_label_agreement"] >= 0.99
     assert gate["macro_f1_fast"] >= gate["macro_f1_pytorch"] - 0.005
-    assert (registered / record["file"]).is_file() and len(record["sha256"]) == 64
+    assert hashlib.sha256((registered / record["file"]).read_bytes()).hexdigest() == record["sha256"]
     assert [p.name for p in (registered / "fast").iterdir()] == [Path(record["file"]).name]  # only what serves
     assert SERVES in record["gates"] and set(record["gates"]) <= set(FAST_ENGINES)  # int8 first, then fp32
     assert record["gate"]["issues_source"] == "given by the caller"
-    with caplog.at_level(logging.INFO, logger="core.classifier"):
+    with caplog.at_level(logging.INFO, logger="core.encoder"):
         fast = load_classifier(registered)
     assert isinstance(fast, OnnxClassifier) and fast.engine == record["serves"]
     assert f"serving {fast.version} with {record['serves']}" in caplog.text
@@ -107,7 +116,7 @@ def test_a_missing_or_corrupt_artefact_falls_back_to_pytorch_and_says_why(regist
         data = bytearray(artefact.read_bytes())
         data[len(data) // 2] ^= 0xFF
         artefact.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="core.classifier"):
+    with caplog.at_level(logging.WARNING, logger="core.encoder"):
         served = load_classifier(registered)
     assert isinstance(served, TransformerClassifier)
     [line] = [r.getMessage() for r in caplog.records if "with PyTorch" in r.getMessage()]
@@ -116,13 +125,13 @@ def test_a_missing_or_corrupt_artefact_falls_back_to_pytorch_and_says_why(regist
 
 
 def test_a_model_that_cannot_be_exported_still_registers_and_pytorch_serves_it(
-        fast_registry, decisive_minilm, monkeypatch, caplog):
+        register, decisive_minilm, monkeypatch, caplog):
     def broken_export(directory):
         raise RuntimeError("Exporting the operator 'aten::something' is not supported")
 
     monkeypatch.setattr("trainer.fast_path.export_onnx", broken_export)
     with caplog.at_level(logging.WARNING):
-        row = fast_registry.register(decisive_minilm)
+        row = register(decisive_minilm)
     record = read_card(row.path)["fast_path"]
     assert record["serves"] == "pytorch" and "aten::something" in record["error"]
     assert "could not build" in caplog.text
@@ -130,10 +139,10 @@ def test_a_model_that_cannot_be_exported_still_registers_and_pytorch_serves_it(
     assert "could not be built" in caplog.text
 
 
-def test_a_gate_without_held_out_issues_serves_pytorch(model_dir, session, decisive_minilm, caplog):
-    row = Registry(model_dir, session, gate_issues=[]).register(decisive_minilm)
+def test_a_gate_without_held_out_issues_serves_pytorch(register, decisive_minilm, caplog):
+    row = register(decisive_minilm, gate_issues=[])
     assert read_card(row.path)["fast_path"]["serves"] == "pytorch"
-    with caplog.at_level(logging.WARNING, logger="core.classifier"):
+    with caplog.at_level(logging.WARNING, logger="core.encoder"):
         assert isinstance(load_classifier(row.path), TransformerClassifier)
     assert "did not pass the same-answers gate (no held-out issues)" in caplog.text
 
@@ -147,10 +156,10 @@ def test_the_gate_allows_half_a_point_of_macro_f1_and_one_percent_of_top_labels(
 
 
 def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
-        fast_registry, decisive_minilm, tfidf_model, gate_issues):
+        register, registry, decisive_minilm, tfidf_model, gate_issues):
     blend = TrainedBlend(decisive_minilm, tfidf_model, 0.7)
-    row = fast_registry.register(blend)
-    fast_registry.promote(row.version)
+    row = register(blend)
+    registry.promote(row.version)
     assert read_card(row.path)["fast_path"]["serves"] in FAST_ENGINES  # what an operator reads
     models = ServingModels(lambda repo: Served("global", row.version, row.path))
     served = models.for_repository("octo/repo")
@@ -160,11 +169,10 @@ def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
     assert top_labels(served, gate_issues) == top_labels(reference, gate_issues)
 
 
-def test_a_blends_fast_path_is_gated_on_the_blends_answers(fast_registry, decisive_minilm, tfidf_model,
-                                                           gate_issues):
+def test_a_blends_fast_path_is_gated_on_the_blends_answers(register, decisive_minilm, tfidf_model, gate_issues):
     """The App answers with the blend, so the gate compares blends: the TF-IDF member beside the fast
     encoder against it beside PyTorch's."""
-    row = fast_registry.register(TrainedBlend(decisive_minilm, tfidf_model, 0.7))
+    row = register(TrainedBlend(decisive_minilm, tfidf_model, 0.7))
     record = read_card(row.path)["fast_path"]
     gate = record["gates"][record["serves"]]
     assert gate["answers"] == "the blend's (TF-IDF share 0.7)"
@@ -192,12 +200,12 @@ print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules 
 
 
 def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_out_issues(
-        model_dir, session, decisive_minilm, gate_issues, tmp_path, monkeypatch):
+        registry, decisive_minilm, gate_issues, tmp_path, monkeypatch):
     """An installed package or a container has no ../shared: the issues the caller held out gate it."""
     monkeypatch.setattr("trainer.fast_path.SHARED_DATA", tmp_path / "no-shared")
     default_gate_issues.cache_clear()
     try:
-        row = Registry(model_dir, session).register(decisive_minilm, held_out=gate_issues)
+        row = add_to_registry(registry, decisive_minilm, held_out=gate_issues)
     finally:
         default_gate_issues.cache_clear()
     gate = read_card(row.path)["fast_path"]["gates"][SERVES]

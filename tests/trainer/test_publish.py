@@ -5,7 +5,7 @@ import shutil
 import pytest
 import yaml
 
-from core.card import MODEL_CARD, read_card
+from core.card import MODEL_CARD, ModelCard, read_card
 from core.classifier import load_classifier
 from core.settings import Settings
 from issue_sorter.cli import main
@@ -92,7 +92,7 @@ def test_a_directory_that_is_no_issue_sorter_model_is_refused(tmp_path):
 
 def test_the_card_says_what_was_not_measured(tfidf_model, tmp_path):
     tfidf_model.save(tmp_path / "t", version="t", metrics={})
-    text = publish.model_card_text(read_card(tmp_path / "t"))
+    text = publish.model_card_text(ModelCard.read(tmp_path / "t"))
     assert "Not evaluated" in text and front_matter(text)["license"] == "other"
 
 

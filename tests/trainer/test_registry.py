@@ -2,11 +2,12 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from core.card import MODEL_CARD
-from core.classifier import TransformerClassifier
+from core.encoder import TransformerClassifier
 from core.tables import ModelPromotion, ModelVersion
 from trainer.registry import Registry, RegistryError
 
@@ -94,6 +95,15 @@ def test_load_errors_name_the_fix(registry):
         registry.load("nope")
     with pytest.raises(RegistryError, match="unknown model version"):
         registry.promote("nope")
+
+
+def test_registering_only_stores_the_model_and_its_row(registry, trained_minilm):
+    """Building and gating the fast path is a step of trainer.pipeline, not of the registry."""
+    row = registry.register(trained_minilm)
+    directory = Path(row.path)
+    assert (directory / "model.safetensors").is_file() and not (directory / "fast").exists()
+    assert "fast_path" not in _card(directory)
+    assert type(registry.load(row.version)) is TransformerClassifier  # PyTorch serves it, saying why
 
 
 def test_a_fine_tuned_model_round_trips_through_the_registry(registry, trained_minilm):

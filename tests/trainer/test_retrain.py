@@ -5,9 +5,11 @@ import datetime as dt
 import pytest
 
 from core import store
-from core.card import read_card
-from core.classifier import encoder_directory
+from core.card import ModelCard, encoder_directory, read_card
+from core.encoder import SERVES
 from core.tables import GLOBAL_SCOPE, ModelVersion, TrainingRun
+from tests.trainer.conftest import NO_FAST_PATH
+from trainer.fast_path import FastPathOptions
 from trainer.retrain import (
     RetrainPolicy,
     examples_for_scope,
@@ -68,7 +70,7 @@ def test_retraining_records_both_scores_and_promotes_only_a_better_model(session
                                                                         small_train):
     labels = {"bug": "bug", "feature": "enhancement", "question": "question"}
     confirm(session, REPO, small_train, [labels[e.label] for e in small_train])
-    result = retrain_scope(session, registry, REPO, policy=POLICY, trigger="manual")
+    result = retrain_scope(session, registry, REPO, policy=POLICY, trigger="manual", fast_path=NO_FAST_PATH)
     run = result.run
     assert run is not None and run.scope == REPO and run.champion_version_id == champion.id
     assert run.challenger_score is not None and run.champion_score is not None
@@ -86,15 +88,27 @@ def test_a_repositorys_challenger_starts_from_the_global_model_and_is_judged_aga
     own = registry.register(trained_minilm, scope=REPO)
     registry.promote(own.version, "the repository's earlier model", scope=REPO)
     confirm(session, REPO, small_train, [e.label for e in small_train])
-    result = retrain_scope(session, registry, REPO, policy=POLICY)
+    result = retrain_scope(session, registry, REPO, policy=POLICY, fast_path=NO_FAST_PATH)
     challenger = session.get(ModelVersion, result.run.challenger_version_id)
-    assert read_card(challenger.path)["train_config"]["base_model"] == str(encoder_directory(champion.path))
+    global_encoder = encoder_directory(champion.path, ModelCard.read(champion.path))
+    assert read_card(challenger.path)["train_config"]["base_model"] == str(global_encoder)
     assert result.run.champion_version_id == own.id  # but it must beat what serves the repository
+
+
+def test_a_challenger_is_registered_with_its_fast_path_built_and_gated(session, registry, champion, small_train,
+                                                                     small_heldout):
+    confirm(session, REPO, small_train, [e.label for e in small_train])
+    result = retrain_scope(session, registry, REPO, policy=POLICY,
+                           fast_path=FastPathOptions(gate_issues=small_heldout))
+    challenger = session.get(ModelVersion, result.run.challenger_version_id)
+    record = read_card(challenger.path)["fast_path"]
+    assert "error" not in record and record["gates"][SERVES]["issues"] == len(small_heldout)
+    assert record["gates"][SERVES]["issues_source"] == "given by the caller"
 
 
 def test_too_few_confirmed_issues_is_a_message_not_a_run(session, registry, champion, small_train):
     confirm(session, REPO, small_train[:3], ["bug", "bug", "question"])
-    result = retrain_scope(session, registry, REPO, policy=POLICY)
+    result = retrain_scope(session, registry, REPO, policy=POLICY, fast_path=NO_FAST_PATH)
     assert result.run is None and "not enough confirmed issues to retrain yet, waiting" in result.message
     assert "the gate judges on the 4 most recent" in result.message
     assert session.query(TrainingRun).count() == 0

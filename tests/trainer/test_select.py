@@ -5,6 +5,7 @@ import operator
 from pathlib import Path
 
 from core.card import read_card
+from tests.trainer.conftest import NO_FAST_PATH
 from trainer.baseline import BASE_MODEL
 from trainer.select import BLEND_SHARES, BLEND_SUFFIX
 from trainer.sources import MixConfig
@@ -16,7 +17,7 @@ def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_a
 
     sources = {"nlbse": small_train}
     selection = select_encoder([minilm_path, str(tiny_bert_dir)], sources, minilm_config, folds=2,
-                               mix=MixConfig(title_drop=0.0), registry=registry)
+                               mix=MixConfig(title_drop=0.0), registry=registry, fast_path=NO_FAST_PATH)
     # each encoder alone, then as the App serves it: blended with the same folds' TF-IDF, share chosen nested
     assert [row["candidate"] for row in selection.rows] == [
         BASE_MODEL, minilm_path, minilm_path + BLEND_SUFFIX, str(tiny_bert_dir), str(tiny_bert_dir) + BLEND_SUFFIX]

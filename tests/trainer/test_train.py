@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from core.card import MODEL_CARD
-from core.classifier import TransformerClassifier, load_classifier
+from core.classifier import load_classifier
+from core.encoder import TransformerClassifier
 from core.issue_text import shorten_text
 from trainer.config import TrainConfig
 from trainer.dataset import Example
@@ -131,3 +132,14 @@ def test_head_tail_keeps_the_start_and_the_end(trained_minilm):
     assert short.startswith("crash on startup") and short.endswith("expected it to work")
     assert len(tokenizer(short)["input_ids"]) <= 33  # the join may add a token; encode() truncates
     assert shorten_text("short text", tokenizer, 32) == "short text"
+
+
+def test_in_memory_a_model_cuts_long_issues_as_its_saved_copy_does(trained_minilm, tmp_path):
+    """Metrics measured before saving (the CLI's, select's folds) must score the text the App will serve."""
+    recipe = dataclasses.replace(trained_minilm.config, truncation="head+tail")
+    head_and_tail = dataclasses.replace(trained_minilm, config=recipe)
+    text = "crash on startup " + "filler words " * 100 + "expected it to work"
+    in_memory = head_and_tail.classifier().predict([text])[0]
+    saved = load_classifier(head_and_tail.save(tmp_path / "m", version="m")).predict([text])[0]
+    assert in_memory == pytest.approx(saved, abs=1e-5)
+    assert trained_minilm.classifier().predict([text])[0] != pytest.approx(in_memory, abs=1e-5)

@@ -1,0 +1,66 @@
+"""Train and register: how a model enters the registry, whoever asks (retraining, `issue-sorter train` and
+`bootstrap-model`, `select`).
+
+Train as the recipe says → score it on held-out issues (its card's metrics and per-label thresholds) →
+store it (trainer.registry) → build and gate its fast serving path (trainer.fast_path). A published model
+pulled back in skips the training and joins at the storing (`add_to_registry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from core.card import ModelCard
+from core.tables import GLOBAL_SCOPE, ModelVersion
+from trainer.blend import Trained, train_model
+from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
+from trainer.dataset import Example, data_fingerprint
+from trainer.evaluate import evaluate_classifier
+from trainer.fast_path import FastPathOptions, build_fast_path
+from trainer.registry import Registry, Saveable
+
+
+class Registered(NamedTuple):
+    """What `train_and_register` made: the registry's row, the model in memory, and what it scored."""
+
+    row: ModelVersion
+    trained: Trained
+    metrics: dict[str, Any]
+
+
+def train_and_register(registry: Registry, config: TrainConfig, examples: Sequence[Example], *,
+                       labels: Sequence[str] | None = None, scope: str = GLOBAL_SCOPE,
+                       held_out: Sequence[Example] = (), evaluate: bool = False, metrics: dict | None = None,
+                       tfidf_also: Sequence[Example] = (), tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT,
+                       fast_path: FastPathOptions = FastPathOptions(), progress: bool = False) -> Registered:
+    """Train on `examples` as `config` says (trainer.blend.train_model), register it, build its fast path.
+
+    `held_out`: issues it never trained on; with `evaluate`, it is scored on them and its card keeps the
+    metrics and the per-label thresholds they give (a blend's measured on the blend's own scores). Otherwise
+    `metrics` (with their `thresholds`), when the caller measured them another way (`select`'s folds).
+    Either way the held-out issues gate the fast path where NLBSE'24's test split is not there.
+    """
+    trained = train_model(config, examples, labels, progress=progress, tfidf_also=tfidf_also,
+                          tfidf_also_weight=tfidf_also_weight)
+    if evaluate and held_out:
+        metrics = evaluate_classifier(trained.classifier(), held_out)
+    row = add_to_registry(registry, trained, scope=scope, metrics=metrics,
+                          data_fingerprint=data_fingerprint([*examples, *tfidf_also]), held_out=held_out,
+                          fast_path=fast_path)
+    return Registered(row, trained, metrics or {})
+
+
+def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
+                    metrics: dict | None = None, data_fingerprint: str | None = None,
+                    held_out: Sequence[Example] = (), fast_path: FastPathOptions = FastPathOptions()) -> ModelVersion:
+    """Store a trained model (or a saved directory) as a new version, then build and gate the fast path of
+    its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no."""
+    row = registry.register(source, scope=scope, metrics=metrics, thresholds=(metrics or {}).get("thresholds"),
+                            data_fingerprint=data_fingerprint)
+    card = ModelCard.read(row.path)
+    if fast_path.build and card.has_encoder:
+        issues, issues_source = fast_path.issues(held_out)
+        build_fast_path(row.path, card, issues, source=issues_source)
+    return row
