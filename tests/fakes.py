@@ -48,14 +48,26 @@ class FakeGitHub:
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) → role
     issue_types: dict[str, list[str]] = field(default_factory=dict)  # repo → its organisation's types
     calls: list[tuple] = field(default_factory=list)
+    issues: dict[tuple[str, int], IssueSnapshot] = field(default_factory=dict)  # GitHub's copy of an issue
 
     def writes(self) -> list[tuple]:
         """The calls that change something on GitHub."""
         return [call for call in self.calls if call[0] in ("add_labels", "remove_label", "create_label",
                                                             "create_comment", "set_issue_type")]
 
+    def comments(self, repo: str, number: int) -> list[str]:
+        """The bodies of the comments written on one issue, in order."""
+        return [call[3] for call in self.calls if call[:3] == ("create_comment", repo, number)]
+
+    def issue_type(self, repo: str, number: int) -> str | None:
+        """The issue type last set on one issue, if any."""
+        types = [call[3] for call in self.calls if call[:3] == ("set_issue_type", repo, number)]
+        return types[-1] if types else None
+
     def get_issue(self, repo: str, number: int) -> IssueSnapshot:
         self.calls.append(("get_issue", repo, number))
+        if (repo, number) in self.issues:
+            return self.issues[(repo, number)]
         return IssueSnapshot(number, "", "", "open", tuple(self.issue_labels.get((repo, number), ())), False,
                              None, None)
 
