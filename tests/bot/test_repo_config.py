@@ -1,5 +1,6 @@
-"""`.github/issue-sorter.yml`: pure parsing, then each setting through the real pipeline (signed delivery →
-Redis → RQ worker with the real model → the fake GitHub, which serves the file)."""
+"""`.github/issue-sorter.yml`: pure parsing; then each setting as the labelling job applies it, on the fakes
+(tests/bot/rules.py); and two plumbing tests through the real pipeline (signed delivery → Redis → RQ worker
+with the real model → the fake GitHub over HTTP, which serves the file)."""
 
 import hashlib
 import os
@@ -7,18 +8,18 @@ import os
 import pytest
 import yaml
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
-from sqlalchemy import select
 
-from bot.github_client import RepoFile
 from bot.comments import problem_report
+from bot.github_client import RepoFile
 from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, parse_file
-from core.db import session_scope
 from core.queues import LABELING_QUEUE, SERIALIZER
-from core.tables import Prediction, WebhookDelivery
 from tests.bot.commonmark import code_contents, text_outside_code
-from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
+from tests.bot.conftest import REPO as HTTP_REPO
+from tests.bot.conftest import deliver, issue_payload, run_worker
+from tests.bot.rules import CLASSIFIER, REPO, label, predictions, repository, use_config
+from tests.fakes import FakeClassifier
 
-ISSUES = {
+HTTP_ISSUES = {
     1: ("App crashes with TypeError when saving", "Steps to reproduce: click save. Traceback: TypeError ..."),
     2: ("Add dark mode to the settings page", "It would be great to have a dark theme option."),
 }
@@ -219,23 +220,127 @@ def test_a_file_that_cannot_be_read_as_text_holds_the_repository(file, problem):
     assert len(problems) == 1 and problem in problems[0] and config.held
 
 
-# ---- through the pipeline ----------------------------------------------------------------------------
+# ---- each setting on the fakes: what is labelled, commented, held or skipped ------------------------------
 
-def use_config(fake_github, text: str, *, repo: str = REPO, labels=()) -> None:
-    """Put the config file into `repo` (created, or recreated with its labels and no issues)."""
-    existing = fake_github.repo_labels(repo) if repo == REPO else []
-    fake_github.add_repo(repo, labels=existing + list(labels), files={CONFIG_PATH: text})
+@pytest.fixture
+def github():
+    return repository()
 
 
-def open_issue(fake_github, client, payload, number: int = 1, *, author: str = "octocat") -> None:
-    title, body = ISSUES[number]
-    fake_github.add_issue(REPO, number, title, body, author=author)
+def test_the_allowlist_keeps_every_other_label_off(sessions, github):
+    outcome, _, reason = label(sessions, github, 1, config="allow: [documentation]")  # never predicted
+    assert outcome == "abstained" and "allowlist" in reason and github.writes() == []
+    assert [p.outcome for p in predictions(sessions)] == ["abstained"]
+
+
+def test_a_typo_in_threshold_keeps_the_allowlist_and_label_mode_comments_nothing(sessions, github):
+    use_config(github, "allow: [wontfix]\nthreshold: 7\n")  # once, the typo threw the allowlist away
+    outcome, _, reason = label(sessions, github, 1)
+    assert outcome == "abstained" and "allowlist" in reason
+    assert github.writes() == [] and github.comments(REPO, 1) == []
+
+
+def test_a_malformed_config_in_comment_mode_is_reported_once_and_labelling_goes_on(sessions, github):
+    use_config(github, "mode: comment\nthreshold: seven\nfavourite_colour: blue\n")
+    claimed: set[str] = set()  # one Redis for both jobs: the report is claimed once
+    assert [label(sessions, github, n, claimed=claimed)[:2] for n in (1, 2)] == [("applied", "bug"),
+                                                                                 ("applied", "enhancement")]
+    warning, labelled = github.comments(REPO, 1)
+    assert f"ignores these settings of `{REPO}/{CONFIG_PATH}` and uses its defaults for them" in warning
+    assert "- unknown setting `'favourite_colour'`" in warning and "- threshold must be a number" in warning
+    assert "Issue Sorter labelled this issue" in labelled
+    assert [c for c in github.comments(REPO, 2) if "ignores these settings" in c] == []
+    assert github.issue_labels == {(REPO, 1): ["bug"], (REPO, 2): ["enhancement"]}
+
+
+def test_a_broken_allowlist_holds_the_repository_says_why_once_and_the_file_is_parsed_once(sessions, github):
+    github.labels[REPO].append("defect")
+    use_config(github, "mode: comment\nallow: defect\n# on the fakes\n")  # a blob no other test parses
+    before = parse_file.cache_info()
+    claimed: set[str] = set()
+    assert [label(sessions, github, n, claimed=claimed)[0] for n in (1, 2)] == ["held", "held"]
+    assert github.issue_labels == {}
+    (warning,) = github.comments(REPO, 1)
+    assert f"applies nothing on this repository until `{REPO}/{CONFIG_PATH}` is fixed" in warning
+    assert "- allow must be a list of names, not `'defect'`" in warning
+    assert github.comments(REPO, 2) == []
+    held = predictions(sessions)
+    assert [p.outcome for p in held] == ["held", "held"] and not any(p.applied for p in held)
+    assert all("is broken, so nothing is applied until it is fixed: allow must be" in p.reason for p in held)
+    assert parse_file.cache_info().misses == before.misses + 1  # the second job found it parsed
+
+
+def test_a_yaml_bomb_in_label_mode_holds_the_repository_quietly(sessions, github):
+    use_config(github, BILLION_LAUGHS)
+    assert label(sessions, github, 1)[0] == "held"
+    assert github.writes() == [] and [p.outcome for p in predictions(sessions)] == ["held"]
+
+
+def test_comment_mode_labels_and_explains_with_the_repositorys_template(sessions, github):
+    template = 'comment_template: "Sorted as {label} ({score:.0%} sure)"'
+    label(sessions, github, 1, config=f"mode: comment\n{template}")
+    assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
+    assert github.comments(REPO, 1) == ["Sorted as `bug` (90% sure)"]  # label names in code spans ping nobody
+
+
+def test_suggest_mode_comments_the_ranked_kinds_and_labels_nothing(sessions, github):
+    assert label(sessions, github, 1, config="mode: suggest")[0] == "suggested"
+    (suggestion,) = github.comments(REPO, 1)
+    assert "suggestions" in suggestion and github.issue_labels == {}
+    assert [line for line in suggestion.splitlines() if line.startswith("- ")] == [
+        "- `bug`: 90%", "- `feature`: 5%", "- `question`: 5%"]
+    assert [p.outcome for p in predictions(sessions)] == ["suggested"]
+
+
+def test_shadow_mode_classifies_and_records_every_issue_and_writes_nothing(sessions, github):
+    assert label(sessions, github, 1, config="mode: shadow")[:2] == ("shadow", "bug")
+    assert label(sessions, github, 3, config="mode: shadow")[0] == "shadow"  # below the threshold too
+    assert github.writes() == []
+    assert [p.applied for p in predictions(sessions)] == [False, False]
+
+
+@pytest.mark.parametrize("text", ["mode: off\n", "mode: 'off'\n"])
+def test_off_mode_does_nothing_at_all(sessions, github, text):
+    classifier = FakeClassifier(CLASSIFIER.rules)
+    assert "mode: off" in label(sessions, github, 1, config=text, classifier=classifier)
+    assert github.writes() == [] and predictions(sessions) == [] and classifier.seen == []
+
+
+def test_the_labels_mapping_names_the_label_each_kind_gets_over_name_matching(sessions, github):
+    mapping = {"bug": "defect", "feature": "idea", "question": "ask"}
+    github.labels[REPO] += list(mapping.values())  # beside bug, enhancement and question
+    config = "labels: {bug: defect, feature: idea, question: ask}\n"
+    for number, kind in ((1, "bug"), (2, "feature")):
+        assert label(sessions, github, number, config=config)[:2] == ("applied", mapping[kind])
+    assert label(sessions, github, 4, config=config, title="How do I set a proxy?")[:2] == ("applied", "ask")
+    assert github.issue_labels == {(REPO, 1): ["defect"], (REPO, 2): ["idea"], (REPO, 4): ["ask"]}
+
+
+def test_a_repository_without_a_file_uses_its_organisations_dot_github_config(sessions, github):
+    use_config(github, "mode: suggest\n", repo="octo/.github")
+    assert label(sessions, github, 1)[0] == "suggested"
+    assert [call[1] for call in github.calls if call[0] == "get_file"] == [REPO, "octo/.github"]
+    assert github.issue_labels == {} and len(github.comments(REPO, 1)) == 1
+
+
+def test_a_target_precision_uses_the_models_per_label_thresholds(sessions, github):
+    strict = FakeClassifier(CLASSIFIER.rules, thresholds={"bug": 0.95})
+    assert label(sessions, github, 1, classifier=strict, config="target_precision: 0.9")[0] == "abstained"
+    assert label(sessions, github, 2, classifier=strict, config="target_precision: 0.9")[0] == "applied"
+
+
+# ---- through the real worker: the file over HTTP (ETag, 304), the comments of comment mode -------------
+
+def serve_config(fake_github, text: str, *, labels=()) -> None:
+    """Put the config file into the HTTP fake's repository (recreated with its labels and no issues)."""
+    fake_github.add_repo(HTTP_REPO, labels=fake_github.repo_labels(HTTP_REPO) + list(labels),
+                         files={CONFIG_PATH: text})
+
+
+def open_issue(fake_github, client, payload, number: int) -> None:
+    title, body = HTTP_ISSUES[number]
+    fake_github.add_issue(HTTP_REPO, number, title, body)
     deliver(client, "issues", issue_payload(payload, "opened", number, title=title, body=body), f"d-{number}")
-
-
-def predictions(ctx) -> list[Prediction]:
-    with session_scope(ctx.sessionmaker) as session:
-        return session.scalars(select(Prediction).order_by(Prediction.id)).all()
 
 
 def nothing_failed_or_retried(redis) -> bool:
@@ -245,147 +350,38 @@ def nothing_failed_or_retried(redis) -> bool:
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_a_typo_in_threshold_keeps_the_allowlist_and_label_mode_comments_nothing(
+def test_through_the_worker_a_held_repositorys_file_is_revalidated_by_etag_and_parsed_once(
         worker_context, fake_github, client, payload, redis):
-    use_config(fake_github, "allow: [wontfix]\nthreshold: 7\n")  # once, the typo threw the allowlist away
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    assert fake_github.issue_labels(REPO, 1) == [] and fake_github.comments(REPO, 1) == []
-    (prediction,) = predictions(worker_context)
-    assert prediction.outcome == "abstained" and "allowlist" in prediction.reason
-    assert nothing_failed_or_retried(redis)
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_a_malformed_config_in_comment_mode_is_reported_once_and_labelling_goes_on(
-        worker_context, fake_github, client, payload, redis):
-    use_config(fake_github, "mode: comment\nthreshold: seven\nfavourite_colour: blue\n")
-    open_issue(fake_github, client, payload, 1)
-    open_issue(fake_github, client, payload, 2)
-    run_worker(redis)
-    warning, labelled = fake_github.comments(REPO, 1)
-    assert f"ignores these settings of `{REPO}/{CONFIG_PATH}` and uses its defaults for them" in warning
-    assert "- unknown setting `'favourite_colour'`" in warning and "- threshold must be a number" in warning
-    assert "Issue Sorter labelled this issue" in labelled
-    assert [c for c in fake_github.comments(REPO, 2) if "ignores these settings" in c] == []
-    assert all(len(fake_github.issue_labels(REPO, n)) == 1 for n in (1, 2))
-    assert nothing_failed_or_retried(redis)
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_a_broken_allowlist_holds_the_repository_says_why_once_and_the_file_is_parsed_once(
-        worker_context, fake_github, client, payload, redis):
-    use_config(fake_github, "mode: comment\nallow: defect\n", labels=["defect"])
+    serve_config(fake_github, "mode: comment\nallow: defect\n", labels=["defect"])
     before = parse_file.cache_info()
     open_issue(fake_github, client, payload, 1)
     open_issue(fake_github, client, payload, 2)
     run_worker(redis)
-    assert [fake_github.issue_labels(REPO, n) for n in (1, 2)] == [[], []]
-    (warning,) = fake_github.comments(REPO, 1)
-    assert f"applies nothing on this repository until `{REPO}/{CONFIG_PATH}` is fixed" in warning
+    reads = fake_github.calls("GET", rf"/repos/{HTTP_REPO}/contents/{CONFIG_PATH}")
+    assert [read.status for read in reads] == [200, 304]  # the second job's conditional GET
+    assert parse_file.cache_info().misses == before.misses + 1
+    assert [fake_github.issue_labels(HTTP_REPO, n) for n in (1, 2)] == [[], []]
+    (warning,) = fake_github.comments(HTTP_REPO, 1)
     assert "- allow must be a list of names, not `'defect'`" in warning
-    assert fake_github.comments(REPO, 2) == []
-    held = predictions(worker_context)
-    assert [p.outcome for p in held] == ["held", "held"] and not any(p.applied for p in held)
-    assert all("is broken, so nothing is applied until it is fixed: allow must be" in p.reason for p in held)
-    assert parse_file.cache_info().misses == before.misses + 1  # the second job found it parsed
+    assert fake_github.comments(HTTP_REPO, 2) == []
     assert nothing_failed_or_retried(redis)
 
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_a_yaml_bomb_in_label_mode_holds_the_repository_quietly(worker_context, fake_github, client, payload,
-                                                               redis):
-    use_config(fake_github, BILLION_LAUGHS)
-    open_issue(fake_github, client, payload)
+def test_through_the_worker_comment_mode_labels_and_reports_a_malformed_config_once(
+        worker_context, fake_github, client, payload, redis):
+    """The report's once-a-day key is claimed in Redis by the job, and both comments reach GitHub."""
+    serve_config(fake_github, "mode: comment\nthreshold: seven\nfavourite_colour: blue\n")
+    open_issue(fake_github, client, payload, 1)
+    open_issue(fake_github, client, payload, 2)
     run_worker(redis)
-    assert fake_github.issue_labels(REPO, 1) == [] and fake_github.comments(REPO, 1) == []
-    assert [p.outcome for p in predictions(worker_context)] == ["held"] and nothing_failed_or_retried(redis)
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_comment_mode_labels_and_explains_with_the_repositorys_template(worker_context, fake_github, client,
-                                                                        payload, redis):
-    use_config(fake_github, "mode: comment\ncomment_template: 'Sorted as {label} ({score:.0%} sure)'\n")
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    (label,) = fake_github.issue_labels(REPO, 1)
-    (prediction,) = predictions(worker_context)
-    score = prediction.scores[prediction.predicted]
-    assert fake_github.comments(REPO, 1) == [f"Sorted as `{label}` ({score:.0%} sure)"]
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_suggest_mode_comments_the_ranked_kinds_and_labels_nothing(worker_context, fake_github, client, payload,
-                                                                   redis):
-    use_config(fake_github, "mode: suggest\n")
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    assert fake_github.issue_labels(REPO, 1) == []
-    (suggestion,) = fake_github.comments(REPO, 1)
-    assert "suggestions" in suggestion
-    assert all(f"- `{kind}`: " in suggestion for kind in ("bug", "feature", "question"))
-    assert [p.outcome for p in predictions(worker_context)] == ["suggested"]
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-@pytest.mark.parametrize("text", ["mode: off\n", "mode: 'off'\n"])
-def test_off_mode_does_nothing_at_all(worker_context, fake_github, client, payload, redis, text):
-    use_config(fake_github, text)
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    assert fake_github.calls("POST", r"/repos/.*") == []  # no label, no comment
-    assert predictions(worker_context) == []
-    with session_scope(worker_context.sessionmaker) as session:
-        assert "mode: off" in session.get(WebhookDelivery, "d-1").outcome
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_issues_by_skipped_authors_are_left_alone(worker_context, fake_github, client, payload, redis):
-    use_config(fake_github, "skip_authors: ['dependabot[bot]']\n")
-    open_issue(fake_github, client, payload, author="dependabot[bot]")
-    run_worker(redis)
-    assert fake_github.issue_labels(REPO, 1) == [] and predictions(worker_context) == []
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_the_labels_mapping_names_the_label_each_kind_gets(worker_context, fake_github, client, payload, redis):
-    mapping = {"bug": "defect", "feature": "idea", "question": "ask"}
-    use_config(fake_github, "labels: {bug: defect, feature: idea, question: ask}\n", labels=mapping.values())
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    (prediction,) = predictions(worker_context)
-    assert fake_github.issue_labels(REPO, 1) == [mapping[prediction.predicted]] == [prediction.label]
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_the_allowlist_keeps_every_other_label_off(worker_context, fake_github, client, payload, redis):
-    use_config(fake_github, "allow: [documentation]\n")  # the model never predicts docs
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    assert fake_github.issue_labels(REPO, 1) == []
-    (prediction,) = predictions(worker_context)
-    assert prediction.outcome == "abstained" and "allowlist" in prediction.reason
-
-
-@pytest.mark.redis
-@pytest.mark.slow
-def test_a_repository_without_a_file_uses_its_organisations_dot_github_config(worker_context, fake_github, client,
-                                                                             payload, redis):
-    use_config(fake_github, "mode: suggest\n", repo="Codertocat/.github")
-    open_issue(fake_github, client, payload)
-    run_worker(redis)
-    assert fake_github.calls("GET", rf"/repos/{REPO}/contents/{CONFIG_PATH}")[0].status == 404
-    assert fake_github.calls("GET", rf"/repos/Codertocat/\.github/contents/{CONFIG_PATH}")[0].status == 200
-    assert fake_github.issue_labels(REPO, 1) == [] and len(fake_github.comments(REPO, 1)) == 1
+    warning, labelled = fake_github.comments(HTTP_REPO, 1)
+    assert "ignores these settings" in warning and "- unknown setting `'favourite_colour'`" in warning
+    assert "Issue Sorter labelled this issue" in labelled
+    assert [c for c in fake_github.comments(HTTP_REPO, 2) if "ignores these settings" in c] == []
+    assert all(len(fake_github.issue_labels(HTTP_REPO, n)) == 1 for n in (1, 2))
+    assert nothing_failed_or_retried(redis)
 
 
 @pytest.mark.parametrize("text,expected", [
