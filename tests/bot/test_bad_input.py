@@ -1,7 +1,8 @@
 """Bad input, each a test: whatever GitHub (or anyone) sends gets a clear answer and loses nothing.
 
 Deliveries go through the webhook test client, real Redis and a real RQ worker to the fake GitHub over
-HTTP; the text a reporter typed reaches a label on SQLite here and on the real PostgreSQL below.
+HTTP; the text a reporter typed reaches a label on the fakes (tests/bot/rules.py), through the queue for
+the texts whose path differs, and on the real PostgreSQL below.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ from core.queues import LABELING_QUEUE, QUEUES, SERIALIZER, make_queue
 from core.storable_text import storable
 from core.tables import IssueRecord, Prediction, WebhookDelivery
 from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
+from tests.bot import rules
+from tests.bot.rules import CLASSIFIER, label, repository, snapshot
 from tests.conftest import WEBHOOK_SECRET, promote_model
+from tests.fakes import FakeClassifier, FakeGitHub
 
 pytestmark = pytest.mark.redis
 
@@ -174,10 +178,24 @@ TEXTS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", TEXTS)
-def test_odd_text_in_a_title_or_body_goes_through_to_a_label(worker_context, fake_github, client, payload,
-                                                             redis, kind):
+def test_odd_text_in_a_title_or_body_goes_through_to_a_label_on_the_fakes(sessions, kind):
+    title, body = TEXTS[kind]
+    github, classifier = repository(), FakeClassifier(CLASSIFIER.rules)
+    github.issues[(rules.REPO, 5)] = snapshot(5, title=title, body=body)  # read when the body was cut
+    assert label(sessions, github, 5, classifier=classifier, title=title, body=body)[:2] == ("applied", "bug")
+    assert classifier.seen == [format_issue_text(title, body)]  # the model read the text as GitHub sent it
+    assert github.issue_labels == {(rules.REPO, 5): ["bug"]}
+    record = rules.stored_issue(sessions, 5)
+    assert (record.title, record.body) == (storable(title), storable(body))  # only NUL and lone surrogates go
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["lone-surrogate", "1-mb-body"])
+def test_odd_text_through_the_webhook_and_the_queue_reaches_a_label(worker_context, fake_github, client,
+                                                                    payload, redis, kind):
+    """The plumbing of the two texts whose path differs: a lone surrogate through JSON into Redis and back,
+    and a body cut for the queue, which the job reads again from GitHub."""
     title, body = TEXTS[kind]
     fake_github.add_issue(REPO, 5, title, body)
     response = deliver(client, "issues", opened(payload, 5, title=title, body=body), f"d-{kind}")
@@ -190,36 +208,22 @@ def test_odd_text_in_a_title_or_body_goes_through_to_a_label(worker_context, fak
     assert prediction.outcome == "applied" and fake_github.issue_labels(REPO, 5) == [prediction.label]
     assert prediction.predicted == max(scores, key=scores.get)
     record = stored_issue(worker_context, 5)
-    assert (record.title, record.body) == (storable(title), storable(body))  # only NUL and lone surrogates go
+    assert (record.title, record.body) == (storable(title), storable(body))
     assert outcome(worker_context, f"d-{kind}") == "applied"
 
 
 ODD_LABELS = {"bug": "🐛 bug, confirmed", "feature": "✨ " + "f" * 48, "question": "سؤال, ❓"}
 
 
-@pytest.mark.slow
-def test_odd_label_names_chosen_by_a_repositorys_config_are_applied(worker_context, fake_github, client,
-                                                                   payload, redis):
+def test_odd_label_names_chosen_by_a_repositorys_config_are_applied(sessions):
     config = "labels:\n" + "".join(f"  {kind}: {json.dumps(name, ensure_ascii=False)}\n"
                                    for kind, name in ODD_LABELS.items())
-    fake_github.add_repo(REPO, labels=list(ODD_LABELS.values()), installation_id=INSTALLATION,
-                         files={".github/issue-sorter.yml": config})
+    github = FakeGitHub(labels={rules.REPO: list(ODD_LABELS.values())})
     assert len(ODD_LABELS["feature"]) == 50  # GitHub's longest label name
-    for number, title in enumerate(["App crashes on save", "Add dark mode", "How do I set a proxy?"], 1):
-        fake_github.add_issue(REPO, number, title, "")
-        deliver(client, "issues", opened(payload, number, title=title), f"d-odd-{number}")
-    run_worker(redis)
-
-    rows = predictions(worker_context)
-    assert [row.outcome for row in rows] == ["applied"] * 3
-    for row in rows:
-        assert row.label == ODD_LABELS[row.predicted]
-        assert fake_github.issue_labels(REPO, stored_number(worker_context, row)) == [row.label]
-
-
-def stored_number(ctx, prediction: Prediction) -> int:
-    with session_scope(ctx.sessionmaker) as session:
-        return session.get(IssueRecord, prediction.issue_id).number
+    titles = {1: "App crash on save", 2: "Please add dark mode", 3: "How do I set a proxy?"}
+    results = [label(sessions, github, n, config=config, title=title)[:2] for n, title in titles.items()]
+    assert results == [("applied", ODD_LABELS[kind]) for kind in ("bug", "feature", "question")]
+    assert github.issue_labels == {(rules.REPO, n): [name] for n, name in zip(titles, ODD_LABELS.values())}
 
 
 # --- the issue changed before its job ran ------------------------------------------------------------------
