@@ -98,24 +98,34 @@ def plot(rows: list[dict], path: Path, share: float) -> Path:
                   ylabel="mean per-repository macro-F1 of the rest")
 
 
-def main() -> int:
+def out_of_fold_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workdir (bench/unseen.py's out-of-fold run), --share (the served blend's), --seed and --out."""
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
+                        help="where bench/unseen.py wrote unseen-oof.json and unseen-embeddings.npy")
+    parser.add_argument("--share", type=float, default=0.7, help="TF-IDF share of the served blend")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
+
+
+def served_out_of_fold(workdir: Path, share: float):
+    """(the scored pool, each issue's served blend scores, its fold's encoder embedding)."""
     import numpy as np
 
     from core.classifier import blend_scores
 
+    oof = json.loads((workdir / "unseen-oof.json").read_text())
+    vectors = np.load(workdir / "unseen-embeddings.npy")
+    return oof["pool"], blend_scores(oof["scores"]["encoder"], oof["scores"]["tfidf"], share), vectors
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
-                        help="where bench/unseen.py wrote unseen-oof.json and unseen-embeddings.npy")
-    parser.add_argument("--share", type=float, default=0.7, help="TF-IDF share of the served blend")
+    out_of_fold_arguments(parser)
     parser.add_argument("--min-rest", type=int, default=20, help="issues a repository must have after the k")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     args = parser.parse_args()
     started = time.perf_counter()
-    oof = json.loads((args.workdir / "unseen-oof.json").read_text())
-    vectors = np.load(args.workdir / "unseen-embeddings.npy")
-    scores = blend_scores(oof["scores"]["encoder"], oof["scores"]["tfidf"], args.share)
-    rows = table(replay_repositories(oof["pool"], scores, vectors, args.seed), args.min_rest)
+    pool, scores, vectors = served_out_of_fold(args.workdir, args.share)
+    rows = table(replay_repositories(pool, scores, vectors, args.seed), args.min_rest)
     result = run_record("unseen_warm.py", {"wall_minutes": round((time.perf_counter() - started) / 60, 1),
                                            "share": args.share, "min_rest": args.min_rest, "rows": rows})
     args.out.mkdir(parents=True, exist_ok=True)

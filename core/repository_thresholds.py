@@ -146,20 +146,17 @@ def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int
                   ) -> list[dict[str, float]]:
     """Each of `rows`' raw scores adjusted by the memory (`vectors`: L2-normalised, `labels`) without itself:
     its k most similar other rows vote, and the label counts leave it out."""
+    rows = list(rows)
     counts = Counter(labels)
-    similarities = vectors[list(rows)] @ vectors.T  # (len(rows), n): one product, not one per row
-    similarities[np.arange(len(rows)), list(rows)] = -np.inf
     k = min(k, len(labels) - 1)
+    similarities = vectors[rows] @ vectors.T  # (len(rows), n): one product and one partition for all rows
+    similarities[np.arange(len(rows)), rows] = -np.inf
+    nearest = np.argpartition(-similarities, k - 1, axis=1)[:, :k] if k > 0 else np.zeros((len(rows), 0), int)
     served = []
     for position, (row, scores) in enumerate(zip(rows, raw_scores, strict=True)):
-        others = counts.copy()
-        others[labels[row]] -= 1
-        if k <= 0:
-            served.append(memory.adjust_scores(scores, [], others))
-            continue
-        nearest = np.argpartition(-similarities[position], k - 1)[:k]
-        nearest = nearest[np.argsort(-similarities[position][nearest])]
-        neighbours = [memory.Neighbour(labels[j], float(similarities[position][j])) for j in nearest]
+        others = {**counts, labels[row]: counts[labels[row]] - 1}
+        neighbours = [memory.Neighbour(labels[j], float(similarities[position, j])) for j in nearest[position]]
+        neighbours.sort(key=lambda neighbour: -neighbour.similarity)
         served.append(memory.adjust_scores(scores, neighbours, others))
     return served
 
