@@ -152,3 +152,32 @@ def test_the_result_is_cached_on_the_repository_until_the_memory_grows(sessions,
     with session_scope(sessions) as session:
         assert repository_thresholds(session, repo, VERSION, CLASSES, 0.95, {}, store=False)[1].target == 0.95
         assert session.get(Repository, repo).threshold_cache["stats"]["target"] == 0.9  # not stored
+
+
+class Member:
+    """A blend member that scores every text the same."""
+
+    def __init__(self, version: str, scores: dict[str, float]):
+        self.version, self.labels, self.scores = version, list(scores), scores
+
+    def predict(self, texts, batch_size: int = 16):
+        return [dict(self.scores) for _ in texts]
+
+
+def test_a_blends_thresholds_apply_to_the_kinds_its_repository_has_too_few_of(sessions, repo):
+    from bot.labeling import LabelingPolicy
+    from core.card import ModelCard
+    from core.classifier import BlendedClassifier
+
+    card = ModelCard(version=VERSION, labels=CLASSES, kind="blend", thresholds={"bug": 0.99, "question": 0.8})
+    blend = BlendedClassifier(Member("enc", raw("bug", 0.9)), Member("tfidf", raw("bug", 0.9)), 0.4, card=card)
+    with session_scope(sessions) as session:
+        remember_history(session, repo, 1, RIGHT_BUGS + [WRONG_BUG] * 2)
+        thresholds, stats = repository_thresholds(session, repo, blend.version, blend.labels, 0.9,
+                                                  blend.card.thresholds)
+    assert stats.kinds["bug"].source == OWN and thresholds["bug"] < 0.99  # 22 bug predictions: its own
+    assert thresholds["question"] == 0.8 and stats.kinds["question"].source == GLOBAL  # none: the blend's
+    policy = LabelingPolicy(threshold=0.5, per_label_thresholds=thresholds)
+    score = blend.predict(["App crashes"])[0]["bug"]
+    assert policy.threshold_for("bug") <= score < card.thresholds["bug"]  # labelled here, not by the card
+    assert policy.threshold_for("question") == 0.8 and policy.threshold_for("feature") == 0.5
