@@ -12,7 +12,7 @@ from core import memory, store
 from core.db import session_scope
 from core.memory import Memory
 from core.repository_thresholds import judged_issues, leave_one_out, repository_thresholds
-from core.tables import ModelVersion, Prediction, Repository
+from core.tables import IssueRecord, ModelVersion, Prediction, Repository
 from core.thresholds import DEFAULT, GLOBAL, OWN
 
 CLASSES = ["bug", "feature", "question"]
@@ -181,3 +181,24 @@ def test_a_blends_thresholds_apply_to_the_kinds_its_repository_has_too_few_of(se
     score = blend.predict(["App crashes"])[0]["bug"]
     assert policy.threshold_for("bug") <= score < card.thresholds["bug"]  # labelled here, not by the card
     assert policy.threshold_for("question") == 0.8 and policy.threshold_for("feature") == 0.5
+
+
+@pytest.mark.postgres
+def test_the_cache_key_reads_back_equal_from_postgresql(postgres_url):
+    """PostgreSQL's JSON and its timezone-aware times: a key stored there must compare equal when read."""
+    from core.db import Base, make_sessionmaker
+    from core.tables import utcnow
+
+    sessions = make_sessionmaker(postgres_url)
+    Base.metadata.create_all(sessions.kw["bind"])
+    with session_scope(sessions) as session:
+        repository = store.ensure_repository(session, "octo/repo", 1)
+        session.add(ModelVersion(version=VERSION, path="unused", labels=CLASSES))
+        remember_history(session, repository.id, 1, RIGHT_BUGS)
+        for issue in session.query(IssueRecord):
+            issue.confirmed_at = utcnow()
+        first = repository_thresholds(session, repository.id, VERSION, CLASSES, 0.9, {"question": 0.8})
+    with session_scope(sessions) as session, statements(sessions) as seen:
+        assert repository_thresholds(session, repository.id, VERSION, CLASSES, 0.9, {"question": 0.8}) == first
+    assert not [sql for sql in seen if "embedding" in sql]
+    sessions.kw["bind"].dispose()
