@@ -6,23 +6,30 @@ writes it when the decision is recorded); the next issue of that repository is s
 its most similar confirmed issues (kNN, cosine). Nothing is retrained and nothing lives only in a process.
 
 Rows embedded by another model version than the one serving are never compared with its embeddings (the
-spaces differ): the worker re-embeds the newest confirmed issues from their stored text, a few per
-labelling job (`REFILL_PER_JOB`), and drops the other versions' rows once the serving one has caught up.
+spaces differ). `fill` embeds a repository's newest confirmed issues that the serving version has not
+embedded (a backfill's history, or all of them after a promotion) from their stored text, in batches on the
+feedback queue (bot.jobs.fill_memory), and drops the other versions' rows once the serving one has caught up.
+A labelling job only reads the memory.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from core import store
+from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
-from core.tables import IssueRecord, MemoryEntry
+from core.tables import IssueRecord, MemoryEntry, Repository
+
+log = logging.getLogger(__name__)
 
 # The rule's constants, chosen by bench/memory_sweep.py on opencv/opencv's first 300 issues, shuffled and in
 # time order, windows of 75, with a global model that never saw opencv (docs/BENCHMARKS.md, "The learning
@@ -39,7 +46,6 @@ KNN_RAMP = 0  # memory size at which the vote gets half of KNN_WEIGHT (0: full w
 PRIOR_STRENGTH = 0.0
 PRIOR_SMOOTHING = 2.0  # α: Laplace pseudo-count per class, so a class never confirmed keeps a chance
 VOTE_SMOOTHING = 0.05  # pseudo-vote per class: no single vote can zero a class the model believes in
-REFILL_PER_JOB = 32  # confirmed issues (re-)embedded per labelling job when the memory lags the model
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,9 @@ def to_bytes(vector: Sequence[float]) -> bytes:
 
 # ---- storage -----------------------------------------------------------------------------------------
 
+FILL_BATCH = 64  # confirmed issues embedded between two commits of a fill: what a crash can cost again
+
+
 def recall(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
            exclude_issue: int | None = None) -> Memory:
     """The repository's memory as `version` embedded it, labels mapped onto `classes` (others left out)."""
@@ -172,20 +181,105 @@ def forget(session: Session, issue: IssueRecord) -> None:
     session.execute(delete(MemoryEntry).where(MemoryEntry.issue_id == issue.id))
 
 
-def not_embedded(session: Session, repository_id: int, version: str, limit: int = REFILL_PER_JOB
+def not_embedded(session: Session, repository_id: int, version: str, limit: int = MEMORY_SIZE
                  ) -> list[IssueRecord]:
-    """Confirmed issues among the repository's newest MEMORY_SIZE that `version` has not embedded yet."""
+    """Confirmed issues among the repository's newest MEMORY_SIZE that `version` has not embedded yet, newest
+    first."""
+    return list(session.scalars(select(IssueRecord).where(_is_missing(repository_id, version))
+                                .order_by(IssueRecord.confirmed_at.desc(), IssueRecord.id.desc()).limit(limit)))
+
+
+def _is_missing(repository_id: int, version: str):
     newest = select(IssueRecord.id).where(IssueRecord.repository_id == repository_id,
                                           IssueRecord.confirmed_label.is_not(None)) \
         .order_by(IssueRecord.confirmed_at.desc(), IssueRecord.id.desc()).limit(MEMORY_SIZE)
     embedded = select(MemoryEntry.issue_id).where(MemoryEntry.model_version == version,
                                                   MemoryEntry.repository_id == repository_id)
-    return list(session.scalars(select(IssueRecord).where(IssueRecord.id.in_(newest.scalar_subquery()),
-                                                          IssueRecord.id.not_in(embedded.scalar_subquery()))
-                                .order_by(IssueRecord.confirmed_at.desc()).limit(limit)))
+    return IssueRecord.id.in_(newest.scalar_subquery()) & IssueRecord.id.not_in(embedded.scalar_subquery())
 
 
 def drop_other_versions(session: Session, repository_id: int, version: str) -> None:
     """Rows no serving model can use any more, once `version` has embedded the whole memory."""
     session.execute(delete(MemoryEntry).where(MemoryEntry.repository_id == repository_id,
                                               MemoryEntry.model_version != version))
+
+
+def can_embed(embedder) -> bool:
+    """Whether a model embeds text at all (an encoder does; TF-IDF alone does not)."""
+    return embedder is not None and (hasattr(embedder, "predict_and_embed") or hasattr(embedder, "embed"))
+
+
+def embed_and_remember(session: Session, issues: Sequence[IssueRecord], embedder) -> None:
+    """Embed confirmed `issues` from their stored text and store them as the embedder's version's entries,
+    with the model's scores of each where one forward pass gives both (`predict_and_embed`)."""
+    texts = [format_issue_text(issue.title, issue.body) for issue in issues]
+    if hasattr(embedder, "predict_and_embed"):
+        scores, vectors = embedder.predict_and_embed(texts)
+    else:
+        scores, vectors = [None] * len(texts), embedder.embed(texts)
+    for issue, row, vector in zip(issues, scores, vectors, strict=True):
+        remember(session, issue, issue.confirmed_label, embedder.version, vector, scores=row)
+
+
+@dataclass(frozen=True)
+class FillProgress:
+    """How far one model version has embedded a repository's memory."""
+
+    version: str  # the model version that embeds
+    embedded: int  # confirmed issues, of the newest MEMORY_SIZE, that this version has embedded
+    of: int  # confirmed issues the memory holds when complete (at most MEMORY_SIZE)
+
+    @property
+    def complete(self) -> bool:
+        return self.embedded >= self.of
+
+    def describe(self) -> str:
+        return f"{self.embedded:,} of {self.of:,} issues embedded by {self.version}"
+
+
+def fill(session: Session, repository_id: int, embedder, *, batch: int = FILL_BATCH,
+         checkpoint: Callable[[], None] | None = None) -> FillProgress:
+    """Embed the confirmed issues (of the newest MEMORY_SIZE) that `embedder`'s version has not embedded,
+    `batch` at a time; after each batch its progress is stored on the repository and `checkpoint` (the
+    job's commit) called, so an interrupted fill continues where it stopped. Once the memory is complete,
+    and the version still serves the repository, the other versions' rows go."""
+    if batch < 1:
+        raise ValueError(f"fill: batch must be at least 1 issue, not {batch}")
+    repository = session.get(Repository, repository_id)
+    if repository is None:
+        raise ValueError(f"fill: no repository has the id {repository_id}")
+    progress = record_progress(session, repository, embedder.version)
+    # bounded: each pass embeds `batch` missing issues, and at most MEMORY_SIZE can be missing
+    for _ in range(math.ceil(MEMORY_SIZE / batch)):
+        missing = not_embedded(session, repository_id, embedder.version, limit=batch)
+        if not missing:
+            break
+        embed_and_remember(session, missing, embedder)
+        progress = record_progress(session, repository, embedder.version)
+        log.info("memory of %s: %s", repository.full_name, progress.describe())
+        if checkpoint is not None:
+            checkpoint()
+    serving = store.serving_model_for(session, repository.full_name)
+    if progress.complete and serving is not None and serving.version == embedder.version:
+        drop_other_versions(session, repository_id, embedder.version)  # not if a newer version serves by now
+    if checkpoint is not None:
+        checkpoint()
+    return progress
+
+
+def record_progress(session: Session, repository: Repository, version: str) -> FillProgress:
+    """Count `version`'s share of the repository's memory and store it on the repository (the review page
+    shows it)."""
+    of = min(MEMORY_SIZE, session.scalar(select(func.count(IssueRecord.id)).where(
+        IssueRecord.repository_id == repository.id, IssueRecord.confirmed_label.is_not(None))) or 0)
+    missing = session.scalar(select(func.count(IssueRecord.id)).where(_is_missing(repository.id, version))) or 0
+    repository.memory_version, repository.memory_embedded, repository.memory_of = version, of - missing, of
+    session.flush()
+    return FillProgress(version, of - missing, of)
+
+
+def stored_progress(repository: Repository) -> FillProgress | None:
+    """The progress the last fill stored on the repository; None before any fill."""
+    if repository.memory_version is None:
+        return None
+    return FillProgress(repository.memory_version, repository.memory_embedded or 0, repository.memory_of or 0)

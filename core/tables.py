@@ -55,6 +55,10 @@ class Repository(Base):
     # unknown counts as private: its text never reaches another installation's models
     private: Mapped[bool] = mapped_column(Boolean, default=True)
     backfill_next_page: Mapped[int | None] = mapped_column(Integer)  # resume point of an interrupted backfill
+    # the memory's fill (core.memory.fill): the version that embeds, how many of how many issues it has
+    memory_version: Mapped[str | None] = mapped_column(StorableString(64))
+    memory_embedded: Mapped[int | None] = mapped_column(Integer)
+    memory_of: Mapped[int | None] = mapped_column(Integer)
     # core.repository_thresholds' last result and what it was computed from: recomputed when that changes
     threshold_cache: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -38,6 +38,26 @@ class FakeClassifier:
         return {label: self.confidence if label == winner else rest for label in self.labels}
 
 
+class FakeEncoder(FakeClassifier):
+    """A FakeClassifier that embeds as an encoder does (a vector from each text's hash); `embedded` records
+    every text it embedded, and with `fail_after` it raises once it has embedded that many (a crash)."""
+
+    def __init__(self, *args, fail_after: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.embedded: list[str] = []
+        self.fail_after = fail_after
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.fail_after is not None and len(self.embedded) + len(texts) > self.fail_after:
+            raise RuntimeError("the worker died while embedding")
+        self.embedded.extend(texts)
+        return [[byte / 255 for byte in hashlib.sha256(text.encode()).digest()[:8]] for text in texts]
+
+    def predict_and_embed(self, texts: Sequence[str]) -> tuple[list[dict[str, float]], list[list[float]]]:
+        vectors = self.embed(texts)
+        return self.predict(texts), vectors
+
+
 @dataclass
 class FakeGitHub:
     """An in-memory `bot.github_client.IssueWriter` for one installation; `calls` records each one."""

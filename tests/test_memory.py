@@ -2,12 +2,13 @@
 
 import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from core import memory, store
 from core.db import session_scope
 from core.memory import Memory, Neighbour, adjust_scores, class_of, knn_vote
-from core.tables import MemoryEntry
+from core.tables import IssueRecord, MemoryEntry, ModelPromotion, ModelVersion, Repository
+from tests.fakes import FakeEncoder
 
 MODEL = {"bug": 0.5, "feature": 0.3, "question": 0.2}
 
@@ -56,6 +57,51 @@ def test_the_knn_vote_weighs_neighbours_by_similarity_and_never_zeroes_a_class()
     vote = knn_vote([Neighbour("bug", 0.9), Neighbour("feature", 0.3), Neighbour("question", -0.5)],
                     ["bug", "feature", "question"])
     assert vote["bug"] > vote["feature"] > vote["question"] > 0
+
+
+def test_a_balanced_vote_keeps_a_minority_kind_a_majority_memory_would_vote_away():
+    scores = {"bug": 0.35, "feature": 0.15, "question": 0.5}  # the model rightly thinks: a question
+    neighbours = [Neighbour("bug", 0.6)] * 3 + [Neighbour("question", 0.6)] * 2
+    counts = {"bug": 40, "feature": 10, "question": 5}  # a memory of mostly bugs: its neighbours are too
+    by_numbers = adjust_scores(scores, neighbours, counts, balanced=False, knn_ramp=0, trust=1.0)
+    balanced = adjust_scores(scores, neighbours, counts, balanced=True, knn_ramp=0, trust=1.0)
+    assert max(by_numbers, key=by_numbers.get) == "bug"
+    assert max(balanced, key=balanced.get) == "question"
+
+
+def test_in_a_balanced_memory_the_balanced_vote_is_the_plain_vote():
+    neighbours = [Neighbour("bug", 0.9), Neighbour("feature", 0.4)]
+    classes = ["bug", "feature", "question"]
+    even = {c: 1 / 3 for c in classes}
+    assert knn_vote(neighbours, classes, shares=even) == pytest.approx(knn_vote(neighbours, classes))
+
+
+def test_a_vote_without_trust_leaves_the_scores_where_the_model_put_them():
+    adjusted = adjust_scores(MODEL, [Neighbour("question", 1.0)] * 5, {"question": 50}, trust=0.0,
+                             prior_strength=0.0)
+    assert adjusted == pytest.approx(MODEL)
+
+
+def clustered(per_kind: int, kinds=("bug", "feature", "question"), seed: int = 0) -> Memory:
+    """A memory whose issues of each kind look alike (its neighbours name their kind)."""
+    rng = np.random.default_rng(seed)
+    centres = np.eye(8)[: len(kinds)]
+    labels = [kind for kind in kinds for _ in range(per_kind)]
+    vectors = np.repeat(centres, per_kind, axis=0) + rng.normal(scale=0.1, size=(len(labels), 8))
+    order = rng.permutation(len(labels))  # the latest rows are of every kind
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True))[order].astype(np.float32)
+    return Memory(vectors, [labels[i] for i in order])
+
+
+def test_the_self_check_tells_a_memory_that_predicts_itself_from_one_that_does_not():
+    good = clustered(20)
+    agreement, majority = memory.self_check_agreement(good.vectors, good.labels, k=5, balanced=False,
+                                                      rows=range(len(good) - 30, len(good)))
+    assert agreement > 0.9 and majority < 0.5
+    shuffled = np.random.default_rng(1).permutation(good.labels).tolist()  # the same issues, labels at random
+    agreement, _ = memory.self_check_agreement(good.vectors, shuffled, k=5, balanced=False,
+                                               rows=range(len(good) - 30, len(good)))
+    assert agreement < 0.6
 
 
 @pytest.mark.parametrize("label,classes,expected", [
@@ -114,7 +160,7 @@ def test_the_memory_keeps_the_newest_entries_of_a_repository(sessions, monkeypat
         assert len(kept) == 4  # three of o/a, and o/b's own
 
 
-def test_confirmed_issues_the_serving_version_has_not_embedded_are_found_for_the_refill(sessions):
+def test_confirmed_issues_the_serving_version_has_not_embedded_are_found_for_the_fill(sessions):
     with session_scope(sessions) as session:
         old = remembered(session, "o/a", 1, "bug", [1.0, 0.0], version="old")
         repository_id = old.repository_id
@@ -122,6 +168,83 @@ def test_confirmed_issues_the_serving_version_has_not_embedded_are_found_for_the
         assert memory.not_embedded(session, repository_id, "old") == []
         memory.drop_other_versions(session, repository_id, "new")
         assert session.scalars(select(MemoryEntry)).all() == []
+
+
+def confirmed_issues(session, count: int, repo: str = "o/a"):
+    """`count` confirmed issues, as a backfill stores them: text and label, nothing embedded."""
+    repository = store.ensure_repository(session, repo)
+    for number in range(1, count + 1):
+        issue = store.upsert_issue(session, repository, number, title=f"Issue {number}", body=f"crash {number}",
+                                   author_login="a", state="closed")
+        issue.confirmed_label, issue.confirmed_by = "bug", "backfill"
+    session.flush()
+    return repository
+
+
+def serve(session, version: str) -> None:
+    """Make `version` the global model (a registry row and its promotion, no files)."""
+    row = ModelVersion(version=version, path=f"/models/{version}", labels=["bug", "feature", "question"])
+    session.add(row)
+    session.flush()
+    session.add(ModelPromotion(model_version_id=row.id, reason="test"))
+    session.flush()
+
+
+def test_a_fill_embeds_the_confirmed_issues_in_batches_committing_after_each(sessions):
+    encoder, commits = FakeEncoder({"crash": "bug"}), []
+    with session_scope(sessions) as session:
+        repository = confirmed_issues(session, 10)
+        progress = memory.fill(session, repository.id, encoder, batch=4, checkpoint=lambda: commits.append(
+            session.scalar(select(func.count(MemoryEntry.id)))))
+        assert (progress.embedded, progress.of, progress.complete) == (10, 10, True)
+        assert commits[:3] == [4, 8, 10]  # a commit after every batch
+        entries = session.scalars(select(MemoryEntry)).all()
+        assert len(entries) == 10 and {e.model_version for e in entries} == {"fake-1"}
+        assert all(e.scores and max(e.scores, key=e.scores.get) == "bug" for e in entries)  # the model's own
+        assert memory.stored_progress(repository).describe() == "10 of 10 issues embedded by fake-1"
+
+
+def test_a_fill_is_bounded_by_the_memorys_size_newest_first(sessions, monkeypatch):
+    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
+    encoder = FakeEncoder({})
+    with session_scope(sessions) as session:
+        repository = confirmed_issues(session, 5)
+        progress = memory.fill(session, repository.id, encoder, batch=2)
+        embedded = session.scalars(select(IssueRecord.number).join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
+                                   .order_by(IssueRecord.number)).all()
+    assert (progress.embedded, progress.of) == (3, 3) and len(encoder.embedded) == 3
+    assert embedded == [3, 4, 5]  # the same confirmation time: the newest rows
+
+
+def test_an_interrupted_fill_continues_where_its_last_batch_was_committed(sessions):
+    with session_scope(sessions) as session:
+        repository_id = confirmed_issues(session, 10).id
+    with pytest.raises(RuntimeError, match="died"), session_scope(sessions) as session:
+        memory.fill(session, repository_id, FakeEncoder({}, fail_after=6), batch=4, checkpoint=session.commit)
+    with session_scope(sessions) as session:
+        assert memory.stored_progress(session.get(Repository, repository_id)).describe() == (
+            "4 of 10 issues embedded by fake-1")
+        again = FakeEncoder({})
+        assert memory.fill(session, repository_id, again, batch=4, checkpoint=session.commit).complete
+        assert len(again.embedded) == 6  # only what the crash lost
+        assert session.scalar(select(func.count(MemoryEntry.id))) == 10
+
+
+def test_a_complete_fill_drops_other_versions_only_while_its_version_serves(sessions):
+    with session_scope(sessions) as session:
+        repository = confirmed_issues(session, 3)
+        memory.fill(session, repository.id, FakeEncoder({}, version="old"))
+        serve(session, "newest")  # promoted while an older worker still fills with "new"
+        memory.fill(session, repository.id, FakeEncoder({}, version="new"))
+        assert sorted(set(session.scalars(select(MemoryEntry.model_version)))) == ["new", "old"]
+        serve(session, "new")
+        memory.fill(session, repository.id, FakeEncoder({}, version="new"))  # nothing left to embed
+        assert set(session.scalars(select(MemoryEntry.model_version))) == {"new"}
+
+
+def test_a_fill_of_a_bad_batch_size_says_so(sessions):
+    with session_scope(sessions) as session, pytest.raises(ValueError, match="batch must be at least 1"):
+        memory.fill(session, confirmed_issues(session, 1).id, FakeEncoder({}), batch=0)
 
 
 @pytest.mark.slow
