@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session
 
 from bot.issues import IssueSnapshot, event_time, has_text
 from core import memory, store
-from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
 from core.tables import IssueRecord, LabelEvent, Prediction, Repository, utcnow
 
@@ -94,10 +93,8 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
 def update_memory(session: Session, issue: IssueRecord, embedder) -> None:
     """The issue's entry in its repository's memory follows its confirmed label: replaced, or dropped."""
     memory.forget(session, issue)
-    if issue.confirmed_label is None or embedder is None or not hasattr(embedder, "embed"):
-        return
-    vector = embedder.embed([format_issue_text(issue.title, issue.body)])[0]
-    memory.remember(session, issue, issue.confirmed_label, embedder.version, vector)
+    if issue.confirmed_label is not None and memory.can_embed(embedder):
+        memory.embed_and_remember(session, [issue], embedder)
 
 
 def transfer_issue(session: Session, source: Repository, event: dict, snapshot: IssueSnapshot, actor: Actor,

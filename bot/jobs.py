@@ -25,6 +25,7 @@ from bot import (
     labeling_inputs,
     labeling_writes,
     lifecycle,
+    memory_fill,
     preview,
     queueing,
     redelivery,
@@ -98,13 +99,15 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
         return "skipped: dry-run cannot read GitHub"
     kwargs = {"installation_id": installation_id, "repo": repo, "max_issues": max_issues}
     try:
-        return backfill.backfill(ctx.sessionmaker, github, repo, installation_id=installation_id,
-                                 max_issues=max_issues or ctx.backfill_max_issues)
+        outcome = backfill.backfill(ctx.sessionmaker, github, repo, installation_id=installation_id,
+                                    max_issues=max_issues or ctx.backfill_max_issues)
     except TransientGitHubError as error:  # resumes from the saved page
         return _reschedule(ctx, BACKFILL_REPOSITORY, kwargs, error)
     except GitHubError as error:
         log.warning("backfill of %s stopped: %s", repo, error)
-        return f"stopped: {error}"
+        outcome = f"stopped: {error}"
+    _queue_memory_fill(ctx, repo)  # what was stored, stopped or not, goes into the memory
+    return outcome
 
 
 def update_repository(**event) -> str:
@@ -307,3 +310,25 @@ def _handle_comment(ctx: WorkerContext, event: dict) -> str:
     if github is None:
         return "ignored: dry-run cannot check permissions"
     return commands.handle_retrain_command(event, github, ctx.redis)
+
+# ---- the memory's fill -----------------------------------------------------------------------------------
+
+def fill_memory(*, repo: str, version: str) -> str:
+    """Embed a repository's confirmed issues into its memory by the model serving it (bot.memory_fill)."""
+    ctx = context.current()
+    if not ctx.settings.memory:
+        return "skipped: the memory is off"
+    embedder = ctx.models.for_repository(repo)  # before mark_started: serving it first here queues no twin
+    memory_fill.mark_started(ctx.redis, repo, version)
+    if embedder is None:
+        return f"skipped: {NO_MODEL}"
+    return memory_fill.fill_repository(ctx.sessionmaker, repo, embedder)
+
+
+def _queue_memory_fill(ctx: WorkerContext, repo: str) -> None:
+    if not ctx.settings.memory:
+        return
+    with session_scope(ctx.sessionmaker) as session:
+        serving = store.serving_model_for(session, repo)
+    if serving is not None:
+        memory_fill.queue_fill(ctx.redis, repo, serving.version)

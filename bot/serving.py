@@ -27,12 +27,15 @@ class ServingModels:
 
     `resolve(repo)` names the version serving that repository (its own, else the global one; see
     `core.store.serving_model_for`); it is a cheap DB query, so every job asks it and a `promote` or
-    `rollback` reaches running workers without a restart.
+    `rollback` reaches running workers without a restart. `on_serve(repo, version)` is called the first
+    time this process serves a repository with a version (bot.worker queues the memory's fill there).
     """
 
     def __init__(self, resolve: Callable[[str | None], Served | None],
-                 loader: Callable[[str], Classifier] = load_classifier):
-        self._resolve, self._loader = resolve, loader
+                 loader: Callable[[str], Classifier] = load_classifier, *,
+                 on_serve: Callable[[str, str], None] | None = None):
+        self._resolve, self._loader, self._on_serve = resolve, loader, on_serve
+        self._announced: set[tuple[str, str]] = set()  # (repo, version) pairs on_serve was called for
         self._loaded: dict[str, Classifier] = {}
         self._lock = threading.Lock()
         self.loads = 0  # how many times a model was read from disk in this process
@@ -49,6 +52,9 @@ class ServingModels:
         served = self._resolve(repo)
         if served is None:
             return None
+        if repo is not None and self._on_serve is not None and (repo, served.version) not in self._announced:
+            self._announced.add((repo, served.version))
+            self._on_serve(repo, served.version)
         with self._lock:
             current = self._loaded.get(served.scope)
             if current is None or current.version != served.version:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from redis import Redis
 from rq import SimpleWorker
 
-from bot import context
+from bot import context, memory_fill
 from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
@@ -41,10 +41,13 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
         github_for, github_app = app.writer_for, app
     # One issue per job gains little from more threads, and loses much when other processes (the web
     # workers, the training worker) want the same cores: OpenMP threads then wait for each other.
-    models = ServingModels(resolve, functools.partial(load_classifier, threads=settings.worker_threads))
+    redis = redis or Redis.from_url(settings.redis_url)
+    # a version serving a repository for the first time here: its memory is filled on the feedback queue
+    on_serve = functools.partial(memory_fill.queue_fill, redis) if settings.memory else None
+    models = ServingModels(resolve, functools.partial(load_classifier, threads=settings.worker_threads),
+                           on_serve=on_serve)
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=models,
-                                 github_for=github_for, redis=redis or Redis.from_url(settings.redis_url),
-                                 github_app=github_app)
+                                 github_for=github_for, redis=redis, github_app=github_app)
 
 
 class ServingWorker(SimpleWorker):

@@ -71,6 +71,8 @@ HANDLE_COMMENT = _spec("bot.jobs.handle_comment", FEEDBACK_QUEUE, *_DELIVERY, "c
 BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, "delivery_id",
                               "installation_id", "account_login", "repos")
 BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
+# a repository's confirmed issues into its memory: never on the labelling queue (bot.memory_fill)
+FILL_MEMORY = _spec("bot.jobs.fill_memory", FEEDBACK_QUEUE, "repo", "version")
 UPDATE_REPOSITORY = _spec("bot.jobs.update_repository", FEEDBACK_QUEUE, "delivery_id", "action",
                           "installation_id", "repo", "repo_id", "private")
 _INSTALLATION = ("delivery_id", "action", "installation_id", "repositories")
@@ -88,7 +90,7 @@ PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scop
 ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
-        UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
+        FILL_MEMORY, UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
         REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, PREVIEW, RETRAIN, RETRAIN_DUE, PROMOTE, ROLLBACK)
 
 

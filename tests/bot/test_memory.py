@@ -128,14 +128,16 @@ def test_by_default_an_abstention_puts_no_label_on(worker_context, fake_github, 
 
 def test_when_another_model_serves_the_memory_is_re_embedded_from_the_stored_text(
         worker_context, fake_github, client, payload, redis, tiny_model_dir):
+    """The first job that sees the new version queues the fill on the feedback queue (bot.memory_fill); the
+    labelling job itself embeds nothing but its issue, so the issue after it is the first to gain."""
     first = open_issue(fake_github, client, payload, redis, 1)
     kind = runner_up(first.scores)
     correct(fake_github, client, payload, redis, 1, first.label, REPO_LABEL[kind])
     settings = worker_context.settings
     version = promote_model(settings.database_url, settings.model_dir, tiny_model_dir)  # a new version
-    assert open_issue(fake_github, client, payload, redis, 2).predicted == kind
-    third = open_issue(fake_github, client, payload, redis, 3)  # the memory has caught up: old rows go
-    with session_scope(worker_context.sessionmaker) as session:
+    second = open_issue(fake_github, client, payload, redis, 2)  # its job queued the fill; the worker ran it
+    with session_scope(worker_context.sessionmaker) as session:  # the memory has caught up: old rows go
         assert session.execute(select(MemoryEntry.model_version, MemoryEntry.label)).all() == [
             (version, REPO_LABEL[kind])]
-        assert session.get(ModelVersion, third.model_version_id).version == version
+        assert session.get(ModelVersion, second.model_version_id).version == version
+    assert open_issue(fake_github, client, payload, redis, 3).predicted == kind

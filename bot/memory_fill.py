@@ -1,0 +1,48 @@
+"""A repository's memory filled from its confirmed issues, off the labelling path.
+
+The fill (core.memory.fill) runs as bot.jobs.fill_memory on the feedback queue. It is queued after a
+backfill has stored a repository's labelled history, and when a worker first serves a repository with a
+version (a promotion, or a worker's start): at most one fill of a repository by a version waits in the
+queue at a time. A running one does not count, since it may already have passed the issues stored since.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from redis import Redis
+from rq.job import Job
+from sqlalchemy.orm import Session, sessionmaker
+
+from core import memory, store
+from core.db import session_scope
+from core.queues import CRASH_RETRY, FILL_MEMORY, KEEP_SECONDS, enqueue
+
+log = logging.getLogger(__name__)
+WAITING_KEY = "issue-sorter:memory-fill-waiting:{repo}:{version}"  # set while that fill waits in the queue
+
+
+def queue_fill(redis: Redis, repo: str, version: str) -> Job | None:
+    """Queue the fill of `repo`'s memory by `version`, unless one is already waiting; None then."""
+    if not redis.set(WAITING_KEY.format(repo=repo, version=version), 1, nx=True, ex=KEEP_SECONDS):
+        return None
+    log.info("memory of %s: fill by %s queued", repo, version)
+    return enqueue(redis, FILL_MEMORY, {"repo": repo, "version": version}, retry=CRASH_RETRY)
+
+
+def mark_started(redis: Redis, repo: str, version: str) -> None:
+    """The fill is running: what is stored from now on needs a fill queued again."""
+    redis.delete(WAITING_KEY.format(repo=repo, version=version))
+
+
+def fill_repository(sessions: sessionmaker[Session], repo: str, embedder, *, batch: int = memory.FILL_BATCH
+                    ) -> str:
+    """Embed `repo`'s confirmed issues the embedder's version lacks, committing each batch; what was done."""
+    if not memory.can_embed(embedder):
+        return f"skipped: the model serving {repo} embeds nothing (TF-IDF alone)"
+    with session_scope(sessions) as session:
+        repository = store.find_repository(session, full_name=repo)
+        if repository is None:
+            return f"skipped: {repo} is not stored"
+        progress = memory.fill(session, repository.id, embedder, batch=batch, checkpoint=session.commit)
+    return f"memory of {repo}: {progress.describe()}"

@@ -1,0 +1,125 @@
+"""A repository's history reaches its memory on the feedback queue, never on the labelling path: signed
+deliveries → Redis → RQ worker → the fake GitHub over HTTP, with a fake encoder serving (no torch)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import pytest
+from rq import Queue
+from sqlalchemy import select
+
+from bot import memory_fill
+from bot.jobs import fill_memory
+from bot.serving import Served, ServingModels
+from core import store
+from core.db import session_scope
+from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER
+from core.tables import IssueRecord, MemoryEntry, Prediction
+from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
+from tests.bot.test_backfill import add_issues, installation_delivery
+from tests.fakes import FakeEncoder
+from tests.test_memory import confirmed_issues, serve
+
+pytestmark = pytest.mark.redis
+BACKFILLED = {1: "bug", 2: "enhancement", 3: "question", 8: "area/ui", 9: "Type: Bug"}  # tests/bot/test_backfill
+
+
+def serving_from(sessions):
+    """The registry's answer, as bot.worker resolves it: which version serves a repository."""
+    def resolve(repo: str | None) -> Served | None:
+        with session_scope(sessions) as session:
+            row = store.serving_model_for(session, repo)
+            return Served("global", row.version, row.path) if row else None
+    return resolve
+
+
+@pytest.fixture
+def encoder(bare_context):
+    """A fake encoder served as the promoted version "fake-1", through ServingModels as the worker builds it."""
+    encoder = FakeEncoder({"crash": "bug"})
+    with session_scope(bare_context.sessionmaker) as session:
+        serve(session, encoder.version)
+    bare_context.models = ServingModels(serving_from(bare_context.sessionmaker), lambda path: encoder,
+                                        on_serve=functools.partial(memory_fill.queue_fill, bare_context.redis))
+    return encoder
+
+
+def memory_rows(sessions) -> dict[int, tuple[str, str]]:
+    with session_scope(sessions) as session:
+        rows = session.execute(select(IssueRecord.number, MemoryEntry.label, MemoryEntry.model_version)
+                               .join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id)).all()
+        return {number: (label, version) for number, label, version in rows}
+
+
+def waiting(redis, queue: str) -> list[str]:
+    return [job.func_name for job in Queue(queue, connection=redis, serializer=SERIALIZER).jobs]
+
+
+def test_backfilled_issues_reach_the_memory_without_any_labelling_job(bare_context, encoder, fake_github, client,
+                                                                        payload, redis, caplog):
+    caplog.set_level("INFO")
+    add_issues(fake_github)
+    assert deliver(client, "installation", installation_delivery(payload, "installation"), "inst-1").status_code == 202
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))  # the labelling queue is never worked
+    assert memory_rows(bare_context.sessionmaker) == {n: (label, "fake-1") for n, label in BACKFILLED.items()}
+    assert sorted(encoder.embedded) == sorted(f"Issue {n}\n\nBody of {n}" for n in BACKFILLED)
+    with session_scope(bare_context.sessionmaker) as session:
+        assert session.scalars(select(Prediction)).all() == []
+        repository = store.find_repository(session, full_name=REPO)
+        assert (repository.memory_version, repository.memory_embedded, repository.memory_of) == ("fake-1", 5, 5)
+    assert f"memory of {REPO}: 5 of 5 issues embedded by fake-1" in caplog.text
+
+
+def test_a_labelling_job_embeds_only_the_issue_it_labels(bare_context, encoder, fake_github, client, payload,
+                                                          redis):
+    with session_scope(bare_context.sessionmaker) as session:
+        confirmed_issues(session, 40, repo=REPO)  # the history, stored and not embedded yet
+    fake_github.add_issue(REPO, 41, "Crash on start", "It crashes")
+    opened = issue_payload(payload, "opened", 41, title="Crash on start", body="It crashes")
+    assert deliver(client, "issues", opened, "open-41").status_code == 202
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    assert encoder.embedded == ["Crash on start\n\nIt crashes"]
+    assert memory_rows(bare_context.sessionmaker) == {}
+    assert waiting(redis, FEEDBACK_QUEUE) == ["bot.jobs.fill_memory"]  # the history goes there instead
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert len(memory_rows(bare_context.sessionmaker)) == 40 and len(encoder.embedded) == 41
+
+
+def test_a_fill_is_queued_once_per_repository_and_version_while_it_waits(bare_context, encoder, fake_github,
+                                                                          client, payload, redis):
+    for number in (1, 2):
+        fake_github.add_issue(REPO, number, "Crash", "")
+        deliver(client, "issues", issue_payload(payload, "opened", number, title="Crash"), f"open-{number}")
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    assert waiting(redis, FEEDBACK_QUEUE) == ["bot.jobs.fill_memory"]  # two jobs saw fake-1: one fill
+    assert memory_fill.queue_fill(redis, REPO, "fake-1") is None  # another process, while it waits
+    assert memory_fill.queue_fill(redis, REPO, "fake-2") is not None  # a new version has its own
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert memory_fill.queue_fill(redis, REPO, "fake-1") is not None  # once it ran, new history needs another
+
+
+def test_a_promoted_version_refills_the_memory_and_then_the_old_rows_go(bare_context, encoder, fake_github, client,
+                                                                        payload, redis):
+    with session_scope(bare_context.sessionmaker) as session:
+        confirmed_issues(session, 3, repo=REPO)
+    fake_github.add_issue(REPO, 4, "Crash", "")
+    deliver(client, "issues", issue_payload(payload, "opened", 4, title="Crash"), "open-4")
+    run_worker(redis)
+    newer = FakeEncoder({"crash": "bug"}, version="fake-2")
+    with session_scope(bare_context.sessionmaker) as session:
+        serve(session, newer.version)
+    bare_context.models = ServingModels(serving_from(bare_context.sessionmaker), lambda path: newer,
+                                        on_serve=functools.partial(memory_fill.queue_fill, redis))
+    fake_github.add_issue(REPO, 5, "Crash", "")
+    deliver(client, "issues", issue_payload(payload, "opened", 5, title="Crash"), "open-5")
+    run_worker(redis)
+    assert set(memory_rows(bare_context.sessionmaker).values()) == {("bug", "fake-2")}
+    assert len(memory_rows(bare_context.sessionmaker)) == 3
+
+
+def test_with_the_memory_off_nothing_is_filled(bare_context, encoder):
+    bare_context.settings = dataclasses.replace(bare_context.settings, memory=False)
+    assert fill_memory(repo=REPO, version="fake-1") == "skipped: the memory is off"
+    assert encoder.embedded == []
