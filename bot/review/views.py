@@ -31,7 +31,7 @@ from bot.review import pending
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import CHOICES, FILTERS, decisions_page, prediction_in, waiting_counts
 from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
-from core import store
+from core import memory, store
 from core.db import session_scope
 from core.queues import CRASH_RETRY, REVIEW_PREDICTION, enqueue
 
@@ -171,10 +171,12 @@ def repository(owner: str, name: str):
         abort(404)
     with _db() as db:
         found = decisions_page(db, repo.full_name, which, request.args.get("page", 1, type=int))
+        stored = store.find_repository(db, full_name=repo.full_name)
+        fill = memory.stored_progress(stored) if stored is not None else None
     states = pending.states(_redis(), [row.prediction_id for row in found.rows])
     labels = _known_labels(repo.full_name) if any(row.reviewable for row in found.rows) else []
     return render_template("review/repository.html", repo=repo, found=found, which=which, filters=FILTERS,
-                           states=states, labels=labels, web_url=_settings().web_url,
+                           states=states, labels=labels, web_url=_settings().web_url, fill=fill,
                            refresh=any("queued" in state for state in states.values()))
 
 

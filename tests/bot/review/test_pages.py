@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from bot.app import create_app
 from bot.review import access
+from core import store
 from core.db import session_scope
 from core.tables import IssueRecord, LabelEvent, Prediction
 from tests.bot.conftest import REPO, run_worker
@@ -323,3 +324,12 @@ def test_webhooks_need_no_csrf_token_when_the_review_page_is_on(client, payload)
 
     response = deliver(client, "issues", issue_payload(payload, "opened", 1, title="t"), "d-review-on")
     assert response.status_code == 202 and "Set-Cookie" not in response.headers
+
+
+def test_the_repository_page_says_how_far_its_memory_is_filled(client, review_github, seeded, sessions):
+    sign_in(client, review_github, "maintainer")
+    assert 'id="memory"' not in client.get(PAGE).get_data(as_text=True)  # no fill has run yet
+    with session_scope(sessions) as session:  # as core.memory.fill stores it after a batch
+        repository = store.find_repository(session, full_name=REPO)
+        repository.memory_version, repository.memory_embedded, repository.memory_of = "v3", 812, 1000
+    assert "memory: 812 of 1,000 issues embedded by v3" in client.get(PAGE).get_data(as_text=True)
