@@ -1,0 +1,77 @@
+"""The gather step of the labelling job (bot.labeling_inputs), on SQLite with tests/fakes.py: what it reads,
+what it leaves alone, and that a labelling job embeds only the issue it labels."""
+
+import datetime as dt
+
+from sqlalchemy import func, select
+
+from bot import labeling_inputs
+from bot.events import IssueEvent
+from bot.issues import IssueSnapshot
+from bot.labeling import decide
+from core import memory, store
+from core.db import session_scope
+from core.settings import Settings
+from core.tables import MemoryEntry
+from tests.fakes import FakeEncoder, FakeGitHub
+
+REPO = "octo/widgets"
+SETTINGS = Settings(webhook_secret="s", threshold=0.5)
+HISTORY = [(100 + n, f"Crash number {n} when saving", "Traceback ...", "bug") for n in range(6)]
+
+
+def opened(number: int, title: str, body: str = "") -> dict:
+    issue = IssueSnapshot(number, title, body, "open", (), False, "reporter", None,
+                          updated_at=dt.datetime.now(dt.UTC))
+    return IssueEvent(delivery_id=f"d-{number}", action="opened", installation_id=1, repo=REPO, number=number,
+                      sender_login="reporter", sender_is_bot=False, snapshot=issue).job_kwargs()
+
+
+def with_history(sessions, encoder, *, embedded: int) -> None:
+    """The repository's labelled history, as the backfill stores it; the first `embedded` in its memory."""
+    with session_scope(sessions) as session:
+        repository = store.ensure_repository(session, REPO, 1)
+        for i, (number, title, body, label) in enumerate(HISTORY):
+            row = store.upsert_issue(session, repository, number, title=title, body=body, author_login="a",
+                                     state="closed")
+            row.confirmed_label, row.confirmed_by = label, "backfill"
+            session.flush()
+            if i < embedded:
+                memory.remember(session, row, label, encoder.version, encoder.embed([title])[0])
+    encoder.embedded.clear()
+
+
+def gather(sessions, encoder, event):
+    sources = labeling_inputs.Sources(SETTINGS, FakeGitHub(labels={REPO: ["bug", "enhancement", "question"]}),
+                                      lambda repo: encoder)
+    with session_scope(sessions) as session:
+        gathered = labeling_inputs.gather(session, event, sources)
+        rows = session.scalar(select(func.count(MemoryEntry.id)))
+        return gathered, rows
+
+
+def test_a_labelling_job_embeds_only_the_issue_it_labels_and_reads_the_memory_as_it_is(sessions):
+    encoder = FakeEncoder({"crash": "bug", "please add": "feature"}, version="fake-1")
+    with_history(sessions, encoder, embedded=2)  # four confirmed issues not embedded yet: the fill's work
+    gathered, rows = gather(sessions, encoder, opened(1, "Please add dark mode"))
+    assert encoder.embedded == ["Please add dark mode"]  # the issue itself, nothing of the history
+    assert rows == 2 and len(gathered.inputs.memory) == 2  # what was there, no more
+    assert gathered.inputs.vector is not None and gathered.inputs.scores["feature"] > 0.5
+
+
+def test_the_memory_gathered_moves_the_decision(sessions):
+    encoder = FakeEncoder({"please add": "feature"}, version="fake-1")
+    with_history(sessions, encoder, embedded=len(HISTORY))  # six confirmed bugs
+    gathered, _ = gather(sessions, encoder, opened(1, "Crash number 3 when saving", "Traceback ..."))
+    plan = decide(gathered.inputs)
+    assert gathered.inputs.scores["bug"] < 0.5 < plan.scores["bug"]  # the model is unsure; its neighbours are not
+    assert (plan.predicted, plan.label, plan.outcome) == ("bug", "bug", "applied")
+
+
+def test_an_issue_to_leave_alone_costs_no_model_and_no_label_listing(sessions):
+    encoder = FakeEncoder({"crash": "bug"}, version="fake-1")
+    event = opened(1, "App crash")
+    event["snapshot"]["state"] = "closed"
+    gathered, _ = gather(sessions, encoder, event)
+    assert gathered.inputs.skip == "it is closed"
+    assert encoder.seen == [] and encoder.embedded == [] and gathered.inputs.repo_labels == []
