@@ -166,14 +166,15 @@ def _cache_key(session: Session, repository_id: int, version: str, target: float
     """What the result depends on, as stored JSON reads back: the inputs, and the counts and times that
     move with the memory and the decisions (one query)."""
     confirmed = (IssueRecord.repository_id == repository_id, IssueRecord.confirmed_label.is_not(None))
-    scored = (MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
-              MemoryEntry.scores.is_not(None))
+    remembered = (MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version)
     decisions = select(Prediction.decided_at).join(IssueRecord, Prediction.issue_id == IssueRecord.id).where(
         IssueRecord.repository_id == repository_id, Prediction.decision.is_not(None)).subquery()
     moved = session.execute(select(
         select(func.count()).select_from(IssueRecord).where(*confirmed).scalar_subquery(),
         select(func.max(IssueRecord.confirmed_at)).where(*confirmed).scalar_subquery(),
-        select(func.count()).select_from(MemoryEntry).where(*scored).scalar_subquery(),
+        select(func.count()).select_from(MemoryEntry).where(*remembered).scalar_subquery(),  # every row votes
+        select(func.count()).select_from(MemoryEntry).where(*remembered, MemoryEntry.scores.is_not(None))
+        .scalar_subquery(),
         select(func.count()).select_from(decisions).scalar_subquery(),
         select(func.max(decisions.c.decided_at)).scalar_subquery())).one()
     return [version, float(target), [[k, float(v)] for k, v in sorted(global_thresholds.items())],
