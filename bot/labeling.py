@@ -46,18 +46,16 @@ class LabelingPolicy:
         return self.per_label_thresholds.get(predicted, self.threshold)
 
 
-def policy_for(settings: Settings, config: RepoConfig, model_thresholds: Mapping[str, float] | None, *,
-               dry_run: bool, never_again: frozenset[str] = frozenset()) -> LabelingPolicy:
-    """The policy for one repository: its config over the App's settings, and per-label thresholds from
-    the model's evaluation (its card's) when the config asks for a target precision."""
-    thresholds: dict[str, float] = {}
-    if config.target_precision is not None and model_thresholds:
-        thresholds = {label: float(t) for label, t in model_thresholds.items()}
+def policy_for(settings: Settings, config: RepoConfig, *, dry_run: bool,
+               thresholds: Mapping[str, float] | None = None, never_again: frozenset[str] = frozenset()
+               ) -> LabelingPolicy:
+    """The policy for one repository: its config over the App's settings; `thresholds` are the per-kind
+    ones that keep its target precision (core.repository_thresholds), when it has a target."""
     return LabelingPolicy(threshold=config.threshold if config.threshold is not None else settings.threshold,
                           # an organisation's issue types are its own: the bot creates labels, never types
                           create_labels=settings.create_labels and config.apply != "type",
                           dry_run=dry_run, mode=config.mode,
-                          apply=config.apply, label_names=config.labels, allow=config.allow, per_label_thresholds=thresholds,
+                          apply=config.apply, label_names=config.labels, allow=config.allow, per_label_thresholds=dict(thresholds or {}),
                           comment_template=config.comment_template, skip_authors=config.skip_authors,
                           held=config.held, memory=settings.memory, never_again=never_again,
                           abstain_label=settings.abstain_label if config.abstain_label is None

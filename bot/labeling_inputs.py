@@ -27,6 +27,7 @@ from bot.serving import NO_MODEL
 from core import memory, store
 from core.classifier import Classifier
 from core.issue_text import format_issue_text
+from core.repository_thresholds import repository_thresholds
 from core.settings import Settings
 from core.tables import IssueRecord, ModelVersion
 
@@ -76,9 +77,7 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
                              event_at=event_at)
     latest = store.latest_prediction(session, row)
     version_id = session.query(ModelVersion.id).filter_by(version=classifier.version).scalar()
-    card = getattr(classifier, "card", None)
-    policy = policy_for(settings, config, card.thresholds if card is not None else None, dry_run=github is None,
-                        never_again=frozenset(removed_by_human(session, row)))
+    policy = policy_for(settings, config, dry_run=github is None, never_again=frozenset(removed_by_human(session, row)))
     base = LabelingInputs(repo=repo, number=number, issue=issue, policy=policy, classes=list(classifier.labels),
                           config_report=report)
     if latest is not None and latest.outcome == PENDING:  # a crashed job's decision: finish it, decide nothing
@@ -89,6 +88,13 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         skip = "it was already handled"
     if skip:
         return Gathered(replace(base, skip=skip), row, version_id)
+    if config.target_precision is not None:  # the kinds' thresholds for it, from the repository's judged issues
+        card = getattr(classifier, "card", None)
+        thresholds, _ = repository_thresholds(session, repository.id, classifier.version, classifier.labels,
+                                              config.target_precision, card.thresholds if card else None,
+                                              default_threshold=policy.threshold)
+        policy = replace(policy, per_label_thresholds=thresholds)
+        base = replace(base, policy=policy)
     # the model's scores, and this repository's memory (this one's only) with the issue's embedding
     text, recalled, vector = format_issue_text(issue.title, issue.body), None, None
     if policy.memory and hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing

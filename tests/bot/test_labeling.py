@@ -74,7 +74,7 @@ def plan(policy: LabelingPolicy, scores=SCORES, repo_labels=("bug", "enhancement
 
 def test_a_held_config_reaches_the_policy(settings):
     config, _ = parse_config("mode: comment\nallow: bug\n", "o/r/.github/issue-sorter.yml")
-    policy = policy_for(settings, config, None, dry_run=False)
+    policy = policy_for(settings, config, dry_run=False)
     assert policy.held == config.held and policy.held.startswith(HELD) and policy.mode == "comment"
 
 
@@ -136,5 +136,5 @@ def test_the_abstention_label_respects_the_allowlist_and_dry_run():
 def test_the_repositorys_abstain_label_overrides_the_apps_and_false_turns_it_off(settings):
     app = dataclasses.replace(settings, abstain_label="needs-triage")
     for text, expected in [("", "needs-triage"), ("abstain_label: triage", "triage"), ("abstain_label: false", None)]:
-        policy = policy_for(app, parse_config(text)[0], None, dry_run=False)
+        policy = policy_for(app, parse_config(text)[0], dry_run=False)
         assert policy.abstain_label == expected
