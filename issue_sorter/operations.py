@@ -44,7 +44,10 @@ def add_commands(commands) -> None:
     replay.add_argument("--repo", required=True, help="the file's repository to replay (owner/name)")
     replay.add_argument("--retrain-every", type=int, default=50, help="confirmed issues between retrainings")
     replay.add_argument("--window", type=int, help="issues per curve point (default: --retrain-every)")
-    replay.add_argument("--limit", type=int, help="replay only the first N issues")
+    replay.add_argument("--limit", type=int, help="replay only the first N new issues (after --history)")
+    replay.add_argument("--history", type=int, default=0, metavar="N",
+                        help="the first N issues (in --order) are the repository's labelled history when the App "
+                             "is installed: backfilled and embedded into its memory before the first new issue")
     replay.add_argument("--base-model-dir", type=Path, help="model serving at the start (default: the promoted one)")
     replay.add_argument("--label-map", help="kind=label pairs, e.g. 'bug=Type: Bug,feature=Type: Feature Request'")
     replay.add_argument("--epochs", type=int, default=2, help="epochs of each retraining")
@@ -160,7 +163,12 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     examples = sorted(examples, key=lambda e: (e.created_at is None, e.created_at or 0))
     if args.order == "shuffled":
         random.Random(args.seed).shuffle(examples)
-    examples = examples[:args.limit]
+    if args.history < 0:
+        raise SystemExit(f"--history must be 0 or more issues, not {args.history}")
+    if args.history >= len(examples):
+        raise SystemExit(f"--history {args.history} leaves no new issue: {args.file} has {len(examples)} issues of "
+                         f"{args.repo} (use 0 to {len(examples) - 1})")
+    history, examples = examples[:args.history], examples[args.history:][:args.limit]
     options = ReplayOptions(repo=args.repo, retrain_every=args.retrain_every, window=args.window,
                             retrain_epochs=args.epochs, retrain_max_length=args.max_length,
                             min_per_label=args.min_per_label, min_holdout=args.min_holdout,
@@ -170,14 +178,17 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))
     base = args.base_model_dir or _promoted_model_dir(settings)
     with temporary_workdir() as workdir:
-        result = replay(examples, options, base, workdir=Path(workdir), progress=not args.json)
+        result = replay(examples, options, base, workdir=Path(workdir), progress=not args.json, history=history)
     csv_path, png_path = write_curve(result, args.out)
     if args.json:
         print(json.dumps(result))
     else:
+        if history:
+            print(f"installed with {result['history']} labelled issues: {result['history_backfilled']} backfilled, "
+                  f"{result['memory_at_install']} in the memory")
         for point in result["curve"]:
-            print(f"after {point['seen']:>4} issues: accuracy {point['accuracy']:.3f} on the next "
-                  f"{point['issues']} ({point['model']})")
+            print(f"after {point['seen']:>4} new issues: accuracy {point['accuracy']:.3f}, macro-F1 "
+                  f"{point['macro_f1']:.3f} on the next {point['issues']} ({point['model']})")
         print(f"curve: {csv_path}, {png_path}")
     return 0
 

@@ -423,6 +423,11 @@ class FakeGitHub:
             return token
 
     # --- reading state ---------------------------------------------------------------------------
+    def repo_id(self, full_name: str) -> int:
+        """GitHub's id of the repository, as its payloads carry it."""
+        with self._lock:
+            return self._repos[full_name]["id"]
+
     def issue_labels(self, full_name: str, number: int) -> list[str]:
         with self._lock:
             return list(self._repos[full_name]["issues"][number]["labels"])

@@ -27,11 +27,36 @@ def test_replay_feeds_issues_in_time_order_and_retrains_through_the_training_que
     (retrain,) = result["retrains"]  # after 24 issues; none after the last one
     assert retrain["seen"] == 24 and "macro-F1 of the serving model" in retrain["result"]
     assert result["curve"][0]["model"] != retrain["serving"] or "not promoted" in retrain["result"]
-    assert (out / "learning_curve.csv").read_text().startswith("seen,accuracy,model,issues")
+    assert (out / "learning_curve.csv").read_text().startswith("seen,accuracy,macro_f1,model,issues")
     assert (out / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_replay_of_a_repository_absent_from_the_file_is_a_clear_error(tiny_model_dir, tmp_path):
     with pytest.raises(SystemExit, match="no issues of nobody/nothing"):
         main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "nobody/nothing",
+              "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path)])
+
+
+def test_replay_with_history_installs_the_app_on_it_and_its_backfill_fills_the_memory(
+        tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "curve"
+    code = main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--order", "shuffled",
+                 "--history", "12", "--limit", "8", "--window", "4", "--no-retrain",
+                 "--base-model-dir", str(tiny_model_dir), "--out", str(out), "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # the real backfill read the history from the fake GitHub's list-issues endpoint, and the fill embedded
+    # all of it, before the first new issue was opened
+    assert result["history_pages_read"] >= 1
+    assert (result["history"], result["history_backfilled"], result["memory_at_install"]) == (12, 12, 12)
+    assert result["issues"] == 8 and [point["seen"] for point in result["curve"]] == [0, 4]
+    for point in result["curve"]:
+        assert 0.0 <= point["macro_f1"] <= 1.0 and 0.0 <= point["accuracy"] <= 1.0
+    assert 0.0 <= result["macro_f1_overall"] <= 1.0
+    assert (out / "learning_curve.csv").read_text().startswith("seen,accuracy,macro_f1,model,issues")
+
+
+def test_replay_with_a_history_as_long_as_the_file_is_a_clear_error(tiny_model_dir, tmp_path):
+    with pytest.raises(SystemExit, match="--history 5000 leaves no new issue"):
+        main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--history", "5000",
               "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path)])
