@@ -24,21 +24,22 @@ def live_stats(session: Session, repo: str | None = None, *, now: dt.datetime | 
     for name, prediction in session.execute(query):
         rows.setdefault(name, []).append(prediction)
     return {name: {"all": summarize(found),
-                   f"last_{RECENT_DAYS}_days": summarize([p for p in found if _aware(p.created_at) >= since])}
+                   f"last_{RECENT_DAYS}_days": summarize([p for p in found if as_utc(p.created_at) >= since])}
             for name, found in sorted(rows.items())}
 
 
 def summarize(predictions: list[Prediction]) -> dict:
+    """What became of these predictions; live precision is the share of the judged labels humans kept."""
     outcomes = Counter(p.outcome for p in predictions)
     decisions = Counter(p.decision for p in predictions if p.applied and p.decision)
     judged = decisions["accepted"] + decisions["rejected"] + decisions["corrected"]
     return {"suggestions": outcomes["applied"] + outcomes["suggested"], "accepted": decisions["accepted"],
             "rejected": decisions["rejected"], "corrected": decisions["corrected"],
             "abstained": outcomes["abstained"], "awaiting_review": outcomes["applied"] - judged,
-            "live_precision": decisions["accepted"] / judged if judged else None}
+            "judged": judged, "live_precision": decisions["accepted"] / judged if judged else None}
 
 
-def _aware(moment: dt.datetime) -> dt.datetime:
+def as_utc(moment: dt.datetime) -> dt.datetime:
     # SQLite hands back naive datetimes; every timestamp we write is UTC
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 

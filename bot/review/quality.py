@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections import Counter
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from bot.stats import as_utc, summarize
 from core import store
 from core.kinds import kind_of_label
 from core.repository_thresholds import ThresholdStats, last_target, repository_thresholds
@@ -27,16 +27,12 @@ class Week:
     applied: int
     judged: int  # applied predictions a human accepted, rejected or corrected
     accepted: int
+    precision: float | None  # of the labels humans judged, the share they kept (bot.stats: live precision)
 
     @property
     def coverage(self) -> float:
         """The share of new issues the bot labelled."""
         return self.applied / self.predictions if self.predictions else 0.0
-
-    @property
-    def precision(self) -> float | None:
-        """Of the labels humans judged, the share they kept (None: nothing judged that week)."""
-        return self.accepted / self.judged if self.judged else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,19 +49,17 @@ class ModelRow:
 
 def weekly(session: Session, repo: str) -> list[Week]:
     """One row per ISO week with predictions, oldest first."""
-    rows = session.execute(_repo_predictions(repo).with_only_columns(
-        Prediction.created_at, Prediction.applied, Prediction.decision)).all()
-    weeks: dict[dt.date, Counter] = {}
-    for created, applied, decision in rows:
-        day = (created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)).date()
-        counts = weeks.setdefault(day - dt.timedelta(days=day.weekday()), Counter())
-        counts["predictions"] += 1
-        counts["applied"] += bool(applied)
-        if applied and decision:
-            counts["judged"] += 1
-            counts["accepted"] += decision == "accepted"
-    return [Week(start, c["predictions"], c["applied"], c["judged"], c["accepted"])
-            for start, c in sorted(weeks.items())]
+    weeks: dict[dt.date, list[Prediction]] = {}
+    for prediction in session.scalars(_repo_predictions(repo)):
+        day = as_utc(prediction.created_at).date()
+        weeks.setdefault(day - dt.timedelta(days=day.weekday()), []).append(prediction)
+    return [_week(start, found) for start, found in sorted(weeks.items())]
+
+
+def _week(start: dt.date, predictions: list[Prediction]) -> Week:
+    counts = summarize(predictions)
+    return Week(start, len(predictions), sum(p.applied for p in predictions), counts["judged"],
+                counts["accepted"], counts["live_precision"])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,8 @@ KNOWN = ("bug", "enhancement", "question")
 
 def counts(suggestions=0, accepted=0, rejected=0, corrected=0, abstained=0, awaiting_review=0, precision=None):
     return {"suggestions": suggestions, "accepted": accepted, "rejected": rejected, "corrected": corrected,
-            "abstained": abstained, "awaiting_review": awaiting_review, "live_precision": precision}
+            "abstained": abstained, "awaiting_review": awaiting_review, "judged": accepted + rejected + corrected,
+            "live_precision": precision}
 
 
 @pytest.mark.redis
