@@ -181,7 +181,8 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
         row, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
                                                             held_out=eval_examples, evaluate=True,
                                                             progress=progress)
-        print(f"trained {trained.steps} steps in {trained.seconds:.0f} s")
+        steps = f" {trained.steps} steps" if hasattr(trained, "steps") else ""  # TF-IDF alone takes none
+        print(f"trained{steps} in {trained.seconds:.0f} s")
         update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)})
         print(f"registered {row.version} at {row.path}" + _score_text(metrics))
         if promote:

@@ -86,6 +86,9 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
     weighted `tfidf_also_weight` against one of `examples`; those of a class the encoder lacks are left out.
     """
     if config.base_model == TFIDF_BASE_MODEL:
+        if config.tfidf_share:
+            raise ValueError(f"base model {TFIDF_BASE_MODEL} is TF-IDF alone: it blends with no encoder, so "
+                             f"give it tfidf_share 0 (got {config.tfidf_share:g})")
         known = list(labels) if labels is not None else sorted({example.label for example in examples})
         return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known, seed=config.seed)
     encoder = fine_tune(config, examples, labels, progress=progress)

@@ -120,6 +120,8 @@ def test_a_served_blend_carries_the_thresholds_its_registration_measured_on_the_
 def test_the_tfidf_baseline_is_trained_by_the_same_function_as_every_other_kind(small_train):
     trained = train_model(TrainConfig(base_model=TFIDF_BASE_MODEL), small_train, progress=False)
     assert isinstance(trained, TrainedBaseline) and trained.labels == ["bug", "feature", "question"]
+    with pytest.raises(ValueError, match="TF-IDF alone: it blends with no encoder"):
+        train_model(TrainConfig(base_model=TFIDF_BASE_MODEL, tfidf_share=0.5), small_train, progress=False)
 
 
 def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_blend(

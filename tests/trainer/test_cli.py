@@ -61,7 +61,9 @@ def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry
     serving = registry.serving()
     assert serving is not None and serving.base_model == str(tiny_bert_dir)
     assert serving.metrics["n_scored"] == len(small_heldout)
-    assert registry.load().card.extra["train_config"]["max_length"] == 32
+    served = registry.load()
+    assert served.card.extra["train_config"]["max_length"] == 32
+    assert served.card.fast_path["gates"]  # `train` built and gated the fast path (trainer.pipeline)
     capsys.readouterr()
     assert run_cli("evaluate", eval_file, "--json") == 0
     assert json.loads(capsys.readouterr().out)["model_version"] == serving.version  # nothing else on stdout
@@ -69,6 +71,18 @@ def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry
     assert f"* {serving.version}" in capsys.readouterr().out
     assert run_cli("rollback") == 1
     assert "nothing to roll back to" in capsys.readouterr().err
+
+
+def test_train_with_the_tfidf_baseline_as_base_model_registers_it_alone_with_its_thresholds(
+        run_cli, registry, small_train, small_heldout, tmp_path, capsys):
+    train_file = _write_jsonl(tmp_path / "train.jsonl", small_train)
+    eval_file = _write_jsonl(tmp_path / "eval.jsonl", small_heldout)
+    assert run_cli("train", train_file, "--base-model", "tfidf-logreg", "--eval", eval_file, "--no-progress") == 0
+    assert "trained in" in capsys.readouterr().out
+    [row] = registry.list()
+    card = ModelCard.read(row.path)
+    assert card.kind == "tfidf" and card.thresholds == row.metrics["thresholds"] and card.thresholds
+    assert card.extra["train_data"] == {"source": str(train_file), "issues": len(small_train)}
 
 
 def test_promote_goes_through_the_gate_unless_forced(run_cli, registry, session, tfidf_model, capsys):
