@@ -326,9 +326,5 @@ def fill_memory(*, repo: str, version: str) -> str:
 
 
 def _queue_memory_fill(ctx: WorkerContext, repo: str) -> None:
-    if not ctx.settings.memory:
-        return
-    with session_scope(ctx.sessionmaker) as session:
-        serving = store.serving_model_for(session, repo)
-    if serving is not None:
-        memory_fill.queue_fill(ctx.redis, repo, serving.version)
+    if ctx.settings.memory:
+        memory_fill.queue_fill_by_serving(ctx.redis, ctx.sessionmaker, repo)

@@ -30,6 +30,13 @@ def queue_fill(redis: Redis, repo: str, version: str) -> Job | None:
     return enqueue(redis, FILL_MEMORY, {"repo": repo, "version": version}, retry=CRASH_RETRY)
 
 
+def queue_fill_by_serving(redis: Redis, sessions: sessionmaker[Session], repo: str) -> Job | None:
+    """queue_fill for the version serving `repo` now (after a backfill stored its history); None without one."""
+    with session_scope(sessions) as session:
+        serving = store.serving_model_for(session, repo)
+    return queue_fill(redis, repo, serving.version) if serving is not None else None
+
+
 def mark_started(redis: Redis, repo: str, version: str) -> None:
     """The fill is running: what is stored from now on needs a fill queued again."""
     redis.delete(WAITING_KEY.format(repo=repo, version=version))

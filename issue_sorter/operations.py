@@ -89,8 +89,16 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         raise SystemExit("backfill reads GitHub: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY")
     app = GitHubApp.from_settings(settings)
     installation_id = app.installation_id_for(args.repo)
-    print(backfill(make_sessionmaker(settings.database_url), app.writer_for(installation_id), args.repo,
-                   installation_id=installation_id, max_issues=args.max_issues))
+    sessions = make_sessionmaker(settings.database_url)
+    print(backfill(sessions, app.writer_for(installation_id), args.repo, installation_id=installation_id,
+                   max_issues=args.max_issues))
+    if settings.memory and settings.redis_url:  # the bot's feedback worker embeds the history
+        from redis import Redis
+
+        from bot.memory_fill import queue_fill_by_serving
+
+        if queue_fill_by_serving(Redis.from_url(settings.redis_url), sessions, args.repo) is not None:
+            print(f"the memory's fill of {args.repo} is queued on the feedback queue")
     return 0
 
 
