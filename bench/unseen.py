@@ -13,8 +13,9 @@ TF-IDF-only variants of the data mix (cheap) ride along: what each part of the m
     nice .venv/bin/python bench/unseen.py [--quick] [--folds 4] [--max-length 64] [--epochs 1]
 
 Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick); the
-out-of-fold scores to <workdir>/unseen-oof.json and, with the fine-tuned encoder, each scored issue's
-embedding by its fold's encoder to <workdir>/unseen-embeddings.npy (bench/unseen_warm.py reads both).
+out-of-fold scores to <workdir>/unseen-oof.json and each scored issue's embedding by its fold's encoder
+(fine-tuned, or the frozen one) to <workdir>/unseen-embeddings.npy (bench/unseen_warm.py and
+bench/memory_rule.py read both).
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class FrozenHead:
         classes = [str(label) for label in self.head.classes_]
         return [dict(zip(classes, map(float, row), strict=True))
                 for row in self.head.predict_proba(self.encoder.vectors(list(texts)))]
+
+    def embed(self, texts):
+        """The frozen encoder's normalised embeddings (what a memory of this encoder would store)."""
+        return self.encoder.vectors(list(texts))
 
 
 class FoldModels:
@@ -204,6 +209,13 @@ def save_out_of_fold(oof, workdir: Path) -> None:
         np.save(workdir / "unseen-embeddings.npy", np.asarray(oof.embeddings["encoder"], dtype=np.float32))
 
 
+def add_out_of_fold_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workdir and --share for a benchmark that reads what `save_out_of_fold` wrote."""
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
+                        help="where bench/unseen.py wrote unseen-oof.json and unseen-embeddings.npy")
+    parser.add_argument("--share", type=float, default=0.7, help="TF-IDF share of the served blend")
+
+
 def run(args) -> dict:
     """The whole benchmark; returns the result to write."""
     import torch
@@ -232,7 +244,7 @@ def run(args) -> dict:
     keep = FoldModels(folds, args.workdir, config.tfidf_share) if args.save_fold_models else None
     models = members(config, KINDS, args.encoder, keep)
     oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True),
-                    embed={"encoder"} if args.encoder == "fine-tune" else ())
+                    embed={"encoder"})
     save_out_of_fold(oof, args.workdir)
     if keep is not None:
         keep.write_index()

@@ -19,6 +19,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from sqlalchemy import delete, func, select
@@ -46,6 +47,10 @@ KNN_RAMP = 0  # memory size at which the vote gets half of KNN_WEIGHT (0: full w
 PRIOR_STRENGTH = 0.0
 PRIOR_SMOOTHING = 2.0  # α: Laplace pseudo-count per class, so a class never confirmed keeps a chance
 VOTE_SMOOTHING = 0.05  # pseudo-vote per class: no single vote can zero a class the model believes in
+BALANCED_VOTE = False  # each neighbour's vote divided by C × its class's share of the memory
+SELF_CHECK = "none"  # "majority": the vote's weight × the memory's trust (`Memory.trust`); "none": trust 1
+SELF_CHECK_GAIN = 0.0  # trust = clip(gain × (vote's leave-one-out agreement − majority's), 0, 1)
+SELF_CHECK_ISSUES = 50  # the memory's latest rows the self-check predicts, each from all the others
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,16 @@ class Neighbour:
 
 def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour],
                   label_counts: Mapping[str, int], *, knn_weight: float = KNN_WEIGHT, knn_ramp: float = KNN_RAMP,
-                  prior_strength: float = PRIOR_STRENGTH) -> dict[str, float]:
-    """normalise(model × prior^β)^(1-w') × vote^w', with w' = w · n / (n + ramp) for a memory of n issues
-    (with the served constants: model^0.3 × vote^0.7, from the first confirmed issue on).
+                  prior_strength: float = PRIOR_STRENGTH, balanced: bool = BALANCED_VOTE,
+                  trust: float = 1.0) -> dict[str, float]:
+    """normalise(model × prior^β)^(1-w') × vote^w', with w' = w · n / (n + ramp) · trust for a memory of
+    n issues.
 
     `scores` are the model's probabilities; `label_counts` the repository's confirmed issues per class;
-    `neighbours` its most similar confirmed issues. An empty memory returns the scores unchanged.
+    `neighbours` its most similar confirmed issues; `trust` in [0, 1], how far the memory's vote has earned
+    its weight (`Memory.trust`, the self-check; 1: the full weight); `balanced`: the vote counts each
+    neighbour against its class's share of the memory, so a majority kind cannot outvote a minority one by
+    its numbers alone. An empty memory returns the scores unchanged.
     """
     classes = list(scores)
     total = sum(label_counts.get(c, 0) for c in classes)
@@ -70,18 +79,46 @@ def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour],
     prior = {c: (label_counts.get(c, 0) + PRIOR_SMOOTHING) / (total + PRIOR_SMOOTHING * len(classes))
              for c in classes}
     corrected = _normalise({c: max(scores[c], 1e-9) * prior[c] ** prior_strength for c in classes})
-    weight = knn_weight * total / (total + knn_ramp) if neighbours else 0.0
-    vote = knn_vote(neighbours, classes)
+    weight = knn_weight * total / (total + knn_ramp) * trust if neighbours else 0.0
+    vote = knn_vote(neighbours, classes, shares=prior if balanced else None)
     return _normalise({c: corrected[c] ** (1 - weight) * vote[c] ** weight for c in classes})
 
 
-def knn_vote(neighbours: Sequence[Neighbour], classes: Sequence[str]) -> dict[str, float]:
-    """Each class's share of the neighbours' similarity (negative similarities count 0), smoothed."""
+def knn_vote(neighbours: Sequence[Neighbour], classes: Sequence[str],
+             shares: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Each class's share of the neighbours' similarity (negative similarities count 0), smoothed; with
+    `shares` (each class's smoothed share of the memory), each neighbour's similarity is divided by
+    C × its class's share: in a balanced memory that changes nothing."""
     votes = Counter({c: VOTE_SMOOTHING for c in classes})
     for neighbour in neighbours:
         if neighbour.label in votes:
-            votes[neighbour.label] += max(neighbour.similarity, 0.0)
+            balance = 1.0 if shares is None else 1.0 / (len(classes) * shares[neighbour.label])
+            votes[neighbour.label] += max(neighbour.similarity, 0.0) * balance
     return _normalise(dict(votes))
+
+
+def self_check_agreement(vectors: np.ndarray, labels: Sequence[str], *, k: int, balanced: bool,
+                         rows: Sequence[int], similarity: np.ndarray | None = None) -> tuple[float, float]:
+    """(how often the vote of its k most similar other rows names the label of each of `rows`, how often
+    the memory's most frequent label does): the memory predicting itself, leave-one-out.
+
+    `similarity` (len(rows), n), if given, is vectors[rows] @ vectors.T already computed.
+    """
+    rows = np.asarray(rows, dtype=int)
+    classes = sorted(set(labels))
+    index = np.array([classes.index(label) for label in labels])
+    counts = np.bincount(index, minlength=len(classes))
+    sims = np.array(vectors[rows] @ vectors.T if similarity is None else similarity, dtype=np.float64)
+    sims[np.arange(len(rows)), rows] = -np.inf  # leave the row itself out
+    k = min(k, len(labels) - 1)
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    weights = np.maximum(np.take_along_axis(sims, top, axis=1), 0.0)
+    if balanced:  # argmax only: dividing by (count + α) orders the classes as knn_vote's shares do
+        weights = weights / (counts[index[top]] + PRIOR_SMOOTHING)
+    votes = np.zeros((len(rows), len(classes)))
+    np.add.at(votes, (np.arange(len(rows))[:, None], index[top]), weights)
+    agreement = float(np.mean(votes.argmax(axis=1) == index[rows]))
+    return agreement, float(np.mean(index[rows] == counts.argmax()))
 
 
 def _normalise(values: Mapping[str, float]) -> dict[str, float]:
@@ -120,9 +157,22 @@ class Memory:
     def label_counts(self) -> dict[str, int]:
         return dict(Counter(self.labels))
 
+    @cached_property
+    def trust(self) -> float:
+        """How far this memory's vote has earned its weight, in [0, 1] (SELF_CHECK): its latest
+        SELF_CHECK_ISSUES rows predicted leave-one-out by the vote, against the majority label."""
+        if SELF_CHECK == "none":
+            return 1.0
+        if len(self) < 2:
+            return 0.0
+        latest = range(max(0, len(self) - SELF_CHECK_ISSUES), len(self))
+        agreement, majority = self_check_agreement(self.vectors, self.labels, k=NEIGHBOURS,
+                                                   balanced=BALANCED_VOTE, rows=latest)
+        return min(max(SELF_CHECK_GAIN * (agreement - majority), 0.0), 1.0)
+
     def adjust(self, scores: Mapping[str, float], vector: Sequence[float]) -> dict[str, float]:
-        """adjust_scores with this memory's neighbours of `vector` and its label counts."""
-        return adjust_scores(scores, self.nearest(vector), self.label_counts())
+        """adjust_scores with this memory's neighbours of `vector`, its label counts and its trust."""
+        return adjust_scores(scores, self.nearest(vector), self.label_counts(), trust=self.trust)
 
 
 def _normalised(vector: Sequence[float]) -> np.ndarray:
