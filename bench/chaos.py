@@ -1,8 +1,8 @@
 """Faults under traffic: `issue-sorter run` labels N real issues while its worker, Redis and PostgreSQL fail.
 
-    .venv/bin/python bench/chaos.py --n 1000 --rate 5 --kills 3 --redis-restarts 2 --db-restarts 2
+    .venv/bin/python -m bench.chaos --n 1000 --rate 5 --kills 3 --redis-restarts 2 --db-restarts 2
     DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/6 \\
-        .venv/bin/python bench/chaos.py --n 1000 --rate 5
+        .venv/bin/python -m bench.chaos --n 1000 --rate 5
 
 It starts the service as a user does (`issue-sorter run` in a folder of its own: embedded Redis and
 SQLite unless DATABASE_URL / REDIS_URL are set) against the fake GitHub on loopback, sends N signed
@@ -37,11 +37,10 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from bot.signatures import sign_body
 from simulation.fake_github import FakeGitHub
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = Path(os.environ.get("ISSUE_SORTER_SHARED", ROOT.parent / "shared")).resolve()
 NLBSE = SHARED / "data" / "nlbse24-issue-report-classification"

@@ -1,9 +1,9 @@
 """bench/unseen.py's out-of-fold scores with the encoder frozen (a LR head per fold over its mean-pooled
-embeddings), saving those embeddings too, so the replays over them (bench/unseen_warm.py,
+embeddings), saving those embeddings too, so the replays over them (bench/memory_rule.py,
 bench/precision_target.py) have a memory to replay in minutes where the fine-tuned run takes hours on CPU.
 The frozen encoder is not the served recipe: its figures say what the rules do, not what the service scores.
 
-    nice .venv/bin/python bench/frozen_oof.py --workdir var/bench-frozen [--folds 3] [--max-length 128]
+    nice .venv/bin/python -m bench.frozen_oof --workdir var/bench-frozen [--folds 3] [--max-length 128]
 
 Writes <workdir>/unseen-oof.json and <workdir>/unseen-embeddings.npy, as bench/unseen.py does.
 """
@@ -13,9 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
 
 from bench.unseen import members, save_out_of_fold
 from tests.paths import SHARED

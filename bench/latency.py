@@ -6,7 +6,7 @@ up, then steady deliveries at each --rates (deliveries per second, round-robin o
 five installations, on a fixed schedule) for --seconds each. The service runs with its defaults, the
 client-side throttle included (writes 1 s apart per installation). Loopback only; every loop is bounded.
 
-    .venv/bin/python bench/latency.py [--rates 1 5] [--seconds 20] [--model DIR]
+    .venv/bin/python -m bench.latency [--rates 1 5] [--seconds 20] [--model DIR]
 
 Without --model, a MiniLM encoder is fine-tuned for a few steps on 48 NLBSE issues (128 tokens, the served
 model's length): latency depends on the architecture, not on how well it was trained.
@@ -19,14 +19,10 @@ import json
 import os
 import re
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
 
 from tests.paths import NLBSE, WEBHOOKS  # the shared data's location, one definition
 

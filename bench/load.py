@@ -1,6 +1,6 @@
 """Webhook acknowledgement under load: gunicorn as `issue-sorter web` runs it, real Redis, loopback only.
 
-    REDIS_URL=redis://127.0.0.1:6379/6 .venv/bin/python bench/load.py --rates 100 500 --duration 60
+    REDIS_URL=redis://127.0.0.1:6379/6 .venv/bin/python -m bench.load --rates 100 500 --duration 60
 
 For each rate, signed `issues.opened` deliveries (each a new delivery id, so each is verified, parsed and
 enqueued) go to POST /webhook at that steady rate, open loop, and as many POSTs to a bare route of the same
@@ -26,13 +26,11 @@ from pathlib import Path
 
 import requests
 
-BENCH = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCH.parent), str(BENCH)]
-
-from chaos import APP_ID, INSTALLATION, LABELS, SECRET, SHAPE, prepare_model  # the same fake GitHub set-up
-
+from bench.chaos import APP_ID, INSTALLATION, LABELS, SECRET, SHAPE, prepare_model  # the same fake GitHub set-up
 from bot.signatures import sign_body
 from simulation.fake_github import FakeGitHub
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 REPO = "Codertocat/Hello-World"
 
@@ -112,7 +110,7 @@ def summary(results: list, kind: str) -> dict:
 
 
 def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=BENCH.parent)
+    return subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=REPO_ROOT)
 
 
 def wait_up(url: str, seconds: float = 60) -> None:
@@ -178,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
     port = free_port()
     web = start([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
-                 "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(BENCH), "load:service()"],
+                 "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(REPO_ROOT), "bench.load:service()"],
                 env, workdir / "web.log")
     report = {"gunicorn_workers": args.workers, "duration_s": args.duration, "sequential": args.sequential,
               "rates": {}}

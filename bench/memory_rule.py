@@ -15,7 +15,7 @@ one with the highest mean over N of the mean over repositories of (Δ macro-F1 +
 held-out repository is reported under that rule. The rule chosen on all repositories is what
 core.memory serves; `check_against_core` replays it through `core.memory.Memory` as well.
 
-    nice .venv/bin/python bench/memory_rule.py [--workdir var/bench-unseen] [--share 0.7]
+    nice .venv/bin/python -m bench.memory_rule [--workdir var/bench-unseen] [--share 0.7]
 
 Writes <out>/memory-rule.json and .md (out: docs/quality).
 """
@@ -33,13 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-
 from bench.quality import run_record, write_report
 from bench.unseen import add_out_of_fold_arguments
 from core import memory
 from core.kinds import KINDS
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SIZES = (0, 10, 25, 100, 400, 1000)  # confirmed issues in the memory at install
 GUARDED_FROM = 10  # the condition: from this memory size on, macro-F1 never more than the tolerance below cold
@@ -420,7 +419,7 @@ def main() -> int:
     oof_path, vectors_path = args.workdir / "unseen-oof.json", args.workdir / "unseen-embeddings.npy"
     for path in (oof_path, vectors_path):
         if not path.is_file():
-            parser.error(f"no {path}: run bench/unseen.py --encoder fine-tune --workdir {args.workdir} first")
+            parser.error(f"no {path}: run python -m bench.unseen --encoder fine-tune --workdir {args.workdir} first")
     oof = json.loads(oof_path.read_text())
     scores = blend_scores(oof["scores"]["encoder"], oof["scores"]["tfidf"], args.share)
     replays = [Replay(stream) for stream in streams(oof["pool"], scores, np.load(vectors_path), args.seed)]

@@ -11,7 +11,7 @@ serves it, the memory adjusted by all confirmed issues before it, and labelled w
 its kind's threshold. Rows: own thresholds (fixed after the history, or refreshed every `--refresh` issues
 with the later ones judged too), the global thresholds alone, and the App's flat 0.5.
 
-    .venv/bin/python bench/precision_target.py [--workdir var/bench-unseen] [--share 0.7] [--history 100]
+    .venv/bin/python -m bench.precision_target [--workdir var/bench-unseen] [--share 0.7] [--history 100]
 
 Writes <out>/precision-target.json and .md (out: docs/quality).
 """
@@ -25,11 +25,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-
 from bench.quality import run_record, write_report
-from bench.unseen_warm import out_of_fold_arguments, served_out_of_fold
+from bench.unseen import add_out_of_fold_arguments, served_out_of_fold
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 APP_THRESHOLD = 0.5
 
@@ -142,7 +141,9 @@ def main() -> int:
     import numpy as np
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    out_of_fold_arguments(parser)
+    add_out_of_fold_arguments(parser)
+    parser.add_argument("--seed", type=int, default=42, help="the order of repositories without dates")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     parser.add_argument("--history", type=int, default=100, help="a repository's history issues")
     parser.add_argument("--min-rest", type=int, default=50, help="later issues a repository must have")
     parser.add_argument("--target", type=float, default=0.9)

@@ -14,12 +14,13 @@ Scored on the official test split as the mean over repositories of per-repositor
   text, 256 tokens head+tail, a second seed, per-repository models that see only their own 300
   issues, SetFit-style contrastive training.
 - Always, as it needs no training of its own: the per-repository blend with each repository's TF-IDF
-  share as bench/recipe_cv.py chose it (when docs/quality/recipe-cv.json exists).
+  share as the 5-fold CV of docs/quality/recipe-cv.json chose it (when that file exists; the CV script is in
+  git history).
 
-    .venv/bin/python bench/quality.py [--ablations] [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
+    .venv/bin/python -m bench.quality [--ablations] [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
 
 Writes <out>/nlbse24.json and <out>/nlbse24.md (out: docs/quality, or var/bench-quality with --quick),
-and every member's test-split probabilities to <workdir>/test-scores.json (as bench/recipe_cv.py writes
+and every member's test-split probabilities to <workdir>/test-scores.json (as the CV wrote
 its out-of-fold ones), so that re-blending them needs no training.
 --base-model runs the same recipe on another encoder (a hub id where the hub is reachable, or a local
 directory); its tables name the encoder by the directory's or id's last part.
@@ -38,11 +39,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+from tests.paths import NLBSE  # the shared data's location, one definition
+from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # as retraining uses it
 
-from tests.paths import NLBSE  # noqa: E402  (the shared data's location, one definition)
-from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # noqa: E402  (as retraining uses it)
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 LABELS = ["bug", "feature", "question"]
 REPOS = ["facebook/react", "tensorflow/tensorflow", "microsoft/vscode", "bitcoin/bitcoin", "opencv/opencv"]
@@ -56,7 +56,7 @@ PUBLISHED = {
 ADAPT_RECIPE = {"lr": 2e-5, "epochs": 2}  # per repository, starting from the global encoder
 OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline; the recipe's TF-IDF until 2026-11-30
 OWN_TFIDF_BLEND = "per-repo blend, its TF-IDF on own 300 issues only"
-CV_SHARES = "per-repo blend, each repository's TF-IDF share from 5-fold CV"  # bench/recipe_cv.py's choice
+CV_SHARES = "per-repo blend, each repository's TF-IDF share from 5-fold CV"  # docs/quality/recipe-cv.json's choice
 RECIPE_CV = REPO_ROOT / "docs" / "quality" / "recipe-cv.json"
 LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
 SECOND_SEED = 7
@@ -304,7 +304,7 @@ def machine() -> str:
 def run_record(script: str, fields: dict) -> dict:
     """A result: when, on what machine and by which command it was measured, then `fields`."""
     return {"date": dt.date.today().isoformat(), "machine": machine(),
-            "command": " ".join(["python", f"bench/{script}", *sys.argv[1:]]), **fields}
+            "command": " ".join(["python", "-m", f"bench.{script.removesuffix('.py')}", *sys.argv[1:]]), **fields}
 
 
 def write_report(out: Path, stem: str, result: dict, text: str) -> int:

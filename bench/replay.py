@@ -11,8 +11,8 @@
    repository's labelled history when the App is installed (backfilled and embedded into its memory before
    the first new issue), and `--limit` counts the new issues after them.
 
-    .venv/bin/python bench/replay.py [--repo opencv/opencv] [--order shuffled] [--modes off,memory,full]
-    .venv/bin/python bench/replay.py --repo huggingface/datasets --order time \
+    .venv/bin/python -m bench.replay [--repo opencv/opencv] [--order shuffled] [--modes off,memory,full]
+    .venv/bin/python -m bench.replay --repo huggingface/datasets --order time \
         --file ../shared/data/huggingface-datasets-issues/datasets-issues.zip --history 0,25,100,400
 
 Writes docs/replay/<repo>-<order>-<mode>.{json,csv,png} and <repo>-<order>-modes.{json,png} (every mode,
@@ -29,11 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+from bench.charts import finish
+from tests.paths import NLBSE  # the shared data's location, one definition
 
-from bench.charts import finish  # noqa: E402
-from tests.paths import NLBSE  # noqa: E402  (the shared data's location, one definition)
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 MODES = {"off": ["--no-learning"], "memory": ["--no-retrain"], "full": []}
 NAMES = {"off": "learning off", "memory": "memory alone", "full": "memory + retraining"}

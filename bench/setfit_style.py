@@ -5,8 +5,8 @@ label and pushed apart when not (cosine similarity regressed on 1 / 0). Then a l
 fitted on the tuned encoder's mean-pooled embeddings. SetFit's defaults except the pair count: its 20
 iterations make 40 pairs per issue; 2 keep a repository's run to about 1.5 minutes on 2 CPU cores.
 
-Used only by bench/quality.py as an ablation: on MiniLM it did not beat plain fine-tuning
-(docs/BENCHMARKS.md), so it is not part of the trainer.
+Used by bench/quality.py as an ablation (on MiniLM it did not beat plain fine-tuning, docs/BENCHMARKS.md, so
+it is not part of the trainer) and, for `embed`, by bench/unseen.py's frozen encoder.
 """
 
 from __future__ import annotations

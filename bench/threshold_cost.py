@@ -2,7 +2,7 @@
 384-d embeddings with raw scores) and judged predictions in SQLite, timed on a cache miss (the memory grew)
 and on a hit (nothing moved).
 
-    nice .venv/bin/python bench/threshold_cost.py [--rows 2000] [--predictions 300] [--repeat 5]
+    nice .venv/bin/python -m bench.threshold_cost [--rows 2000] [--predictions 300] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -13,10 +13,6 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
 
 from bench.quality import machine
 

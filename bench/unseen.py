@@ -10,12 +10,12 @@ the best on the other folds); the best share over all folds is what the recipe s
 Second table, same run: the models trained on the whole mix, on NLBSE'24's test split (its protocol).
 TF-IDF-only variants of the data mix (cheap) ride along: what each part of the mix moves.
 
-    nice .venv/bin/python bench/unseen.py [--quick] [--folds 4] [--max-length 64] [--epochs 1]
+    nice .venv/bin/python -m bench.unseen [--quick] [--folds 4] [--max-length 64] [--epochs 1]
 
 Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick); the
 out-of-fold scores to <workdir>/unseen-oof.json and each scored issue's embedding by its fold's encoder
-(fine-tuned, or the frozen one) to <workdir>/unseen-embeddings.npy (bench/unseen_warm.py and
-bench/memory_rule.py read both).
+(fine-tuned, or the frozen one) to <workdir>/unseen-embeddings.npy (bench/memory_rule.py and
+bench/precision_target.py read both).
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-
 from bench.quality import REPOS, bootstrap_interval, run_record, write_report
 from tests.paths import SHARED
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 QUICK = {"folds": 2, "per_group_kind": 6, "eval_per_group_kind": 4, "max_length": 32, "max_steps": 4}
 MAIN = "mix"  # the recipe's data mix (trainer.sources.MixConfig defaults)
@@ -214,6 +213,18 @@ def add_out_of_fold_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
                         help="where bench/unseen.py wrote unseen-oof.json and unseen-embeddings.npy")
     parser.add_argument("--share", type=float, default=0.7, help="TF-IDF share of the served blend")
+
+
+def served_out_of_fold(workdir: Path, share: float):
+    """(the scored pool, each issue's served blend scores, its fold's encoder embedding) from what
+    `save_out_of_fold` wrote."""
+    import numpy as np
+
+    from core.classifier import blend_scores
+
+    oof = json.loads((workdir / "unseen-oof.json").read_text())
+    vectors = np.load(workdir / "unseen-embeddings.npy")
+    return oof["pool"], blend_scores(oof["scores"]["encoder"], oof["scores"]["tfidf"], share), vectors
 
 
 def run(args) -> dict:

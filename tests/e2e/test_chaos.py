@@ -1,4 +1,4 @@
-"""bench/chaos.py at CI size: `issue-sorter run` on PostgreSQL and its embedded Redis labels 150 real issues
+"""bench.chaos at CI size: `issue-sorter run` on PostgreSQL and its embedded Redis labels 150 real issues
 sent at 5 a second while its labelling worker is SIGKILLed mid-job, its Redis SIGKILLed (and restarted by
 the supervisor from the append-only file) and every PostgreSQL backend of its database terminated, each
 once. Nothing may be lost or done twice."""
@@ -21,7 +21,7 @@ def test_nothing_is_lost_or_done_twice_under_each_fault(postgres_url, tiny_model
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MODEL_DIR")}
     env["DATABASE_URL"] = postgres_url
     report_path = tmp_path / "report.json"
-    command = [sys.executable, str(ROOT / "bench" / "chaos.py"), "--n", "150", "--rate", "5", "--kills", "1",
+    command = [sys.executable, "-m", "bench.chaos", "--n", "150", "--rate", "5", "--kills", "1",
                "--redis-restarts", "1", "--db-restarts", "1", "--model", str(tiny_model_dir), "--settle", "120",
                "--workdir", str(tmp_path / "service"), "--json", str(report_path)]
     finished = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
