@@ -87,10 +87,8 @@ SERVED_BEFORE = Rule(neighbours=5, balanced=False, weight=0.7, ramp=0, prior=0.0
 
 
 def candidates() -> list[Rule]:
-    rules = []
-    for k, balanced, weight, ramp, prior, (check, gain) in itertools.product(*GRID.values()):
-        rules.append(Rule(k, balanced, weight, ramp, prior, check, gain))
-    return rules
+    return [Rule(k, balanced, weight, ramp, prior, check, gain)
+            for k, balanced, weight, ramp, prior, (check, gain) in itertools.product(*GRID.values())]
 
 
 # ---- the replay ----------------------------------------------------------------------------------------
@@ -241,7 +239,7 @@ def sizes_of(n: int, min_rest: int) -> list[int]:
 def windows_of(n: int) -> list[tuple[int, int]]:
     """Issues scored with a memory of SIZES[j] … SIZES[j+1]-1 issues (the last window: to the end)."""
     edges = [size for size in SIZES if size < n] + [n]
-    return list(zip(edges[:-1], edges[1:]))
+    return list(itertools.pairwise(edges))
 
 
 def deltas(replays: list[Replay], rules: list[Rule], min_rest: int) -> np.ndarray:
@@ -261,7 +259,7 @@ def deltas(replays: list[Replay], rules: list[Rule], min_rest: int) -> np.ndarra
     return result
 
 
-def criterion(delta: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+def criterion(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per rule over the given repositories: (worst Δ macro-F1 at N >= GUARDED_FROM, the mean over N of
     the mean over repositories of (Δ macro-F1 + Δ accuracy) / 2)."""
     guarded = [s for s, size in enumerate(SIZES) if size >= GUARDED_FROM]
@@ -273,7 +271,7 @@ def criterion(delta: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarr
 
 def choose(delta: np.ndarray, rules: list[Rule], tolerance: float) -> int:
     """The servable rule best by `criterion` among those within the tolerance (the least bad if none)."""
-    worst, mean = criterion(delta, tolerance)
+    worst, mean = criterion(delta)
     servable = np.array([rule.servable for rule in rules])
     feasible = servable & (worst >= -tolerance)
     if feasible.any():
@@ -319,17 +317,17 @@ def check_against_core(replay: Replay, rule: Rule, limit: int) -> float:
 
 def markdown(result: dict) -> str:
     columns = ("cold", "served before", "chosen without it")
-    lines = [f"The memory's rule, chosen leave-one-repository-out over {len(result['repositories'])} repositories "
-             f"never trained on (served blend, TF-IDF share {result['share']:g}; {result['candidates']} "
-             f"candidate rules; condition: macro-F1 never more than {result['tolerance'] * 100:g} point below "
-             f"cold at a memory of {GUARDED_FROM} or more)", "",
+    lines = [(f"The memory's rule, chosen leave-one-repository-out over {len(result['repositories'])} repositories "
+              f"never trained on (served blend, TF-IDF share {result['share']:g}; {result['candidates']} "
+              f"candidate rules; condition: macro-F1 never more than {result['tolerance'] * 100:g} point below "
+              f"cold at a memory of {GUARDED_FROM} or more)"), "",
              f"Chosen on all repositories (what core.memory serves): **{result['chosen']['name']}**", "",
              f"Before: {SERVED_BEFORE.name}", "",
              "Rule chosen without each repository (leave-one-repository-out):", "",
              "| held out | rule chosen on the others |", "|---|---|"]
     lines += [f"| {repo} | {row['rule']} |" for repo, row in result["repositories"].items()]
-    lines += ["", "Issues after the first N at install (memory of N, growing as each is confirmed): "
-              "macro-F1 / accuracy", "",
+    lines += ["", ("Issues after the first N at install (memory of N, growing as each is confirmed): "
+                   "macro-F1 / accuracy"), "",
               "| repository | order | N | issues | " + " | ".join(columns) + " | Δ macro-F1 chosen | Δ acc chosen |",
               "|---" * (6 + len(columns)) + "|"]
     for repo, row in result["repositories"].items():
@@ -348,13 +346,14 @@ def markdown(result: dict) -> str:
                      + " | ".join(f"{row[c]['macro_f1']:.3f}" for c in columns) + " | "
                      + " | ".join(f"{row[c]['accuracy']:.3f}" for c in columns)
                      + f" | {row['worst_delta_macro_f1'] * 100:+.1f} ({row['worst_repository']}) |")
-    lines += ["", "Per-kind F1 after the first N, all repositories' issues pooled (cold / served before / "
-              "chosen without it)", "", "| N | issues | " + " | ".join(KINDS) + " |", "|---" * (2 + len(KINDS)) + "|"]
+    lines += ["", ("Per-kind F1 after the first N, all repositories' issues pooled (cold / served before / "
+                   "chosen without it)"), "",
+              "| N | issues | " + " | ".join(KINDS) + " |", "|---" * (2 + len(KINDS)) + "|"]
     for row in result["per_kind"]:
         lines.append(f"| {row['N']} | {row['issues']} | " + " | ".join(
             " / ".join(f"{row[c].get(kind, float('nan')):.3f}" for c in columns) for kind in KINDS) + " |")
-    lines += ["", "Windows (issues scored with a memory of from … to-1 issues): macro-F1 / accuracy, and per-kind "
-              "F1 of the rule chosen without the repository", "",
+    lines += ["", ("Windows (issues scored with a memory of from … to-1 issues): macro-F1 / accuracy, and "
+                   "per-kind F1 of the rule chosen without the repository"), "",
               "| repository | window | issues | " + " | ".join(columns) + " | " + " | ".join(KINDS) + " |",
               "|---" * (3 + len(columns) + len(KINDS)) + "|"]
     for repo, row in result["repositories"].items():
@@ -364,9 +363,9 @@ def markdown(result: dict) -> str:
                          + " | " + " | ".join(f"{window['chosen without it']['per_kind'].get(k, float('nan')):.3f}"
                                               for k in KINDS) + " |")
     check = result["core_check"]
-    lines += ["", f"The bench against the served code: core.memory.Memory.adjust with its constants ({check['rule']}) "
-              f"and this bench's replay of them pick the same kind on {check['agreement'] * 100:.1f} % of "
-              f"{check['repository']}'s first {check['issues']} issues.", ""]
+    lines += ["", (f"The bench against the served code: core.memory.Memory.adjust with its constants "
+                   f"({check['rule']}) and this bench's replay of them pick the same kind on "
+                   f"{check['agreement'] * 100:.1f} % of {check['repository']}'s first {check['issues']} issues."), ""]
     return "\n".join(lines)
 
 
@@ -378,7 +377,7 @@ def pooled_per_kind(replays: list[Replay], named_by_repo: dict[str, dict], min_r
         if not kept:
             continue
         truth = np.concatenate([r.stream.labels[size:] for r in kept])
-        row = {"N": size, "issues": int(len(truth))}
+        row = {"N": size, "issues": len(truth)}
         for name in next(iter(named_by_repo.values())):
             predicted = np.concatenate([
                 (r.stream.scores.argmax(axis=1) if named_by_repo[r.stream.repo][name] is None
@@ -436,19 +435,20 @@ def main() -> int:
         rule = rules[held_out[i]]
         repositories[replay.stream.repo] = {"rule": rule.name, "constants": asdict(rule),
                                             **report_rows(replay, named[replay.stream.repo], args.min_rest)}
-    worst, mean = criterion(delta, args.tolerance)
-    longest = max(replays, key=lambda r: len(r.stream.labels))
+    worst, mean = criterion(delta)
+    longest, before = max(replays, key=lambda r: len(r.stream.labels)), rules.index(SERVED_BEFORE)
     result = run_record("memory_rule.py", {
         "wall_minutes": round((time.perf_counter() - started) / 60, 1), "share": args.share,
         "min_rest": args.min_rest, "tolerance": args.tolerance, "candidates": len(rules),
         "oof_written": dt.datetime.fromtimestamp(oof_path.stat().st_mtime, dt.UTC).isoformat(timespec="minutes"),
         "chosen": {"name": rules[chosen].name, "constants": asdict(rules[chosen]),
                    "worst_delta_macro_f1": round(float(worst[chosen]), 4), "criterion": round(float(mean[chosen]), 4)},
-        "served_before": {"name": SERVED_BEFORE.name, "worst_delta_macro_f1": round(float(worst[rules.index(SERVED_BEFORE)]), 4),
-                          "criterion": round(float(mean[rules.index(SERVED_BEFORE)]), 4)},
+        "served_before": {"name": SERVED_BEFORE.name, "worst_delta_macro_f1": round(float(worst[before]), 4),
+                          "criterion": round(float(mean[before]), 4)},
         "best_unservable": _best_unservable(delta, rules, args.tolerance),
         "summary": summary(repositories, columns), "per_kind": pooled_per_kind(replays, named, args.min_rest),
-        "core_check": {"repository": longest.stream.repo, "rule": core_rule().name, "issues": min(300, len(longest.stream.labels)),
+        "core_check": {"repository": longest.stream.repo, "rule": core_rule().name,
+                       "issues": min(300, len(longest.stream.labels)),
                        "agreement": check_against_core(longest, core_rule(), 300)},
         "repositories": repositories})
     result["wall_minutes"] = round((time.perf_counter() - started) / 60, 1)
@@ -457,7 +457,7 @@ def main() -> int:
 
 def _best_unservable(delta, rules, tolerance) -> dict:
     """The best rule needing the model's past scores (check vs model), for the record."""
-    worst, mean = criterion(delta, tolerance)
+    worst, mean = criterion(delta)
     model = [i for i, rule in enumerate(rules) if not rule.servable and worst[i] >= -tolerance]
     if not model:
         return {}
