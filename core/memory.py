@@ -47,6 +47,8 @@ KNN_RAMP = 0  # memory size at which the vote gets half of KNN_WEIGHT (0: full w
 PRIOR_STRENGTH = 0.0
 PRIOR_SMOOTHING = 2.0  # α: Laplace pseudo-count per class, so a class never confirmed keeps a chance
 VOTE_SMOOTHING = 0.05  # pseudo-vote per class: no single vote can zero a class the model believes in
+# The vote's balance and the self-check (issue 24, item 3) are off, the rule unchanged, until
+# bench/memory_rule.py's leave-one-repository-out choice over the unseen repositories' replays is measured.
 BALANCED_VOTE = False  # each neighbour's vote divided by C × its class's share of the memory
 SELF_CHECK = "none"  # "majority": the vote's weight × the memory's trust (`Memory.trust`); "none": trust 1
 SELF_CHECK_GAIN = 0.0  # trust = clip(gain × (vote's leave-one-out agreement − majority's), 0, 1)
