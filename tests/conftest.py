@@ -29,7 +29,7 @@ _REDIS_BASE, _REDIS_DB = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:637
 REDIS_TEST_URL = f"{_REDIS_BASE}/{int(_REDIS_DB) - _WORKER}"
 # fixtures that fine-tune a real encoder: a test using any of them (directly or through another
 # fixture) is `slow`
-SLOW_FIXTURES = {"tiny_model_dir", "trained_minilm"}
+SLOW_FIXTURES = {"tiny_model_dir", "trained_minilm", "decisive_minilm", "trained_blend"}
 
 
 def pytest_collection_modifyitems(items):

@@ -104,6 +104,7 @@ def test_loading_a_blend_reads_each_of_its_three_cards_once(trained_blend, tmp_p
     assert (loaded.card.version, loaded.encoder.card.version) == ("v-blend", "v-blend-encoder")
 
 
+@pytest.mark.slow  # fine-tunes MiniLM
 def test_a_served_blend_carries_the_thresholds_its_registration_measured_on_the_blends_scores(
         registry, minilm_config, small_train, small_heldout):
     """The labelling policy reads a classifier's `card.thresholds`: a blend's are measured on the blend."""

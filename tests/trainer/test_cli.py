@@ -99,6 +99,7 @@ def test_promote_goes_through_the_gate_unless_forced(run_cli, registry, session,
     assert registry.serving().version == champion.version
 
 
+@pytest.mark.slow  # fine-tunes MiniLM
 def test_bootstrap_model_fine_tunes_the_offline_minilm_and_promotes_it(
         run_cli, registry, session, small_train, small_heldout, tmp_path, capsys):
     data = _write_jsonl(tmp_path / "issues_train.jsonl", small_train)

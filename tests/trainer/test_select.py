@@ -4,6 +4,8 @@ import functools
 import operator
 from pathlib import Path
 
+import pytest
+
 from core.card import read_card
 from tests.trainer.conftest import NO_FAST_PATH
 from trainer.baseline import BASE_MODEL
@@ -11,6 +13,7 @@ from trainer.select import BLEND_SHARES, BLEND_SUFFIX
 from trainer.sources import MixConfig
 
 
+@pytest.mark.slow  # fine-tunes MiniLM
 def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_and_registers_the_best(
         registry, minilm_config, minilm_path, tiny_bert_dir, small_train):
     from trainer.select import select_encoder
