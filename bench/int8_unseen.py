@@ -18,6 +18,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from core.card import ModelCard  # noqa: E402
 from core.classifier import BlendedClassifier  # noqa: E402
 from core.encoder import OnnxClassifier, TransformerClassifier  # noqa: E402
 from tests.paths import NLBSE  # noqa: E402
@@ -49,8 +50,9 @@ def check(repo: str, base: str, stream: str, root: Path) -> dict:
     tfidf = train_tfidf([e for e in load_file(NLBSE / "issues_train.csv") if e.repo != repo]).classifier()
     issues = load_file(root / stream)
     texts, truth = [e.text for e in issues], [e.label for e in issues]
-    pytorch = TransformerClassifier.from_directory(work, device="cpu")
-    int8 = OnnxClassifier.from_file(work, artefacts["onnxruntime-int8"])
+    card = ModelCard.read(work)
+    pytorch = TransformerClassifier.from_directory(work, card, device="cpu")
+    int8 = OnnxClassifier.from_file(work, artefacts["onnxruntime-int8"], card)
     blended = {name: tops(BlendedClassifier(encoder, tfidf, SHARE), texts)
                for name, encoder in (("pytorch", pytorch), ("int8", int8))}
     return {"repo": repo, "issues": len(texts),

@@ -152,17 +152,19 @@ def load_engine(args: argparse.Namespace):
         if classifier.engine == "pytorch":
             raise SystemExit(f"{args.model} has no fast path that serves: see `fast_path` in its card")
     elif engine.startswith("ort-"):
+        from core.card import ModelCard
         from core.encoder import FAST_FILE, FP32_FILE, OnnxClassifier
 
         path = args.onnx / (FP32_FILE if engine == "ort-fp32" else FAST_FILE)
-        classifier = OnnxClassifier.from_file(args.model, path, threads=args.threads)
+        classifier = OnnxClassifier.from_file(args.model, path, ModelCard.read(args.model), threads=args.threads)
     else:
         import torch
 
+        from core.card import ModelCard
         from core.encoder import TransformerClassifier
 
         torch.set_num_threads(args.threads)
-        classifier = TransformerClassifier.from_directory(args.model, device="cpu")
+        classifier = TransformerClassifier.from_directory(args.model, ModelCard.read(args.model), device="cpu")
         if engine == "torch-int8":
             classifier.model = torch.ao.quantization.quantize_dynamic(classifier.model, {torch.nn.Linear},
                                                                       dtype=torch.qint8)

@@ -7,7 +7,6 @@ tfidf or blend), base model, tokens read, thresholds, the training recipe, metri
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,12 +77,6 @@ def encoder_directory(directory: Path | str, card: ModelCard) -> Path:
     itself, or a blend's encoder member."""
     directory = Path(directory)
     return directory / BLEND_MEMBERS[0] if card.kind == "blend" else directory
-
-
-def file_sha256(path: Path | str) -> str:
-    """The SHA-256 of a model file, as a card records it (and as checked before the file is loaded)."""
-    with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def write_card(directory: Path, *, version: str, labels: list[str], kind: str, base_model: str,

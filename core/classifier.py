@@ -39,14 +39,14 @@ class TfidfClassifier:
         self.version, self.labels = card.version, list(card.labels)
 
     @classmethod
-    def from_directory(cls, directory: Path | str, *, card: ModelCard | None = None) -> TfidfClassifier:
-        """The model saved in `directory`; `card`: its card when the caller has read it already."""
+    def from_directory(cls, directory: Path | str, card: ModelCard) -> TfidfClassifier:
+        """The model saved in `directory`, whose card the caller has read (`load_classifier`)."""
         directory = Path(directory)
         if not (directory / TFIDF_FILE).is_file() and (directory / PIPELINE_FILE).is_file():
             raise PickledModel(f"{directory} holds a pickled TF-IDF model ({PIPELINE_FILE}), which runs code when "
                                "loaded: if you trust where it came from, convert it once with "
                                "`issue-sorter convert-tfidf`, or retrain")
-        return cls(load_pipeline(directory), card or ModelCard.read(directory))
+        return cls(load_pipeline(directory), card)
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
         classes = list(self.pipeline.classes_)
@@ -61,7 +61,7 @@ def load_classifier(directory: Path | str, *, threads: int | None = None) -> Cla
     directory = Path(directory)
     card = ModelCard.read(directory)
     if card.kind == "tfidf":
-        return TfidfClassifier.from_directory(directory, card=card)
+        return TfidfClassifier.from_directory(directory, card)
     if card.kind == "blend":
         encoder, tfidf = (load_classifier(directory / member, threads=threads) for member in BLEND_MEMBERS)
         return BlendedClassifier(encoder, tfidf, card.tfidf_share, card=card)

@@ -16,7 +16,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.card import ModelCard, file_sha256
+from core.card import ModelCard
+from core.file_hash import file_sha256
 from core.issue_text import shorten_text
 
 log = logging.getLogger(__name__)
@@ -89,14 +90,13 @@ class TransformerClassifier(EncoderClassifier):
         self.model, self.device = model, device
 
     @classmethod
-    def from_directory(cls, directory: Path | str, device: str | None = None, *,
-                       card: ModelCard | None = None) -> TransformerClassifier:
-        """The model saved in `directory`; `card`: its card when the caller has read it already."""
+    def from_directory(cls, directory: Path | str, card: ModelCard, device: str | None = None
+                       ) -> TransformerClassifier:
+        """The model saved in `directory`, whose card the caller has read (core.classifier.load_classifier)."""
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         directory = Path(directory)
-        card = card or ModelCard.read(directory)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         tokenizer = AutoTokenizer.from_pretrained(directory)
         model = AutoModelForSequenceClassification.from_pretrained(directory).to(device).eval()
@@ -129,9 +129,9 @@ class OnnxClassifier(EncoderClassifier):
         self.input_names = [graph_input.name for graph_input in session.get_inputs()]
 
     @classmethod
-    def from_file(cls, directory: Path | str, path: Path, *, card: ModelCard | None = None,
-                  threads: int | None = None, engine: str = SERVES) -> OnnxClassifier:
-        """The graph at `path`, with the tokenizer of the encoder in `directory` (and its card, unless given)."""
+    def from_file(cls, directory: Path | str, path: Path, card: ModelCard, *, threads: int | None = None,
+                  engine: str = SERVES) -> OnnxClassifier:
+        """The graph at `path`, with the tokenizer of the encoder in `directory`, whose card is `card`."""
         import onnxruntime
         # the tokenizers-backed class itself: AutoTokenizer would import torch (transformers 5)
         from transformers import PreTrainedTokenizerFast
@@ -141,7 +141,7 @@ class OnnxClassifier(EncoderClassifier):
         options.inter_op_num_threads = 1
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         tokenizer = PreTrainedTokenizerFast.from_pretrained(directory)
-        return cls(session, tokenizer, card or ModelCard.read(directory), path, engine)
+        return cls(session, tokenizer, card, path, engine)
 
     def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
         import numpy as np
@@ -178,7 +178,7 @@ def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None 
         import torch
 
         torch.set_num_threads(threads)
-    return TransformerClassifier.from_directory(directory, card=card)
+    return TransformerClassifier.from_directory(directory, card)
 
 
 def load_fast(directory: Path, card: ModelCard, *, threads: int | None = None
@@ -198,7 +198,7 @@ def load_fast(directory: Path, card: ModelCard, *, threads: int | None = None
     if file_sha256(path) != record.get("sha256"):
         return None, f"its fast artefact {path} does not match the SHA-256 in its card (corrupt or replaced)"
     try:
-        return OnnxClassifier.from_file(directory, path, card=card, threads=threads, engine=record["serves"]), ""
+        return OnnxClassifier.from_file(directory, path, card, threads=threads, engine=record["serves"]), ""
     except ImportError as error:
         return None, f"onnxruntime is not installed ({error})"
     except Exception as error:  # noqa: BLE001 - ORT raises its own errors for a bad graph; PyTorch still serves

@@ -175,7 +175,7 @@ def train(args: argparse.Namespace, settings: Settings) -> int:
 def train_and_register(settings: Settings, config: TrainConfig, examples: Sequence[Example],
                        eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
                        progress: bool, data_source: str = "") -> str:
-    """Train, score on `eval_examples` if any, register (trainer.pipeline); promote via the gate ("gate"/"force")."""
+    """Train, score on `eval_examples` if any, register (trainer.pipeline); promote ("gate" or "force")."""
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
         row, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,

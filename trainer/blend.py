@@ -73,7 +73,7 @@ class TrainedBlend:
                                  self.tfidf_share, card=card)
 
 
-Trained = TrainedModel | TrainedBlend | TrainedBaseline  # what train_model returns: each saves and scores alike
+Trained = TrainedModel | TrainedBlend | TrainedBaseline  # what train_model returns; each saves and scores
 
 
 def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None, *,
@@ -90,7 +90,8 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
             raise ValueError(f"base model {TFIDF_BASE_MODEL} is TF-IDF alone: it blends with no encoder, so "
                              f"give it tfidf_share 0 (got {config.tfidf_share:g})")
         known = list(labels) if labels is not None else sorted({example.label for example in examples})
-        return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known, seed=config.seed)
+        return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known,
+                                     seed=config.seed)
     encoder = fine_tune(config, examples, labels, progress=progress)
     if config.tfidf_share == 0:
         return encoder

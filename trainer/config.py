@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.card import file_sha256
+from core.file_hash import file_sha256
 
 TRUNCATIONS = ("head", "head+tail")
 CLASS_WEIGHTS = ("none", "balanced")

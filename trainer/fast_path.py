@@ -25,9 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.card import BLEND_MEMBERS, ModelCard, encoder_directory, file_sha256, update_card
-from core.classifier import BlendedClassifier, TfidfClassifier
-from core.encoder import FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
+from core.card import BLEND_MEMBERS, ModelCard, encoder_directory, update_card
+from core.classifier import BlendedClassifier, load_classifier
+from core.encoder import (FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier,
+                          TransformerClassifier)
+from core.file_hash import file_sha256
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1
 from trainer.sources import NLBSE_TEST_FILE
@@ -45,7 +47,7 @@ class FastPathOptions:
     """Whether registering a trained model builds its fast serving path, and on which issues it is gated."""
 
     build: bool = True  # False: no export, PyTorch serves it (tests that are not about the fast path)
-    gate_issues: Sequence[Example] | None = None  # None: NLBSE'24's test split, else the registration's held-out
+    gate_issues: Sequence[Example] | None = None  # None: NLBSE'24's test split, else the held-out issues
 
     def issues(self, held_out: Sequence[Example]) -> tuple[Sequence[Example], str]:
         """(the gate's issues, where they come from) for a registration that held out `held_out`."""
@@ -102,7 +104,7 @@ def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], 
     NLBSE'24 test: 97.3 % of the encoder's top labels kept, 99.3 % of the blend's)."""
     if card.kind != "blend":
         return (lambda encoder: encoder), "the encoder's"
-    tfidf = TfidfClassifier.from_directory(model_directory / BLEND_MEMBERS[1])
+    tfidf = load_classifier(model_directory / BLEND_MEMBERS[1])
     share = card.tfidf_share
     answers = f"the blend's (TF-IDF share {share:g})"
     return (lambda encoder: BlendedClassifier(encoder, tfidf, share, card=card)), answers
@@ -116,10 +118,10 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     record: dict[str, Any] = {"serves": "pytorch", "gates": {}, "export_seconds": round(time.perf_counter() - started, 1)}
     as_served, answers = _as_served(model_directory, card)
     encoder_card = card if directory == model_directory else ModelCard.read(directory)
-    reference = _top_labels(as_served(TransformerClassifier.from_directory(directory, device="cpu",
-                                                                           card=encoder_card)), issues)
+    pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
+    reference = _top_labels(as_served(pytorch), issues)
     for engine, artefact in artefacts.items():
-        fast = OnnxClassifier.from_file(directory, artefact, card=encoder_card)
+        fast = OnnxClassifier.from_file(directory, artefact, encoder_card)
         gate = same_answers(reference, as_served(fast), issues) | {"issues_source": source, "answers": answers}
         record["gates"][engine] = gate
         if gate["passed"]:

@@ -54,10 +54,12 @@ def train_and_register(registry: Registry, config: TrainConfig, examples: Sequen
 
 def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                     metrics: dict | None = None, data_fingerprint: str | None = None,
-                    held_out: Sequence[Example] = (), fast_path: FastPathOptions = FastPathOptions()) -> ModelVersion:
+                    held_out: Sequence[Example] = (),
+                    fast_path: FastPathOptions = FastPathOptions()) -> ModelVersion:
     """Store a trained model (or a saved directory) as a new version, then build and gate the fast path of
     its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no."""
-    row = registry.register(source, scope=scope, metrics=metrics, thresholds=(metrics or {}).get("thresholds"),
+    thresholds = (metrics or {}).get("thresholds")
+    row = registry.register(source, scope=scope, metrics=metrics, thresholds=thresholds,
                             data_fingerprint=data_fingerprint)
     card = ModelCard.read(row.path)
     if fast_path.build and card.has_encoder:

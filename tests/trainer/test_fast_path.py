@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.serving import Served, ServingModels
-from core.card import read_card
+from core.card import ModelCard, read_card
 from core.db import Base, make_sessionmaker, session_scope
 from core.classifier import BlendedClassifier, load_classifier
 from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
@@ -73,6 +73,11 @@ def registered(registered_once, tmp_path) -> Path:
     return Path(shutil.copytree(registered_once, tmp_path / registered_once.name))
 
 
+def pytorch(directory) -> TransformerClassifier:
+    """The encoder in `directory` run by PyTorch: the answers its fast path must give."""
+    return TransformerClassifier.from_directory(directory, ModelCard.read(directory), device="cpu")
+
+
 def top_labels(classifier, issues) -> list[str]:
     return [max(row, key=row.get) for row in classifier.predict([issue.text for issue in issues])]
 
@@ -92,13 +97,13 @@ def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top
         fast = load_classifier(registered)
     assert isinstance(fast, OnnxClassifier) and fast.engine == record["serves"]
     assert f"serving {fast.version} with {record['serves']}" in caplog.text
-    torch_path = TransformerClassifier.from_directory(registered, device="cpu")
+    torch_path = pytorch(registered)
     assert top_labels(fast, gate_issues) == top_labels(torch_path, gate_issues)
 
 
 def test_the_fast_path_gives_the_memory_the_same_embeddings(registered, gate_issues):
     texts = [issue.text for issue in gate_issues[:8]]
-    fast, torch_path = load_classifier(registered), TransformerClassifier.from_directory(registered, device="cpu")
+    fast, torch_path = load_classifier(registered), pytorch(registered)
     scores, vectors = fast.predict_and_embed(texts)
     assert vectors == fast.embed(texts) and len(scores) == len(texts)
     for ours, theirs in zip(vectors, torch_path.embed(texts), strict=True):
@@ -165,7 +170,7 @@ def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
     served = models.for_repository("octo/repo")
     assert isinstance(served, BlendedClassifier) and isinstance(served.encoder, OnnxClassifier)
     reference = load_classifier(row.path)
-    reference.encoder = TransformerClassifier.from_directory(Path(row.path) / "encoder", device="cpu")
+    reference.encoder = pytorch(Path(row.path) / "encoder")
     assert top_labels(served, gate_issues) == top_labels(reference, gate_issues)
 
 
@@ -177,7 +182,7 @@ def test_a_blends_fast_path_is_gated_on_the_blends_answers(register, decisive_mi
     gate = record["gates"][record["serves"]]
     assert gate["answers"] == "the blend's (TF-IDF share 0.7)"
     reference = load_classifier(row.path)
-    reference.encoder = TransformerClassifier.from_directory(Path(row.path) / "encoder", device="cpu")
+    reference.encoder = pytorch(Path(row.path) / "encoder")
     truth = [issue.label for issue in gate_issues]
     pytorch_f1 = macro_f1(truth, top_labels(reference, gate_issues), reference.labels)
     assert gate["macro_f1_pytorch"] == round(pytorch_f1, 4)
