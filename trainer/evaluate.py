@@ -11,23 +11,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.thresholds import UNREACHABLE, lowest_threshold
 from trainer.dataset import Example, data_fingerprint
 
 NO_REPO = "(none)"  # per_repo key of examples that carry no repository
-UNREACHABLE = 1.0  # threshold of a label whose precision never reaches the target: practically never apply
 COVERAGE_GRID = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # top-score thresholds of the trade-off table
 
 Scores = Sequence[dict[str, float]]
 
 
+def per_label(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, dict]:
+    """{label: {precision, recall, f1, support}} (scikit-learn's; F1 is 0 when a label has no hit)."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    if not labels:
+        return {}
+    precision, recall, f1, support = precision_recall_fscore_support(
+        list(truth), list(predicted), labels=list(labels), zero_division=0)
+    return {label: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(n)}
+            for label, p, r, f, n in zip(labels, precision, recall, f1, support, strict=True)}
+
+
 def label_f1(truth: Sequence[str], predicted: Sequence[str], label: str) -> dict[str, float]:
-    """Precision, recall, F1 and support of one label; F1 is 0 when there is no hit (the lesson's rule)."""
-    hits = sum(t == label and p == label for t, p in zip(truth, predicted, strict=True))
-    support = sum(t == label for t in truth)
-    precision = hits / max(1, sum(p == label for p in predicted))
-    recall = hits / max(1, support)
-    f1 = 0.0 if hits == 0 else 2 * precision * recall / (precision + recall)
-    return {"precision": precision, "recall": recall, "f1": f1, "support": support}
+    """Precision, recall, F1 and support of one label."""
+    return per_label(truth, predicted, [label])[label]
 
 
 def macro_f1(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[str] | None = None) -> float:
@@ -35,22 +42,15 @@ def macro_f1(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[st
     labels = labels if labels is not None else sorted(set(truth) | set(predicted))
     if not labels:
         return 0.0
-    return sum(label_f1(truth, predicted, label)["f1"] for label in labels) / len(labels)
-
-
-def per_label(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, dict]:
-    """{label: {precision, recall, f1, support}}."""
-    return {label: label_f1(truth, predicted, label) for label in labels}
+    return sum(row["f1"] for row in per_label(truth, predicted, labels).values()) / len(labels)
 
 
 def confusion_matrix(truth: Sequence[str], predicted: Sequence[str],
                      labels: Sequence[str]) -> list[list[int]]:
     """Counts; rows: the actual label, columns: what the model said, both in `labels` order."""
-    index = {label: i for i, label in enumerate(labels)}
-    matrix = [[0] * len(labels) for _ in labels]
-    for t, p in zip(truth, predicted, strict=True):
-        matrix[index[t]][index[p]] += 1
-    return matrix
+    from sklearn.metrics import confusion_matrix as counts
+
+    return counts(list(truth), list(predicted), labels=list(labels)).tolist()
 
 
 def plot_confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], path: Path | str) -> Path:
@@ -99,7 +99,8 @@ def precision_coverage(scores: Scores, truth: Sequence[str],
 
 
 def thresholds_for_precision(scores: Scores, truth: Sequence[str], target: float) -> dict[str, float]:
-    """Per label, the lowest top-score threshold at which that label's predictions reach `target` precision.
+    """Per label, the lowest top-score threshold at which that label's predictions reach `target` precision
+    (core.thresholds.lowest_threshold, the rule a repository's own thresholds follow too).
 
     The lowest such threshold labels the most issues. A label never predicted here is left out (the
     serving default applies); one whose precision never reaches the target gets UNREACHABLE.
@@ -108,18 +109,9 @@ def thresholds_for_precision(scores: Scores, truth: Sequence[str], target: float
     for row, t in zip(scores, truth, strict=True):
         label = top_label(row)
         by_label.setdefault(str(label), []).append((row[label], label == t))
-    return {label: _lowest_threshold(pairs, target) for label, pairs in sorted(by_label.items())}
-
-
-def _lowest_threshold(pairs: list[tuple[float, bool]], target: float) -> float:
-    pairs = sorted(pairs, key=lambda pair: -pair[0])
-    best, hits = UNREACHABLE, 0
-    for i, (score, correct) in enumerate(pairs):
-        hits += correct
-        last_of_tie = i + 1 == len(pairs) or pairs[i + 1][0] < score  # "score >= t" keeps every tie
-        if last_of_tie and hits / (i + 1) >= target:
-            best = score
-    return float(best)
+    found = {label: lowest_threshold([score for score, _ in pairs], [correct for _, correct in pairs], target)
+             for label, pairs in sorted(by_label.items())}
+    return {label: UNREACHABLE if threshold is None else threshold for label, threshold in found.items()}
 
 
 def score_predictions(truth: Sequence[str], scores: Scores, repos: Sequence[str | None],
