@@ -39,10 +39,11 @@ import requests
 
 from bot.signatures import sign_body
 from simulation.fake_github import FakeGitHub
+from trainer.sources import shared_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SHARED = Path(os.environ.get("ISSUE_SORTER_SHARED", ROOT.parent / "shared")).resolve()
+SHARED = shared_dir().resolve()
 NLBSE = SHARED / "data" / "nlbse24-issue-report-classification"
 SHAPE = SHARED / "github" / "webhooks" / "issues" / "opened.payload.json"
 SECRET = "chaos-" + uuid.uuid4().hex

@@ -1,10 +1,12 @@
-"""Where the shared, not-redistributed data lives: ../shared beside the checkout (or ISSUE_SORTER_SHARED)."""
+"""Where the shared, not-redistributed data lives (trainer.sources.shared_dir: ../shared beside the checkout,
+or ISSUE_SORTER_SHARED)."""
 
-import os
 from pathlib import Path
 
+from trainer.sources import shared_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("ISSUE_SORTER_SHARED", REPO_ROOT.parent / "shared")).resolve()
+SHARED = shared_dir().resolve()
 NLBSE = SHARED / "data" / "nlbse24-issue-report-classification"
 WEBHOOKS = SHARED / "github" / "webhooks"
 API_RECORDINGS = SHARED / "github" / "api"

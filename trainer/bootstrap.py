@@ -12,15 +12,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from trainer.dataset import HUB_DATASET, TEST_REPOS, TRAIN_REPOS, Example, load_file, load_hub
-from trainer.sources import NLBSE_TEST_FILE, describe, load_sources, training_mix
+from trainer.sources import CHECKOUT, NLBSE_TEST_FILE, describe, load_sources, shared_dir, training_mix
 
 BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # a training file to use instead of looking
-SHARED_ENV = "ISSUE_SORTER_SHARED"  # where ../shared is, when not beside the checkout
 NLBSE_TRAIN = Path("data/nlbse24-issue-report-classification/issues_train.csv")
 HUB = "hub"
 HUB_PER_KIND = 400  # training issues per kind from the hub; the lesson takes 1,500, which is ~4x the CPU budget
 HUB_EVAL_PER_KIND = 400  # the lesson's test set: issues per kind of the projects it never trains on
-CHECKOUT = Path(__file__).resolve().parents[1]
 NO_DATA = (f"no bootstrap data: pass --data FILE, set {BOOTSTRAP_ENV}=FILE, or reach the Hugging Face hub "
            f"({{endpoint}} is unreachable) so it can download {HUB_DATASET}")
 
@@ -41,7 +39,7 @@ def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Pat
         if not Path(named).is_file():
             raise NoBootstrapData(f"no bootstrap data at {named}: pass --data FILE or set {BOOTSTRAP_ENV}")
         return Path(named)
-    shared = Path(environ.get(SHARED_ENV) or checkout.parent / "shared")
+    shared = shared_dir(environ, checkout=checkout)
     if (shared / NLBSE_TRAIN).is_file():
         return shared / "data"
     if (hub_reachable or is_hub_reachable)():

@@ -32,14 +32,13 @@ from core.encoder import (FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, O
 from core.file_hash import file_sha256
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1
-from trainer.sources import NLBSE_TEST_FILE
+from trainer.sources import NLBSE_TEST_FILE, shared_dir
 
 log = logging.getLogger(__name__)
 
 MAX_F1_DROP = 0.005  # macro-F1 the fast path may lose against PyTorch on the gate's issues (0.5 points)
 MIN_AGREEMENT = 0.99  # share of the gate's issues whose top label must be PyTorch's
 OPSET = 17  # ONNX opset of the export; LayerNormalization is native from 17
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the checkout
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class FastPathOptions:
 @lru_cache(maxsize=1)
 def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ...], str]:
     """NLBSE'24's test split (1,500 issues of 5 repositories, never trained on) when ../shared is there."""
-    path = (data_dir or SHARED_DATA) / NLBSE_TEST_FILE
+    path = (data_dir or shared_dir() / "data") / NLBSE_TEST_FILE
     if not path.is_file():
         log.info("fast path: no NLBSE'24 test split at %s: the gate uses the registration's held-out issues", path)
         return (), ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,15 @@ from trainer.dataset import (
 )
 
 log = logging.getLogger(__name__)
+
+SHARED_ENV = "ISSUE_SORTER_SHARED"  # where ../shared is, when not beside the checkout
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def shared_dir(environ: Mapping[str, str] = os.environ, *, checkout: Path = CHECKOUT) -> Path:
+    """The shared folder (data and references we may read, never ship): $ISSUE_SORTER_SHARED, else
+    ../shared beside the checkout. The one place that says where it is."""
+    return Path(environ.get(SHARED_ENV) or checkout.parent / "shared")
 
 NLBSE_DIR = "nlbse24-issue-report-classification"
 NLBSE_TRAIN_FILE = f"{NLBSE_DIR}/issues_train.csv"

@@ -207,7 +207,7 @@ print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules 
 def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_out_issues(
         registry, decisive_minilm, gate_issues, tmp_path, monkeypatch):
     """An installed package or a container has no ../shared: the issues the caller held out gate it."""
-    monkeypatch.setattr("trainer.fast_path.SHARED_DATA", tmp_path / "no-shared")
+    monkeypatch.setenv("ISSUE_SORTER_SHARED", str(tmp_path / "no-shared"))
     default_gate_issues.cache_clear()
     try:
         row = add_to_registry(registry, decisive_minilm, held_out=gate_issues)
