@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -25,12 +26,14 @@ from trainer.gate import compare_and_promote
 from trainer.registry import KEEP_PROMOTED, Registry
 from trainer.sources import load_sources
 
+# the TrainConfig fields a training command takes as flags (--max-length for max_length), typed as the field is
+TRAIN_FIELDS = ("base_model", "epochs", "max_length", "batch_size", "lr", "seed", "max_steps", "truncation",
+                "device", "tfidf_share", "class_weight")
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
-    "--base-model": ("base_model", str), "--epochs": ("epochs", int), "--max-length": ("max_length", int),
-    "--batch-size": ("batch_size", int), "--lr": ("lr", float), "--seed": ("seed", int),
-    "--max-steps": ("max_steps", int), "--truncation": ("truncation", str), "--device": ("device", str),
-    "--tfidf-share": ("tfidf_share", float), "--class-weight": ("class_weight", str),
-}
+    f"--{field.name.replace('_', '-')}": (field.name, {"int": int, "float": float}.get(
+        field.type.removesuffix(" | None"), str))
+    for field in dataclasses.fields(TrainConfig) if field.name in TRAIN_FIELDS}
+
 
 def add_commands(subparsers) -> None:
     """Add the model commands to the `issue-sorter` tree."""
