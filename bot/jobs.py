@@ -311,6 +311,7 @@ def _handle_comment(ctx: WorkerContext, event: dict) -> str:
         return "ignored: dry-run cannot check permissions"
     return commands.handle_retrain_command(event, github, ctx.redis)
 
+
 # ---- the memory's fill -----------------------------------------------------------------------------------
 
 def fill_memory(*, repo: str, version: str) -> str:
