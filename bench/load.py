@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
     port = free_port()
     web = start([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
-                 "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(REPO_ROOT), "bench.load:service()"],
+                 "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(REPO_ROOT),
+                 "bench.load:service()"],
                 env, workdir / "web.log")
     report = {"gunicorn_workers": args.workers, "duration_s": args.duration, "sequential": args.sequential,
               "rates": {}}

@@ -6,7 +6,7 @@ length-sorted batches of --batch-size; the pipeline: its default, one at a time)
 p50/p99 over the first --single issues one at a time, peak RSS, and the share of issues whose top label is
 our PyTorch path's. Threads: --threads for torch and ONNX Runtime alike.
 
-    flock /tmp/bench.lock .venv/bin/python bench/serving.py --model DIR [--json OUT]
+    .venv/bin/python -m bench.serving --model DIR [--json OUT]
 
 DIR is a registered encoder (a version directory, or a blend's `encoder/`) whose card records its fast path.
 Engines: `pipeline` is `transformers.pipeline("text-classification", model=DIR)` at its defaults plus
@@ -31,10 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+from tests.paths import NLBSE  # the shared data's location, one definition
 
-from tests.paths import NLBSE  # noqa: E402 - the shared data's location, one definition
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 ENGINES = ("pipeline", "pipeline-128", "pytorch", "torch-int8", "ort-fp32", "ort-int8", "fast")
 DEFAULT_ENGINES = "pipeline,pipeline-128,pytorch,torch-int8,ort-int8,fast"  # ort-fp32: when fast is int8
@@ -70,12 +69,12 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
         if {"ort-fp32", "ort-int8"} & set(engines):
             onnx = export_copy(args.model, Path(scratch))
         for engine in engines:
-            command = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
+            command = [sys.executable, "-m", "bench.serving", "--worker", engine, "--model", str(args.model),
                        "--issues", str(args.issues), "--single", str(args.single),
                        "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
             if onnx:
                 command += ["--onnx", str(onnx)]
-            done = subprocess.run(command, capture_output=True, text=True, check=False,
+            done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO_ROOT,
                                   env=os.environ | {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
             if done.returncode:
                 raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
