@@ -60,7 +60,8 @@ CV_SHARES = "per-repo blend, each repository's TF-IDF share from 5-fold CV"  # d
 RECIPE_CV = REPO_ROOT / "docs" / "quality" / "recipe-cv.json"
 LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
 SECOND_SEED = 7
-AVERAGED = "per-repo blend averaged with the global blend"  # once validation's favourite (validate_recipe.py)
+# once validation's favourite (docs/quality/validation.md; its script is in git history)
+AVERAGED = "per-repo blend averaged with the global blend"
 TEST_SCORES = "test-scores.json"  # under --workdir: each member's probabilities on the test split
 BOOTSTRAP_ROUNDS = 1000  # resampled test sets behind each score's 95 % interval
 QUICK = {"per_class": 12, "epochs": 1, "max_length": 48}  # --quick: a smoke run of every stage

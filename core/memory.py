@@ -32,8 +32,8 @@ from core.tables import IssueRecord, MemoryEntry, Repository
 
 log = logging.getLogger(__name__)
 
-# The rule's constants, chosen by bench/memory_sweep.py on opencv/opencv's first 300 issues, shuffled and in
-# time order, windows of 75, with a global model that never saw opencv (docs/BENCHMARKS.md, "The learning
+# The rule's constants, chosen by bench/memory_sweep.py (now in git history) on opencv/opencv's first 300
+# issues, shuffled and in time order, windows of 75, with a global model that never saw opencv (docs/BENCHMARKS.md, "The learning
 # loop: memory"). Mean accuracy over windows 2-4 against learning off: +12.4 points shuffled, +39.6 in time
 # order, no window below it. The best of the sweep's 135 settings on the worse stream was +12.9 (a ramp of
 # 20), within noise of this one; a ramp of 0 lets the very first confirmed issue count.

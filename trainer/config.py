@@ -20,7 +20,8 @@ CLASS_WEIGHTS = ("none", "balanced")
 BOOTSTRAP_RECIPE = {"lr": 5e-5, "epochs": 1, "max_length": 128, "tfidf_share": 0.7, "class_weight": "balanced"}
 DEFAULT_BUDGET_MINUTES = 15.0  # CPU minutes (2 cores) bootstrap-model may spend; `select` keeps to it
 # A repository's TF-IDF model also learns from other repositories' issues, each counting this much against
-# one of its own: best of 0 / 0.3 / 0.5 / 1 in 5-fold CV on NLBSE'24's training issues (bench/tfidf_cv.py).
+# one of its own: best of 0 / 0.3 / 0.5 / 1 in 5-fold CV on NLBSE'24's training issues (docs/quality/tfidf-cv.md;
+# its script is in git history).
 OTHER_REPOS_TFIDF_WEIGHT = 0.3
 
 
