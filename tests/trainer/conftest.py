@@ -9,6 +9,7 @@ import pytest
 from core.db import Base, make_sessionmaker
 from tests.conftest import IN_CI
 from tests.paths import NLBSE
+from tests.trainer.hub_stand_in import hub  # noqa: F401 - the hub stand-in fixture
 from trainer.baseline import train_tfidf
 from trainer.config import TrainConfig, offline_minilm_path
 from trainer.dataset import Example, load_file
