@@ -3,7 +3,8 @@
 - a suggestion a human kept (the issue closed, or other labels changed, with ours still on) is *accepted*;
 - one a human removed is *rejected*, or *corrected* when a human put another label we know on the issue;
 - a label we know that a human put on an issue where we abstained (or never ran) is new training data;
-- a suggestion (suggest mode: nothing written) is accepted or corrected by the first known label a human adds;
+- a suggestion (suggest mode, or shadow mode where the bot would have labelled: nothing written) is accepted
+  or corrected by the first known label a human adds;
 - a review on the review page is stored as the label events it caused, attributed to the reviewer.
 Events of the App itself, and of any bot, are recorded but never count as a human's decision.
 A confirmed label enters the repository's memory at once (core.memory), embedded by the serving model;
@@ -21,7 +22,7 @@ from sqlalchemy.orm import Session
 from bot.issues import IssueSnapshot, event_time, has_text
 from core import memory, store
 from core.kinds import kind_of_label
-from core.tables import IssueRecord, LabelEvent, Prediction, Repository, utcnow
+from core.tables import IssueRecord, LabelEvent, MemoryEntry, Prediction, Repository, utcnow
 
 log = logging.getLogger(__name__)
 # An issue type set or removed (typed / untyped) is a maintainer's decision like a label's.
@@ -102,7 +103,8 @@ def transfer_issue(session: Session, source: Repository, event: dict, snapshot: 
     """issues.transferred: the issue's row, predictions and decisions move to where it went.
 
     Only into a repository of the same installation (known to us, or of the same owner): an issue
-    moved out of the installation's reach keeps nothing here, as if deleted. Without the snapshot's text
+    moved out of the installation's reach keeps nothing here, as if deleted; either way the old repository's
+    memory no longer holds it (core.memory: it would vote on issues there). Without the snapshot's text
     (`text_known` False: a retried job's), the stored text moves with the row.
     """
     moved = event["moved_to"]
@@ -115,12 +117,16 @@ def transfer_issue(session: Session, source: Repository, event: dict, snapshot: 
     if not (same_owner or (known is not None and known.installation_id == source.installation_id)):
         issue.title, issue.body = "", ""
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
+        memory.forget(session, issue)
         return "transferred out of this installation: its text and label are no longer kept"
     target = store.ensure_repository(session, moved["repo"], source.installation_id,
                                      github_id=moved.get("repo_id"), private=moved.get("private"))
     there = store.find_issue(session, target, moved["number"])
     if there is None:
         issue.repository_id, issue.number, issue.state = target.id, moved["number"], snapshot.state
+        # its confirmed label moves too: the old repository's memory forgets it, the new one's holds it
+        session.execute(update(MemoryEntry).where(MemoryEntry.issue_id == issue.id)
+                        .values(repository_id=target.id).execution_options(synchronize_session=False))
         session.flush()
         return f"transferred: history and decisions moved to {target.full_name}#{moved['number']}"
     _merge_into(session, issue, there)  # the new place's `opened` was handled first
@@ -128,6 +134,7 @@ def transfer_issue(session: Session, source: Repository, event: dict, snapshot: 
 
 
 def _merge_into(session: Session, issue: IssueRecord, there: IssueRecord) -> None:
+    memory.forget(session, issue)  # its row goes; the new place's memory fill embeds `there` if confirmed
     for table in (Prediction, LabelEvent):
         session.execute(update(table).where(table.issue_id == issue.id).values(issue_id=there.id)
                         .execution_options(synchronize_session=False))
@@ -164,7 +171,7 @@ def record_label_event(session: Session, issue: IssueRecord, *, action: str, lab
 def _human_added(session, issue, prediction, label, actor, current_labels, classes) -> str:
     if not is_known_label(label, classes):
         return _keep_if_reviewed(issue, prediction, actor, current_labels)
-    if prediction is not None and prediction.outcome == "suggested" and prediction.decision is None:
+    if is_unwritten_suggestion(prediction) and prediction.decision is None:
         verdict = "accepted" if label == prediction.label else "corrected"
         return _decide(issue, prediction, verdict, label, actor)
     if prediction is None or not prediction.applied:
@@ -175,6 +182,13 @@ def _human_added(session, issue, prediction, label, actor, current_labels, class
     if prediction.label not in current_labels:  # ours was removed before: this is the correction
         return _decide(issue, prediction, "corrected", label, actor)
     return "recorded: another known label beside ours; waiting for the maintainer to remove one"
+
+
+def is_unwritten_suggestion(prediction: Prediction | None) -> bool:
+    """A label the bot chose and did not write: suggest mode's always, shadow mode's when it would have
+    labelled (a shadow abstention stays an abstention). The first known label a human adds judges it."""
+    return prediction is not None and (prediction.outcome == "suggested" or (
+        prediction.outcome == "shadow" and prediction.label is not None))
 
 
 def _human_removed(session, issue, prediction, label, actor, current_labels, classes) -> str:

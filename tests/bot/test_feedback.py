@@ -13,9 +13,10 @@ from sqlalchemy import select
 from bot import context, feedback
 from bot.queueing import DELIVERY_KEY
 from bot.worker import build_context
+from core import memory, store
 from core.db import Base, make_sessionmaker, session_scope
 from core.queues import FEEDBACK_QUEUE, SERIALIZER
-from core.tables import IssueRecord, WebhookDelivery
+from core.tables import IssueRecord, MemoryEntry, Repository, WebhookDelivery
 from tests.bot.conftest import deliver, issue_payload, run_worker
 from tests.bot.rules import (
     BOT,
@@ -164,6 +165,72 @@ def test_a_label_a_human_took_off_before_the_bot_ran_is_not_put_on(sessions, git
     assert (outcome, chosen) == ("abstained", None) and "a maintainer removed" in reason
     assert github.writes() == []
     assert stored_issue(sessions, 1).confirmed_label is None  # each confirmation was taken back
+
+
+@pytest.mark.parametrize("added,verdict", [("bug", "accepted"), ("question", "corrected")])
+def test_in_shadow_mode_the_first_known_label_a_human_adds_judges_the_bots_choice(sessions, github, added,
+                                                                                  verdict):
+    """Shadow mode exists to judge the bot before it writes, yet a human's label on a shadow prediction
+    only became training data: no verdict, so every count stayed at zero."""
+    assert label(sessions, github, 1, config="mode: shadow")[:2] == ("shadow", "bug")
+    assert github.writes() == []
+    assert record(sessions, event("labeled", 1, labels=[added], label=added)).startswith(verdict)
+    assert decision_and_training_label(sessions) == (verdict, added)
+
+
+def test_a_shadow_abstention_labelled_by_a_human_is_training_data_not_a_verdict(sessions, github):
+    assert label(sessions, github, 3, config="mode: shadow")[:2] == ("shadow", None)
+    assert record(sessions, event("labeled", 3, labels=["question"], label="question")).startswith(
+        "new training data")
+    assert decision_and_training_label(sessions, 3) == (None, "question")
+
+
+# ---- a transferred issue and the old repository's memory ----------------------------------------------
+
+def remembered(sessions, number: int) -> list[str]:
+    """The repositories whose memory holds the issue now numbered `number` (one entry per row)."""
+    with session_scope(sessions) as session:
+        return list(session.scalars(select(Repository.full_name).join(
+            MemoryEntry, MemoryEntry.repository_id == Repository.id).join(
+            IssueRecord, MemoryEntry.issue_id == IssueRecord.id).where(IssueRecord.number == number)))
+
+
+@pytest.fixture
+def confirmed_in_memory(labelled):
+    """Issue 1's label accepted by a maintainer, and the issue in the repository's memory."""
+    record(labelled, event("closed", 1, labels=["bug"]))
+    with session_scope(labelled) as session:
+        issue = session.scalars(select(IssueRecord).where(IssueRecord.number == 1)).one()
+        memory.remember(session, issue, "bug", "fake-1", [1.0, 0.0])
+    assert remembered(labelled, 1) == [REPO]
+    return labelled
+
+
+def transferred(to_repo: str, number: int) -> dict:
+    data = event("transferred", 1, labels=["bug"])
+    return {**data, "moved_to": {"repo": to_repo, "repo_id": None, "private": False, "number": number}}
+
+
+def test_an_issue_transferred_out_of_the_installation_leaves_the_old_repositorys_memory(confirmed_in_memory):
+    """Its text and label were cleared, but its embedding stayed in the memory, voting `bug` on every
+    issue of a repository it no longer belongs to."""
+    assert record(confirmed_in_memory, transferred("someone-else/elsewhere", 9)).startswith(
+        "transferred out of this installation")
+    assert remembered(confirmed_in_memory, 1) == []
+
+
+def test_an_issue_moved_within_the_installation_leaves_the_old_memory_for_the_new_one(confirmed_in_memory):
+    assert record(confirmed_in_memory, transferred("octo/gadgets", 7)).startswith("transferred: history")
+    assert remembered(confirmed_in_memory, 7) == ["octo/gadgets"]
+
+
+def test_an_issue_merged_into_its_new_place_leaves_no_memory_behind(confirmed_in_memory):
+    with session_scope(confirmed_in_memory) as session:
+        target = store.ensure_repository(session, "octo/gadgets", 1)
+        store.upsert_issue(session, target, 7, title="t", body="b", author_login="a", state="open")
+    assert record(confirmed_in_memory, transferred("octo/gadgets", 7)).startswith("transferred: history and "
+                                                                                  "decisions merged")
+    assert remembered(confirmed_in_memory, 1) == remembered(confirmed_in_memory, 7) == []
 
 
 # ---- issues the bot never labelled -------------------------------------------------------------------
