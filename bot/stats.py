@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from core.tables import IssueRecord, Prediction, Repository, utcnow
 
 RECENT_DAYS = 30
+UNWRITTEN = ("suggested", "shadow")  # outcomes of a label chosen and shown on the review page, not written
 
 
 def live_stats(session: Session, repo: str | None = None, *, now: dt.datetime | None = None) -> dict:
@@ -28,15 +29,27 @@ def live_stats(session: Session, repo: str | None = None, *, now: dt.datetime | 
             for name, found in sorted(rows.items())}
 
 
+def has_chosen_label(prediction: Prediction) -> bool:
+    """The bot chose a label a human can judge: it wrote it, or (suggest or shadow mode) it would have."""
+    return prediction.applied or (prediction.label is not None and prediction.outcome in UNWRITTEN)
+
+
 def summarize(predictions: list[Prediction]) -> dict:
-    """What became of these predictions; live precision is the share of the judged labels humans kept."""
+    """What became of these predictions; live precision is the share of the judged labels humans kept.
+
+    A label the bot chose without writing it (suggest mode, shadow mode) is judged like a written one: in
+    shadow mode that is the precision the bot would have had, had it written."""
+    chosen = [p for p in predictions if has_chosen_label(p)]
     outcomes = Counter(p.outcome for p in predictions)
-    decisions = Counter(p.decision for p in predictions if p.applied and p.decision)
+    decisions = Counter(p.decision for p in chosen if p.decision)
     judged = decisions["accepted"] + decisions["rejected"] + decisions["corrected"]
-    return {"suggestions": outcomes["applied"] + outcomes["suggested"], "accepted": decisions["accepted"],
+    unwritten = sum(not p.applied for p in chosen)
+    shadow_abstained = sum(p.outcome == "shadow" and p.label is None for p in predictions)
+    return {"suggestions": len(chosen), "accepted": decisions["accepted"],
             "rejected": decisions["rejected"], "corrected": decisions["corrected"],
-            "abstained": outcomes["abstained"], "awaiting_review": outcomes["applied"] - judged,
-            "judged": judged, "live_precision": decisions["accepted"] / judged if judged else None}
+            "abstained": outcomes["abstained"] + shadow_abstained, "awaiting_review": len(chosen) - judged,
+            "judged": judged, "live_precision": decisions["accepted"] / judged if judged else None,
+            "not_written": unwritten}
 
 
 def as_utc(moment: dt.datetime) -> dt.datetime:
@@ -44,12 +57,20 @@ def as_utc(moment: dt.datetime) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
+def format_precision(precision: float | None, judged: int) -> str:
+    """"67 % of 3": a share means little without the number of decisions it is of."""
+    return "-" if precision is None else f"{100 * precision:.0f} % of {judged}"
+
+
 def format_table(stats: dict) -> str:
-    header = f"{'repository':32} {'window':14} {'sugg':>5} {'acc':>5} {'rej':>5} {'corr':>5} {'abst':>5} {'precision':>9}"
+    """One line per repository and window; "unwr" counts the labels chosen but not written (suggest or
+    shadow mode), whose decisions count like the written ones'."""
+    header = (f"{'repository':32} {'window':14} {'sugg':>5} {'unwr':>5} {'acc':>5} {'rej':>5} {'corr':>5} "
+              f"{'abst':>5} {'live precision':>15}")
     lines = [header, "-" * len(header)]
     for repo, windows in stats.items():
         for window, c in windows.items():
-            precision = "-" if c["live_precision"] is None else f"{c['live_precision']:.3f}"
-            lines.append(f"{repo:32} {window:14} {c['suggestions']:>5} {c['accepted']:>5} {c['rejected']:>5} "
-                         f"{c['corrected']:>5} {c['abstained']:>5} {precision:>9}")
+            lines.append(f"{repo:32} {window:14} {c['suggestions']:>5} {c['not_written']:>5} {c['accepted']:>5} "
+                         f"{c['rejected']:>5} {c['corrected']:>5} {c['abstained']:>5} "
+                         f"{format_precision(c['live_precision'], c['judged']):>15}")
     return "\n".join(lines)

@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from bot.stats import format_table, live_stats
+from bot.stats import format_precision, format_table, live_stats
 from core import store
 from core.db import session_scope
 from core.tables import Prediction
@@ -21,10 +21,11 @@ ISSUES = {
 KNOWN = ("bug", "enhancement", "question")
 
 
-def counts(suggestions=0, accepted=0, rejected=0, corrected=0, abstained=0, awaiting_review=0, precision=None):
+def counts(suggestions=0, accepted=0, rejected=0, corrected=0, abstained=0, awaiting_review=0, precision=None,
+           not_written=0):
     return {"suggestions": suggestions, "accepted": accepted, "rejected": rejected, "corrected": corrected,
             "abstained": abstained, "awaiting_review": awaiting_review, "judged": accepted + rejected + corrected,
-            "live_precision": precision}
+            "live_precision": precision, "not_written": not_written}
 
 
 @pytest.mark.redis
@@ -82,9 +83,10 @@ def test_counts_and_live_precision_overall_and_in_the_last_30_days(history):
         stats = live_stats(session, now=NOW)
     assert list(stats) == [REPO, OTHER_REPO]  # sorted by name
     assert stats[REPO] == {
-        "all": counts(suggestions=7, accepted=3, rejected=1, corrected=1, abstained=1, awaiting_review=1,
-                      precision=3 / 5),
-        "last_30_days": counts(suggestions=4, accepted=1, corrected=1, awaiting_review=1, precision=1 / 2)}
+        "all": counts(suggestions=7, accepted=3, rejected=1, corrected=1, abstained=1, awaiting_review=2,
+                      precision=3 / 5, not_written=1),
+        "last_30_days": counts(suggestions=4, accepted=1, corrected=1, awaiting_review=2, precision=1 / 2,
+                               not_written=1)}
     assert stats[OTHER_REPO]["all"] == stats[OTHER_REPO]["last_30_days"] == counts(suggestions=1, rejected=1,
                                                                                    precision=0.0)
 
@@ -101,10 +103,20 @@ def test_the_window_is_measured_from_now(history):
     assert later[REPO]["last_30_days"] == counts()
 
 
-def test_a_decision_on_a_prediction_that_was_not_applied_is_not_counted(sessions):
+def test_a_decision_on_a_label_the_bot_chose_without_writing_it_counts(sessions):
+    """Shadow mode exists to judge the bot before it writes: its accepts and corrections were left out of
+    every count, so `issue-sorter stats` stayed at zero however many a maintainer made. A dry run's label
+    and an abstention are still no decision on the bot."""
     with session_scope(sessions) as session:
         add_prediction(session, REPO, 1, days_ago=1, outcome="suggested", decision="accepted")
-        assert live_stats(session, now=NOW)[REPO]["all"] == counts(suggestions=1)
+        add_prediction(session, REPO, 2, days_ago=1, outcome="shadow", decision="accepted")
+        add_prediction(session, REPO, 3, days_ago=1, outcome="shadow", decision="corrected")
+        add_prediction(session, REPO, 4, days_ago=1, outcome="shadow")
+        add_prediction(session, REPO, 5, days_ago=1, outcome="dry_run", decision="accepted")
+        add_prediction(session, REPO, 6, days_ago=1, outcome="abstained", decision="corrected")
+        assert live_stats(session, now=NOW)[REPO]["all"] == counts(
+            suggestions=4, accepted=2, corrected=1, abstained=1, awaiting_review=1, precision=2 / 3,
+            not_written=4)
 
 
 def test_the_table_has_one_line_per_repository_and_window_and_a_dash_without_decisions(history):
@@ -112,7 +124,13 @@ def test_the_table_has_one_line_per_repository_and_window_and_a_dash_without_dec
         table = format_table(live_stats(session, now=NOW))
     lines = table.splitlines()
     assert len(lines) == 2 + 4
-    assert lines[2].split() == [REPO, "all", "7", "3", "1", "1", "1", "0.600"]
+    assert lines[2].split() == [REPO, "all", "7", "1", "3", "1", "1", "1", "60", "%", "of", "5"]
     with session_scope(history) as session:
         session.query(Prediction).update({"decision": None})
         assert format_table(live_stats(session, now=NOW)).splitlines()[2].split()[-1] == "-"
+
+
+def test_a_precision_says_how_many_decisions_it_is_of():
+    assert format_precision(0.0, 3) == "0 % of 3"
+    assert format_precision(2 / 3, 3) == "67 % of 3"
+    assert format_precision(None, 0) == "-"
