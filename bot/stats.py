@@ -70,7 +70,7 @@ def format_table(stats: dict) -> str:
     lines = [header, "-" * len(header)]
     for repo, windows in stats.items():
         for window, c in windows.items():
-            lines.append(f"{repo:32} {window:14} {c['suggestions']:>5} {c['not_written']:>5} {c['accepted']:>5} "
-                         f"{c['rejected']:>5} {c['corrected']:>5} {c['abstained']:>5} "
+            lines.append(f"{repo:32} {window:14} {c['suggestions']:>5} {c['not_written']:>5} "
+                         f"{c['accepted']:>5} {c['rejected']:>5} {c['corrected']:>5} {c['abstained']:>5} "
                          f"{format_precision(c['live_precision'], c['judged']):>15}")
     return "\n".join(lines)
