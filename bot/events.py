@@ -150,6 +150,9 @@ def _form_payload(body: bytes) -> str:
     return values[0]
 
 
+# the event names `parse` reads: with "ping", the only names a counter may carry (bot.metrics.event_label)
+PARSED_EVENTS = frozenset({"issues", "issue_comment", "label", "installation", "installation_repositories",
+                           "repository"})
 INSTALLATION_ACTIONS = {"created", "deleted", "suspend", "unsuspend"}
 REPOSITORY_ACTIONS = {"renamed", "transferred", "privatized", "publicized"}
 

@@ -9,6 +9,7 @@ from flask import Blueprint, current_app, g, request
 from redis.exceptions import RedisError
 
 from bot import events, queueing
+from bot.metrics import event_label
 from bot.signatures import verify_signature
 from core import queues
 from core.queues import JobSpec
@@ -47,6 +48,7 @@ def receive():
     if not verify_signature(body, request.headers.get("X-Hub-Signature-256"), settings.webhook_secret):
         log.warning("rejected delivery %r: missing or wrong signature", delivery_id)
         return {"error": "invalid signature"}, 401
+    g.signed = True  # bot.metrics counts this delivery by its event from here on
     event_name = request.headers.get("X-GitHub-Event", "")
     if not event_name or not delivery_id:
         return {"error": "missing X-GitHub-Event or X-GitHub-Delivery header"}, 400
@@ -78,7 +80,7 @@ def _enqueue(job: JobSpec, event: events.Event, body_sha256: str):
     try:
         created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], job, event.delivery_id,
                                         event.job_kwargs(), body_sha256=body_sha256,
-                                        count_event=request.headers.get("X-GitHub-Event"))
+                                        count_event=event_label(request.headers.get("X-GitHub-Event")))
         g.delivery_counted = True  # in the same round trip (bot.metrics.count_delivery counts the rest)
     except queueing.ReplayedBody as error:
         log.warning("refused delivery %s: %s", event.delivery_id, error)

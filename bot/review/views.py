@@ -115,7 +115,7 @@ def oauth_callback():
     """Step 2: GitHub sent the browser back with a code; the state proves it is our own sign-in."""
     expected, state = session.pop("oauth_state", None), request.args.get("state", "")
     code = request.args.get("code")
-    if not expected or not hmac.compare_digest(expected, state) or not code:
+    if not expected or not _same_state(str(expected), state) or not code:
         flash("The sign-in did not complete; please try again.")
         return redirect(url_for("review.sign_in"))
     settings = _settings()
@@ -128,6 +128,11 @@ def oauth_callback():
     session["sid"], session["login"], session.permanent = reviewer.sid, login, True
     log.info("%s signed in to the review page", login)
     return redirect(target)
+
+
+def _same_state(expected: str, state: str) -> bool:
+    """Compared as bytes: compare_digest refuses a str that is not ASCII (it answered 500 to "é")."""
+    return hmac.compare_digest(expected.encode("utf-8", "replace"), state.encode("utf-8", "replace"))
 
 
 @blueprint.post("/sign-out")
