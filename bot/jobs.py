@@ -53,6 +53,7 @@ from core.queues import (
     JobSpec,
     enqueue,
 )
+from core.repository_thresholds import refresh_stored
 from core.tables import WebhookDelivery
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,7 @@ def review_prediction(**review) -> str:
         try:
             outcome = decide.carry_out(ctx.sessionmaker, github, decide.Review(
                 **{key: review[key] for key in decide.Review.__dataclass_fields__}))
+            _refresh_thresholds(ctx, review["repo"])
         except TransientGitHubError as error:
             outcome = _reschedule(ctx, REVIEW_PREDICTION, review, error)
             if not outcome.startswith("failed"):
@@ -287,8 +289,19 @@ def _record_issue_event(ctx: WorkerContext, event: dict) -> str:
         fresh = github.get_issue(event["repo"], event["number"])
         event = {**event, "snapshot": {**event["snapshot"], "title": fresh.title, "body": fresh.body}}
     with session_scope(ctx.sessionmaker) as session:
-        return feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
-                                           app_id=ctx.settings.app_id, embedder=_embedder(ctx, event["repo"]))
+        outcome = feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
+                                              app_id=ctx.settings.app_id, embedder=_embedder(ctx, event["repo"]))
+    _refresh_thresholds(ctx, event["repo"])
+    return outcome
+
+
+def _refresh_thresholds(ctx: WorkerContext, repo: str) -> None:
+    """After a decision or a fill, the repository's stored thresholds follow: here on the feedback queue, so
+    that the labelling job only reads them (core.repository_thresholds)."""
+    with session_scope(ctx.sessionmaker) as session:
+        repository = store.find_repository(session, full_name=repo)
+        if repository is not None:
+            refresh_stored(session, repository.id)
 
 
 def _embedder(ctx: WorkerContext, repo: str):
@@ -323,7 +336,9 @@ def fill_memory(*, repo: str, version: str) -> str:
     memory_fill.mark_started(ctx.redis, repo, version)
     if embedder is None:
         return f"skipped: {NO_MODEL}"
-    return memory_fill.fill_repository(ctx.sessionmaker, repo, embedder)
+    outcome = memory_fill.fill_repository(ctx.sessionmaker, repo, embedder)
+    _refresh_thresholds(ctx, repo)
+    return outcome
 
 
 def _queue_memory_fill(ctx: WorkerContext, repo: str) -> None:

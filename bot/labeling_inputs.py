@@ -88,11 +88,11 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         skip = "it was already handled"
     if skip:
         return Gathered(replace(base, skip=skip), row, version_id)
-    if config.target_precision is not None:  # the kinds' thresholds for it, from the repository's judged issues
+    if config.target_precision is not None:  # the kinds' thresholds for it, as the feedback queue last stored them
         card = getattr(classifier, "card", None)
         thresholds, _ = repository_thresholds(session, repository.id, classifier.version, classifier.labels,
                                               config.target_precision, card.thresholds if card else None,
-                                              default_threshold=policy.threshold)
+                                              default_threshold=policy.threshold, stale_ok=True)
         policy = replace(policy, per_label_thresholds=thresholds)
         base = replace(base, policy=policy)
     # the model's scores, and this repository's memory (this one's only) with the issue's embedding

@@ -10,8 +10,10 @@ The (served scores, confirmed kind) pairs come from two places, one pair per iss
 Where an issue has both, its prediction counts: it is what was really served.
 
 The result is cached on the Repository row with what it was computed from (model version, target, global
-thresholds, and the counts that grow with the memory and the decisions), so the labelling job pays one
-query while nothing moved.
+thresholds, and the counts that grow with the memory and the decisions). The feedback queue keeps it
+current (`refresh_stored`, after each decision and memory fill); the labelling job reads it as stored
+(`stale_ok`) and computes only when nothing is stored for its version and target: recomputing after every
+decision cost the labelling job 161 ms against its 6.5 ms read (docs/BENCHMARKS.md, bench.threshold_cost).
 """
 
 from __future__ import annotations
@@ -53,17 +55,21 @@ class ThresholdStats:
 def repository_thresholds(session: Session, repository_id: int, version: str, classes: Sequence[str],
                           target: float, global_thresholds: Mapping[str, float] | None, *,
                           default_threshold: float = APP_THRESHOLD, min_support: int = MIN_SUPPORT,
-                          store: bool = True) -> tuple[dict[str, float], ThresholdStats]:
+                          store: bool = True, stale_ok: bool = False) -> tuple[dict[str, float], ThresholdStats]:
     """(kind → threshold for LabelingPolicy.per_label_thresholds, the stats behind them).
 
     A kind with `min_support` judged predictions here gets the repository's own threshold; else the global
     one (the model card's); kinds with neither are left out, so the policy's own threshold applies (the
-    stats count them at `default_threshold`). `store`: write the result to the repository's cache."""
+    stats count them at `default_threshold`). `store`: write the result to the repository's cache.
+    `stale_ok`: a stored result for the same inputs serves even when decisions or the memory moved since
+    (the labelling job's read: the feedback queue refreshes it, `refresh_stored`); no query counts them."""
     global_thresholds = dict(global_thresholds or {})
-    key = _cache_key(session, repository_id, version, target, global_thresholds, default_threshold,
-                     min_support)
+    inputs = _inputs(version, target, global_thresholds, default_threshold, min_support)
     repository = session.get(Repository, repository_id)
     cached = repository.threshold_cache if repository is not None else None
+    if stale_ok and cached and cached["key"][:len(inputs)] == inputs:
+        return _served(ThresholdStats.from_json(cached["stats"]))
+    key = inputs + _moved(session, repository_id, version)
     if cached and cached.get("key") == key:
         stats = ThresholdStats.from_json(cached["stats"])
     else:
@@ -72,7 +78,25 @@ def repository_thresholds(session: Session, repository_id: int, version: str, cl
                               min_support)
         if store and repository is not None:
             repository.threshold_cache = {"key": key, "stats": stats.to_json()}
+    return _served(stats)
+
+
+def _served(stats: ThresholdStats) -> tuple[dict[str, float], ThresholdStats]:
     return {kind: row.threshold for kind, row in stats.kinds.items() if row.source != DEFAULT}, stats
+
+
+def refresh_stored(session: Session, repository_id: int) -> ThresholdStats | None:
+    """Recompute the repository's stored thresholds for the inputs they were stored with, where its
+    decisions or memory moved since (the feedback queue's part); None when none are stored: the labelling
+    job stores them the first time it serves a target."""
+    repository = session.get(Repository, repository_id)
+    cached = repository.threshold_cache if repository is not None else None
+    if not cached:
+        return None
+    version, target, global_thresholds, default_threshold, min_support = cached["key"][:5]
+    classes = list(cached["stats"]["kinds"])  # every class of the version, in its order
+    return repository_thresholds(session, repository_id, version, classes, target, dict(global_thresholds),
+                                 default_threshold=default_threshold, min_support=min_support)[1]
 
 
 def last_target(repository: Repository, version: str) -> float | None:
@@ -161,10 +185,16 @@ def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int
     return served
 
 
-def _cache_key(session: Session, repository_id: int, version: str, target: float,
-               global_thresholds: Mapping[str, float], default_threshold: float, min_support: int) -> list:
-    """What the result depends on, as stored JSON reads back: the inputs, and the counts and times that
-    move with the memory and the decisions (one query)."""
+def _inputs(version: str, target: float, global_thresholds: Mapping[str, float], default_threshold: float,
+            min_support: int) -> list:
+    """The first part of the cache key, as stored JSON reads back: what the caller passes."""
+    return [version, float(target), [[k, float(v)] for k, v in sorted(global_thresholds.items())],
+            float(default_threshold), min_support]
+
+
+def _moved(session: Session, repository_id: int, version: str) -> list:
+    """The rest of the cache key: the counts and times that move with the memory and the decisions (one
+    query), as stored JSON reads back."""
     confirmed = (IssueRecord.repository_id == repository_id, IssueRecord.confirmed_label.is_not(None))
     remembered = (MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version)
     decisions = select(Prediction.decided_at).join(IssueRecord, Prediction.issue_id == IssueRecord.id).where(
@@ -177,6 +207,4 @@ def _cache_key(session: Session, repository_id: int, version: str, target: float
         .scalar_subquery(),
         select(func.count()).select_from(decisions).scalar_subquery(),
         select(func.max(decisions.c.decided_at)).scalar_subquery())).one()
-    return [version, float(target), [[k, float(v)] for k, v in sorted(global_thresholds.items())],
-            float(default_threshold), min_support, *(value if isinstance(value, int) else str(value)
-                                                     for value in moved)]
+    return [value if isinstance(value, int) else str(value) for value in moved]

@@ -13,10 +13,11 @@ from sqlalchemy import select
 from bot import memory_fill
 from bot.jobs import fill_memory
 from bot.serving import Served, ServingModels
-from core import store
+from core import memory, store
 from core.db import session_scope
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER
 from core.tables import IssueRecord, MemoryEntry, Prediction
+from core.thresholds import OWN
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 from tests.bot.test_backfill import add_issues, installation_delivery
 from tests.fakes import FakeEncoder
@@ -123,3 +124,33 @@ def test_with_the_memory_off_nothing_is_filled(bare_context, encoder):
     bare_context.settings = dataclasses.replace(bare_context.settings, memory=False)
     assert fill_memory(repo=REPO, version="fake-1") == "skipped: the memory is off"
     assert encoder.embedded == []
+
+
+def stored_thresholds(sessions) -> dict | None:
+    with session_scope(sessions) as session:
+        cache = store.find_repository(session, full_name=REPO).threshold_cache
+        return cache and cache["stats"]
+
+
+def test_the_thresholds_follow_the_memory_on_the_feedback_queue_and_the_labelling_job_only_reads_them(
+        bare_context, encoder, fake_github, client, payload, redis):
+    with session_scope(bare_context.sessionmaker) as session:
+        confirmed_issues(session, 40, repo=REPO)
+    fake_github.add_issue(REPO, 41, "Crash on start", "It crashes")
+    deliver(client, "issues", issue_payload(payload, "opened", 41, title="Crash on start"), "open-41")
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    assert stored_thresholds(bare_context.sessionmaker)["from_history"] == 0  # the first serve stores them
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))  # the fill, then the refresh
+    refreshed = stored_thresholds(bare_context.sessionmaker)
+    assert refreshed["from_history"] == 40 and refreshed["kinds"]["bug"]["source"] == OWN
+    with session_scope(bare_context.sessionmaker) as session:  # one more confirmed issue in the memory
+        repository = store.find_repository(session, full_name=REPO)
+        issue = store.upsert_issue(session, repository, 50, title="Crash", body="", author_login="a", state="open")
+        issue.confirmed_label = "bug"
+        memory.remember(session, issue, "bug", encoder.version, [1.0] + [0.0] * 7, scores={"bug": 0.9,
+                                                                                             "feature": 0.05,
+                                                                                             "question": 0.05})
+    fake_github.add_issue(REPO, 42, "Crash again", "")
+    deliver(client, "issues", issue_payload(payload, "opened", 42, title="Crash again"), "open-42")
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    assert stored_thresholds(bare_context.sessionmaker) == refreshed  # read as stored, not recomputed

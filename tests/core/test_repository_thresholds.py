@@ -11,7 +11,7 @@ from sqlalchemy import event
 from core import memory, store
 from core.db import session_scope
 from core.memory import Memory
-from core.repository_thresholds import judged_issues, leave_one_out, repository_thresholds
+from core.repository_thresholds import judged_issues, leave_one_out, refresh_stored, repository_thresholds
 from core.tables import IssueRecord, ModelVersion, Prediction, Repository
 from core.thresholds import DEFAULT, GLOBAL, OWN
 
@@ -202,3 +202,33 @@ def test_the_cache_key_reads_back_equal_from_postgresql(postgres_url):
         assert repository_thresholds(session, repository.id, VERSION, CLASSES, 0.9, {"question": 0.8}) == first
     assert not [sql for sql in seen if "embedding" in sql]
     sessions.kw["bind"].dispose()
+
+
+def test_the_labelling_read_serves_what_is_stored_and_the_feedback_refresh_moves_it(sessions, repo):
+    """stale_ok (the labelling job's read) costs no count query and keeps the stored result while the memory
+    grows; refresh_stored (the feedback queue's) recomputes it with the inputs it was stored for."""
+    with session_scope(sessions) as session:
+        remember_history(session, repo, 1, RIGHT_BUGS + [WRONG_BUG] * 2)
+        first = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {"question": 0.8}, stale_ok=True)
+        remember_history(session, repo, 23, [WRONG_BUG])
+    with session_scope(sessions) as session, statements(sessions) as seen:
+        assert repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {"question": 0.8},
+                                     stale_ok=True) == first
+    assert not [sql for sql in seen if "count(" in sql.lower()]  # not even the key's query
+    with session_scope(sessions) as session:
+        refreshed = refresh_stored(session, repo)
+    assert refreshed.quality.judged == 23 and refreshed.target == 0.9
+    assert refreshed.kinds["question"].threshold == 0.8 and refreshed.kinds["bug"].threshold > first[0]["bug"]
+    with session_scope(sessions) as session:
+        assert repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {"question": 0.8},
+                                     stale_ok=True)[1] == refreshed
+        # another target or version is not what was stored: computed, not read
+        assert repository_thresholds(session, repo, VERSION, CLASSES, 0.8, {"question": 0.8},
+                                     stale_ok=True)[1].target == 0.8
+
+
+def test_nothing_is_refreshed_before_a_labelling_job_stored_a_target(sessions, repo):
+    with session_scope(sessions) as session:
+        remember_history(session, repo, 1, RIGHT_BUGS)
+        assert refresh_stored(session, repo) is None
+        assert session.get(Repository, repo).threshold_cache is None
