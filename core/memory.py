@@ -195,10 +195,12 @@ FILL_BATCH = 64  # confirmed issues embedded between two commits of a fill: what
 
 def recall(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
            exclude_issue: int | None = None) -> Memory:
-    """The repository's memory as `version` embedded it, labels mapped onto `classes` (others left out)."""
-    rows = session.execute(select(MemoryEntry.label, MemoryEntry.embedding).where(
+    """The repository's memory as `version` embedded it, labels mapped onto `classes` (others left out), in
+    the order its issues were confirmed (the self-check's "latest" are the last rows)."""
+    rows = session.execute(select(MemoryEntry.label, MemoryEntry.embedding)
+                           .join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id).where(
         MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
-        MemoryEntry.issue_id != (exclude_issue or -1))).all()
+        MemoryEntry.issue_id != (exclude_issue or -1)).order_by(*_oldest_confirmed_first())).all()
     kept = [(class_of(label, classes), blob) for label, blob in rows]
     kept = [(label, blob) for label, blob in kept if label is not None]
     if not kept:
@@ -222,9 +224,11 @@ def remember(session: Session, issue: IssueRecord, label: str, version: str, vec
     if scores is not None:
         entry.scores = {c: float(v) for c, v in scores.items()}
     session.flush()
-    stale = select(MemoryEntry.id).where(MemoryEntry.repository_id == issue.repository_id,
-                                         MemoryEntry.model_version == version) \
-        .order_by(MemoryEntry.id.desc()).offset(MEMORY_SIZE)
+    # the newest MEMORY_SIZE by confirmation, as the fill chooses them (_is_missing): by row id, a fill that
+    # stores newest-first would trim what it just stored
+    stale = select(MemoryEntry.id).join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id) \
+        .where(MemoryEntry.repository_id == issue.repository_id, MemoryEntry.model_version == version) \
+        .order_by(*_newest_confirmed_first()).offset(MEMORY_SIZE)
     session.execute(delete(MemoryEntry).where(MemoryEntry.id.in_(stale.scalar_subquery())))
 
 
@@ -238,16 +242,25 @@ def not_embedded(session: Session, repository_id: int, version: str, limit: int 
     """Confirmed issues among the repository's newest MEMORY_SIZE that `version` has not embedded yet, newest
     first."""
     return list(session.scalars(select(IssueRecord).where(_is_missing(repository_id, version))
-                                .order_by(IssueRecord.confirmed_at.desc(), IssueRecord.id.desc()).limit(limit)))
+                                .order_by(*_newest_confirmed_first()).limit(limit)))
 
 
 def _is_missing(repository_id: int, version: str):
     newest = select(IssueRecord.id).where(IssueRecord.repository_id == repository_id,
                                           IssueRecord.confirmed_label.is_not(None)) \
-        .order_by(IssueRecord.confirmed_at.desc(), IssueRecord.id.desc()).limit(MEMORY_SIZE)
+        .order_by(*_newest_confirmed_first()).limit(MEMORY_SIZE)
     embedded = select(MemoryEntry.issue_id).where(MemoryEntry.model_version == version,
                                                   MemoryEntry.repository_id == repository_id)
     return IssueRecord.id.in_(newest.scalar_subquery()) & IssueRecord.id.not_in(embedded.scalar_subquery())
+
+
+def _newest_confirmed_first() -> tuple:
+    # NULLS LAST spelt out: PostgreSQL sorts NULL first in DESC, SQLite last
+    return IssueRecord.confirmed_at.desc().nulls_last(), IssueRecord.id.desc()
+
+
+def _oldest_confirmed_first() -> tuple:
+    return IssueRecord.confirmed_at.asc().nulls_first(), IssueRecord.id.asc()
 
 
 def drop_other_versions(session: Session, repository_id: int, version: str) -> None:

@@ -160,6 +160,28 @@ def test_the_memory_keeps_the_newest_entries_of_a_repository(sessions, monkeypat
         assert len(kept) == 4  # three of o/a, and o/b's own
 
 
+def test_stored_newest_first_as_a_fill_does_the_memory_keeps_and_recalls_by_confirmation(sessions, monkeypatch):
+    """The fill stores the newest confirmed issues first: the trim must keep those, not the last rows
+    stored, and recall gives them oldest-confirmed first (the self-check's latest are the last)."""
+    import datetime as dt
+
+    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    labels = {1: "bug", 2: "question", 3: "bug", 4: "enhancement", 5: "question"}
+    with session_scope(sessions) as session:
+        repository = store.ensure_repository(session, "o/a")
+        for number in sorted(labels, reverse=True):  # newest first
+            issue = store.upsert_issue(session, repository, number, title=f"t{number}", body="",
+                                       author_login="a", state="open")
+            issue.confirmed_label, issue.confirmed_at = labels[number], start + dt.timedelta(days=number)
+            memory.remember(session, issue, labels[number], "v1", [1.0, float(number)])
+        kept = session.scalars(select(IssueRecord.number).join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
+                               .order_by(IssueRecord.number)).all()
+        assert kept == [3, 4, 5]
+        recalled = memory.recall(session, repository.id, "v1", ["bug", "feature", "question"])
+        assert recalled.labels == ["bug", "feature", "question"]  # issues 3, 4, 5 in that order
+
+
 def test_confirmed_issues_the_serving_version_has_not_embedded_are_found_for_the_fill(sessions):
     with session_scope(sessions) as session:
         old = remembered(session, "o/a", 1, "bug", [1.0, 0.0], version="old")
