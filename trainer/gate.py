@@ -21,7 +21,7 @@ def compare_and_promote(registry: Registry, challenger_version: str, eval_exampl
     """Score challenger and champion by macro-F1 on `eval_examples`; promote the challenger only if it is
     strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.
     """
-    challenger = registry.get(challenger_version)
+    challenger = registry.get_for_scope(challenger_version, scope)  # another scope's model is never scored
     # a repository without a model of its own is served by the global model through the kind mapping
     champion = registry.serving_for(scope)
     run = TrainingRun(scope=scope, trigger=trigger, n_examples=len(eval_examples),

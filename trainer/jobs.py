@@ -51,10 +51,13 @@ def retrain_due() -> str:
 def promote_version(*, version: str, scope: str, requested_by: str) -> str:
     """The review page's promote button: through the gate, on the scope's human-confirmed issues."""
     ctx = context.current()
-    with session_scope(ctx.sessionmaker) as session:
-        run = compare_and_promote(Registry(ctx.settings.model_dir, session), version,
-                                  load_database(session, scope), scope=scope, trigger="review")
-        message = ("promoted " if run.promoted else "not promoted ") + run.message
+    try:
+        with session_scope(ctx.sessionmaker) as session:
+            run = compare_and_promote(Registry(ctx.settings.model_dir, session), version,
+                                      load_database(session, scope), scope=scope, trigger="review")
+            message = ("promoted " if run.promoted else "not promoted ") + run.message
+    except RegistryError as error:  # unknown, or another scope's version: said on the page, not a failed job
+        message = f"not promoted: {error}"
     log.info("%s asked to promote %s for %s: %s", requested_by, version, scope, message)
     return message
 

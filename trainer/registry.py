@@ -25,6 +25,10 @@ class RegistryError(LookupError):
     """A version or promotion is missing; the message says which command fixes it."""
 
 
+class ScopeRefused(RegistryError):
+    """The version belongs to another scope than the one it was asked to serve."""
+
+
 def nothing_promoted(scope: str) -> RegistryError:
     """The error for a scope nothing serves yet."""
     return RegistryError(f"no model is promoted for scope {scope!r}: run `issue-sorter bootstrap-model`")
@@ -99,9 +103,20 @@ class Registry:
     def _find(self, version: str) -> ModelVersion | None:
         return self.session.scalars(select(ModelVersion).where(ModelVersion.version == version)).first()
 
-    def promote(self, version: str, reason: str = "", *, scope: str | None = None) -> ModelPromotion:
-        """Make `version` serve its scope (or `scope`) from now on."""
+    def get_for_scope(self, version: str, scope: str) -> ModelVersion:
+        """The row of `version` when it may serve `scope`: trained for that scope, or global.
+
+        Version names are guessable (scope + time): without this, a maintainer of one repository could
+        have another installation's private model serve theirs, and read its classes and answers."""
         row = self.get(version)
+        if row.scope not in (scope, GLOBAL_SCOPE):
+            raise ScopeRefused(f"{version} was not trained for {scope}: only its own versions and the global "
+                               "ones may serve it")
+        return row
+
+    def promote(self, version: str, reason: str = "", *, scope: str | None = None) -> ModelPromotion:
+        """Make `version` serve its scope (or `scope`, when it is its own or global) from now on."""
+        row = self.get_for_scope(version, scope) if scope else self.get(version)
         if not Path(row.path).is_dir():
             raise RegistryError(f"model directory {row.path} of {version} is missing: "
                                 "restore it or register the model again")
