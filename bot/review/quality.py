@@ -100,8 +100,11 @@ def model_history(session: Session, repo: str) -> list[ModelRow]:
     versions = session.scalars(select(ModelVersion).where(or_(ModelVersion.scope == repo,
                                                               ModelVersion.scope == GLOBAL_SCOPE))
                                .order_by(ModelVersion.created_at, ModelVersion.id))
-    gates = {run.challenger_version_id: run.message for run in session.scalars(
-        select(TrainingRun).order_by(TrainingRun.started_at))}
+    # this repository's gate runs and the global scope's, never another repository's (a global version
+    # judged on one repository's issues said so on every page); its own word wins over the global one
+    runs = session.scalars(select(TrainingRun).where(TrainingRun.scope.in_((repo, GLOBAL_SCOPE))))
+    gates = {run.challenger_version_id: run.message for run in sorted(
+        runs, key=lambda run: (run.scope == repo, run.started_at, run.id))}
     return [ModelRow(v.version, v.scope, v.created_at, v.metrics.get("macro_f1"), v.metrics.get("mean_repo_macro_f1"),
                      (v.metrics.get("unseen") or {}).get("mean_repo_macro_f1"), gates.get(v.id),
                      serving is not None and serving.id == v.id) for v in versions]
