@@ -77,7 +77,9 @@ class Settings:
     session_secret: str | None = dataclasses.field(default=None, repr=False)  # ISSUE_SORTER_SESSION_SECRET(_PATH)
     # proxies in front whose X-Forwarded-* headers we believe
     trusted_proxies: int = env("ISSUE_SORTER_TRUSTED_PROXIES", 0, check=_rule(lambda v: v >= 0, "must be 0 or more"))
-    admins: tuple[str, ...] = ()  # ISSUE_SORTER_ADMINS: GitHub logins who see the operator's page
+    # ISSUE_SORTER_ADMINS: who sees the operator's page, as GitHub user ids; a login given instead is bound
+    # to the first account that signs in with it (bot.review.admins): logins change hands, ids do not
+    admins: tuple[str, ...] = ()
 
     @property
     def review_enabled(self) -> bool:

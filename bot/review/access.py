@@ -29,6 +29,7 @@ class Reviewer:
     sid: str
     login: str
     token: str
+    user_id: int | None = None  # GitHub's id of the account: logins change hands (bot.review.admins)
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,8 @@ class ReviewStore:
     def __init__(self, redis: Redis):
         self._redis = redis
 
-    def sign_in(self, login: str, token: str) -> Reviewer:
-        reviewer = Reviewer(secrets.token_urlsafe(32), login, token)
+    def sign_in(self, login: str, token: str, user_id: int | None = None) -> Reviewer:
+        reviewer = Reviewer(secrets.token_urlsafe(32), login, token, user_id)
         self._redis.set(f"{_PREFIX}:session:{reviewer.sid}", json.dumps(asdict(reviewer)), ex=SESSION_TTL)
         return reviewer
 

@@ -27,7 +27,7 @@ from flask import (
 from redis.exceptions import RedisError
 
 from bot.feedback import is_known_label
-from bot.review import pending
+from bot.review import admins, pending
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import CHOICES, FILTERS, decisions_page, prediction_in, waiting_counts
 from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
@@ -121,10 +121,12 @@ def oauth_callback():
     settings = _settings()
     token = exchange_code(settings.web_url, settings.client_id, settings.client_secret, code,
                           url_for("review.oauth_callback", _external=True))
-    login = UserClient(settings.api_url, token).user()["login"]
+    user = UserClient(settings.api_url, token).user()
+    login, user_id = user["login"], int(user["id"])
+    admins.bind_login(_redis(), settings.admins, login, user_id)
     target = session.get("next") or url_for("review.repositories")
     session.clear()  # a new session for the signed-in user: nothing of the anonymous one carries over
-    reviewer = ReviewStore(_redis()).sign_in(login, token)
+    reviewer = ReviewStore(_redis()).sign_in(login, token, user_id)
     session["sid"], session["login"], session.permanent = reviewer.sid, login, True
     log.info("%s signed in to the review page", login)
     return redirect(target)
@@ -236,7 +238,7 @@ def _describe(choice: str, ours: str | None, picked: str | None) -> str:
 # ---- the operator's page: the instance's admins only (ISSUE_SORTER_ADMINS); anyone else gets 404 -----
 
 def _operator() -> None:
-    if g.reviewer.login not in _settings().admins:
+    if not admins.is_admin(_redis(), _settings().admins, g.reviewer.user_id):
         abort(404)
 
 
