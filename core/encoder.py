@@ -99,7 +99,8 @@ class TransformerClassifier(EncoderClassifier):
         directory = Path(directory)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         tokenizer = AutoTokenizer.from_pretrained(directory)
-        model = AutoModelForSequenceClassification.from_pretrained(directory).to(device).eval()
+        # safetensors only: a pytorch_model.bin would go through torch.load, which unpickles (runs code)
+        model = AutoModelForSequenceClassification.from_pretrained(directory, use_safetensors=True).to(device).eval()
         return cls(model, tokenizer, card, device)
 
     def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:

@@ -178,7 +178,8 @@ def export_fp32(directory: Path, target: Path):
 
     tokenizer = AutoTokenizer.from_pretrained(directory)
     # eager attention: SDPA exports as a pattern ORT's optimizer does not fuse into Attention
-    model = AutoModelForSequenceClassification.from_pretrained(directory, attn_implementation="eager").eval()
+    model = AutoModelForSequenceClassification.from_pretrained(directory, attn_implementation="eager",
+                                                               use_safetensors=True).eval()
     sample = tokenizer(["a short issue", "a somewhat longer issue about a crash"], padding=True,
                        return_tensors="pt")
     names = list(sample.keys())

@@ -100,7 +100,8 @@ def load_base(config: TrainConfig, labels: list[str]):
         model = AutoModelForSequenceClassification.from_pretrained(
             source, num_labels=len(labels), id2label=dict(enumerate(labels)),
             label2id={label: i for i, label in enumerate(labels)},
-            ignore_mismatched_sizes=True)  # a fine-tuned base with another label set gets a fresh head
+            ignore_mismatched_sizes=True,  # a fine-tuned base with another label set gets a fresh head
+            use_safetensors=True)  # never a pickled checkpoint: torch.load of a .bin runs its code
     except OSError as error:  # the hub is unreachable or the directory is not a model
         raise ValueError(f"cannot load base model {source!r} ({error}); pass a local model directory, "
                          "or a hub id on a machine that can reach huggingface.co") from error
