@@ -23,7 +23,8 @@ RETRAIN_ROLES = ("admin", "maintain")
 ACKNOWLEDGEMENT = "Retraining started. I will answer here with the old and new scores."
 REPLY_MARKER = "<!-- issue-sorter:retrain -->"
 RETRAIN_COOLDOWN_SECONDS = 3600  # after a command queues a retraining, the next one waits this long
-COOLDOWN_KEY = "issue-sorter:retrain-cooldown:{}"  # SET NX per scope, expiring with the cooldown
+ACTION_COOLDOWN_KEY = "issue-sorter:{}-cooldown:{}"  # SET NX per action and scope, expiring with the cooldown
+COOLDOWN_KEY = ACTION_COOLDOWN_KEY.format("retrain", "{}")  # the retraining's, per scope
 PENDING = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 NOT_ALLOWED = "-1"  # the reaction to a command from someone without admin or maintain permission
 ALREADY_QUEUED = "confused"  # the reaction to a command while one is queued, running or cooling down
@@ -34,9 +35,31 @@ def is_command(body: str, *, commenter_is_bot: bool) -> bool:
     return not commenter_is_bot and bool(RETRAIN_COMMAND.match(body.strip()))
 
 
+def _scope_hash(scope: str) -> str:
+    return hashlib.sha256(scope.encode()).hexdigest()[:24]
+
+
+def scope_job_id(action: str, scope: str) -> str:
+    """One job id per action and scope, so a second request finds the first one's job."""
+    return f"{action}--{_scope_hash(scope)}"
+
+
 def retrain_job_id(scope: str) -> str:
-    """One id per scope, so a second command finds the first one's job."""
-    return f"retrain--{hashlib.sha256(scope.encode()).hexdigest()[:24]}"
+    """The retraining's id, shared by the command and the review page's button."""
+    return scope_job_id("retrain", scope)
+
+
+def claim_scope_job(redis: Redis, action: str, scope: str, who: str, cooldown_seconds: int) -> bool:
+    """True when `who` may queue `action` for `scope` now: none is queued or running, and none was queued
+    in the last `cooldown_seconds` (the claim starts the cooldown). The command and the review page share
+    it, so neither can queue a second run of the same action beside the other's."""
+    if is_job_pending(redis, scope_job_id(action, scope)):
+        return False
+    return bool(redis.set(cooldown_key(action, scope), who, nx=True, ex=cooldown_seconds))
+
+
+def cooldown_key(action: str, scope: str) -> str:
+    return ACTION_COOLDOWN_KEY.format(action, _scope_hash(scope))
 
 
 def handle_retrain_command(event: dict, github, redis: Redis) -> str:
@@ -47,8 +70,7 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
         _react(github, event, NOT_ALLOWED)
         return f"refused: {login} has {role} permission"
     job_id = retrain_job_id(repo)
-    cooldown = COOLDOWN_KEY.format(hashlib.sha256(repo.encode()).hexdigest()[:24])
-    if _pending(redis, job_id) or not redis.set(cooldown, login, nx=True, ex=RETRAIN_COOLDOWN_SECONDS):
+    if not claim_scope_job(redis, "retrain", repo, login, RETRAIN_COOLDOWN_SECONDS):
         _react(github, event, ALREADY_QUEUED)
         return f"refused: a retraining of {repo} is already queued, running or less than an hour old"
     reply_to = {"installation_id": event.get("installation_id"), "repo": repo, "number": event["number"]}
@@ -57,7 +79,7 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
     return f"retraining queued for {repo} by {login} ({role})"
 
 
-def _pending(redis: Redis, job_id: str) -> bool:
+def is_job_pending(redis: Redis, job_id: str) -> bool:
     try:
         return Job.fetch(job_id, connection=redis, serializer=SERIALIZER).get_status() in PENDING
     except NoSuchJobError:

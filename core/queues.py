@@ -84,7 +84,7 @@ REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to"
 REVIEW_PREDICTION = _spec("bot.jobs.review_prediction", FEEDBACK_QUEUE, "review_id", "installation_id",
                           "repo", "number", "prediction_id", "choice", "label", "reviewer_login")
 REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
-PREVIEW = _spec("bot.jobs.preview_repository", LABELING_QUEUE, "repo")  # needs the loaded model
+PREVIEW = _spec("bot.jobs.preview_repository", FEEDBACK_QUEUE, "repo")  # minutes of CPU: not labelling
 RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scope", "requested_by")
 ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
