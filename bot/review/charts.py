@@ -7,7 +7,7 @@ import io
 from collections import Counter
 from collections.abc import Sequence
 
-from bot.review.quality import ModelRow, Week
+from bot.review.quality import MIN_WEEK_DECISIONS, ModelRow, Week
 from core.plots import confusion_figure
 
 BLUE, GREEN, AMBER, GREY = "#0969da", "#1a7f37", "#bf8700", "#8c959f"
@@ -37,7 +37,15 @@ def weekly_quality(weeks: Sequence[Week]) -> bytes:
     axes.plot(labels, [w.coverage for w in weeks], marker="o", color=BLUE, label="coverage: issues labelled")
     precision = [(label, w.precision) for label, w in zip(labels, weeks, strict=True) if w.precision is not None]
     if precision:
-        axes.plot(*zip(*precision, strict=True), marker="s", color=GREEN, label="precision: labels kept")
+        axes.plot(*zip(*precision, strict=True), color=GREEN, label="precision: labels kept")
+        # a week of a few decisions is drawn hollow: its precision is mostly noise
+        for hollow in (False, True):
+            points = [(label, w.precision) for label, w in zip(labels, weeks, strict=True)
+                      if w.precision is not None and w.few == hollow]
+            if points:
+                axes.plot(*zip(*points, strict=True), linestyle="none", marker="s", color=GREEN,
+                          markerfacecolor="white" if hollow else GREEN,
+                          label=f"fewer than {MIN_WEEK_DECISIONS} decisions" if hollow else None)
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("share")
     axes.set_title("Per week (weeks starting on)")
@@ -65,20 +73,20 @@ def model_history(rows: Sequence[ModelRow]) -> bytes:
     """Each model's score when it was registered, in time order; the serving one marked."""
     figure = _figure()
     axes = figure.add_subplot()
-    scored = [row for row in rows if row.mean_repo_macro_f1 is not None or row.macro_f1 is not None]
+    scored = [row for row in rows if row.macro_f1 is not None]  # the table's macro-F1, never another figure
     if not scored:
         axes.text(0.5, 0.5, "no scored model yet", ha="center", va="center", color=GREY)
         axes.set_axis_off()
         return _png(figure)
     for index, row in enumerate(scored):
-        score = row.mean_repo_macro_f1 if row.mean_repo_macro_f1 is not None else row.macro_f1
+        score = row.macro_f1
         color = GREEN if row.serving else (AMBER if row.scope != "global" else BLUE)
         axes.scatter([index], [score], color=color, s=80 if row.serving else 40, zorder=3)
         if row.unseen is not None:
             axes.scatter([index], [row.unseen], color=color, marker="x", zorder=3)
     axes.set_xticks(range(len(scored)), [row.version[-15:] for row in scored], rotation=30, ha="right", fontsize=7)
     axes.set_ylim(0, 1)
-    axes.set_ylabel("macro-F1 (x: unseen repositories)")
+    axes.set_ylabel("macro-F1 at registration\n(x: unseen repositories, per-repo mean)")
     axes.set_title("Models (green: serving, blue: global, amber: this repository's)")
     axes.grid(alpha=0.3)
     return _png(figure)

@@ -99,6 +99,14 @@ def waiting_counts(session: Session, repos: Iterable[str]) -> dict[str, int]:
     return dict(session.execute(query).all())
 
 
+def is_shadow_mode(session: Session, repo: str) -> bool:
+    """Whether the repository is in shadow mode, as its newest prediction was made (the config file is
+    GitHub's; the page reads none): the bot writes nothing there, and its choices wait for a human."""
+    newest = session.scalar(_of_repository(select(Prediction.outcome), repo)
+                            .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1))
+    return newest == "shadow"
+
+
 def prediction_in(session: Session, repo: str, prediction_id: int) -> DecisionRow | None:
     """The prediction as a row, when it belongs to `repo` (None otherwise: the caller answers 404)."""
     found = session.execute(_of_repository(select(Prediction, IssueRecord), repo)

@@ -18,21 +18,29 @@ from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Prediction, Rep
 from core.thresholds import DEFAULT_TARGET_PRECISION, MIN_SUPPORT
 
 MANAGING_ROLES = ("admin", "maintain")  # who may promote, roll back and retrain: the slash command's rule
+# Below this many judged labels a week's precision is shown with a warning: at 10 it is known to about
+# ±30 points (2·sqrt(0.25/n)), so a week of 3 decisions says next to nothing.
+MIN_WEEK_DECISIONS = 10
 
 
 @dataclasses.dataclass(frozen=True)
 class Week:
     start: dt.date  # the week's Monday
     predictions: int
-    applied: int
-    judged: int  # applied predictions a human accepted, rejected or corrected
+    applied: int  # labels the bot chose: written, or (suggest, shadow mode) that it would have written
+    judged: int  # of those, the ones a human accepted, rejected or corrected
     accepted: int
     precision: float | None  # of the labels humans judged, the share they kept (bot.stats: live precision)
 
     @property
     def coverage(self) -> float:
-        """The share of new issues the bot labelled."""
+        """The share of new issues the bot labelled (or would have)."""
         return self.applied / self.predictions if self.predictions else 0.0
+
+    @property
+    def few(self) -> bool:
+        """Too few decisions for the week's precision to mean much."""
+        return self.judged < MIN_WEEK_DECISIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +66,8 @@ def weekly(session: Session, repo: str) -> list[Week]:
 
 def _week(start: dt.date, predictions: list[Prediction]) -> Week:
     counts = summarize(predictions)
-    return Week(start, len(predictions), sum(p.applied for p in predictions), counts["judged"],
-                counts["accepted"], counts["live_precision"])
+    return Week(start, len(predictions), counts["suggestions"], counts["judged"], counts["accepted"],
+                counts["live_precision"])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,11 +25,19 @@ from flask import (
     url_for,
 )
 from redis.exceptions import RedisError
+from werkzeug.exceptions import HTTPException
 
 from bot.feedback import is_known_label
 from bot.review import admins, pending
 from bot.review.access import RepositoryAccess, ReviewStore
-from bot.review.decisions import CHOICES, FILTERS, decisions_page, prediction_in, waiting_counts
+from bot.review.decisions import (
+    CHOICES,
+    FILTERS,
+    decisions_page,
+    is_shadow_mode,
+    prediction_in,
+    waiting_counts,
+)
 from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
 from core import memory, store
 from core.db import session_scope
@@ -38,6 +46,12 @@ from core.queues import CRASH_RETRY, REVIEW_PREDICTION, enqueue
 log = logging.getLogger(__name__)
 blueprint = Blueprint("review", __name__, url_prefix="/review", template_folder="templates")
 PUBLIC = {"review.sign_in", "review.sign_in_github", "review.oauth_callback"}
+QUALITY_REFRESH = 30  # seconds between reloads of the quality page while one of its jobs is queued or running
+ERROR_MESSAGES = {
+    404: "There is no such page here, or the repository is not one where you have triage permission or more.",
+    405: "This page cannot be used that way; use its links and buttons.",
+    400: "The request was incomplete or out of date; go back, reload the page and try again.",
+}
 
 
 def _settings():
@@ -87,13 +101,27 @@ def github_failed(error: GitHubUserError):
         return redirect(url_for("review.sign_in"))
     log.warning("review page: GitHub call failed: %s", error)
     message = "GitHub did not answer as expected; try again soon."
-    return render_template("review/error.html", message=message), 502
+    return render_template("review/error.html", title="GitHub did not answer", message=message), 502
+
+
+@blueprint.errorhandler(HTTPException)
+def http_error(error: HTTPException):
+    """A 4xx on the review page is a page of its own, with a way back; JSON only to a client asking for it."""
+    if error.code is None or not 400 <= error.code < 500:  # a redirect, or a 5xx: Flask's own answer
+        return error
+    custom = error.description if error.description != type(error).description else None
+    message = custom or ERROR_MESSAGES.get(error.code, error.name)
+    if request.accept_mimetypes.best_match(["text/html", "application/json"]) == "application/json":
+        return {"error": f"{error.name}: {message}"}, error.code
+    back = g.get("repo")
+    return render_template("review/error.html", title=error.name, message=message, back=back), error.code
 
 
 @blueprint.errorhandler(RedisError)
 def redis_failed(error: RedisError):
     log.error("review page: Redis unavailable (%s)", type(error).__name__)
-    return render_template("review/error.html", message="The queue is unavailable; try again soon."), 503
+    return render_template("review/error.html", title="Unavailable",
+                           message="The queue is unavailable; try again soon."), 503
 
 
 @blueprint.get("/sign-in")
@@ -159,6 +187,7 @@ def _reviewable(owner: str, name: str) -> RepositoryAccess:
     found = ReviewStore(_redis()).access(g.reviewer, _client()).get(f"{owner}/{name}")
     if found is None:
         abort(404)
+    g.repo = found  # an error page of this repository leads back to it
     return found
 
 
@@ -175,16 +204,24 @@ def repository(owner: str, name: str):
     repo = _reviewable(owner, name)
     which = request.args.get("filter", "waiting")
     if which not in FILTERS:
-        abort(404)
+        abort(404, description=f"There is no filter {which[:40]!r}: the tabs are {', '.join(FILTERS)}.")
     with _db() as db:
         found = decisions_page(db, repo.full_name, which, request.args.get("page", 1, type=int))
         stored = store.find_repository(db, full_name=repo.full_name)
         fill = memory.stored_progress(stored) if stored is not None else None
+        shadow = is_shadow_mode(db, repo.full_name)
     states = pending.states(_redis(), [row.prediction_id for row in found.rows])
     labels = _known_labels(repo.full_name) if any(row.reviewable for row in found.rows) else []
     return render_template("review/repository.html", repo=repo, found=found, which=which, filters=FILTERS,
                            states=states, labels=labels, web_url=_settings().web_url, fill=fill,
+                           shadow=shadow,
                            refresh=any("queued" in state for state in states.values()))
+
+
+@blueprint.get("/<path:unknown>")
+def unknown_page(unknown: str):
+    """A mistyped address under /review is the review page's 404, not the webhook's JSON one."""
+    abort(404)
 
 
 @blueprint.post("/<owner>/<name>/predictions/<int:prediction_id>")
@@ -272,15 +309,19 @@ def operator_retry(queue: str, job_id: str):
 @blueprint.get("/<owner>/<name>/quality")
 def quality_page(owner: str, name: str):
     from bot import preview
-    from bot.review import quality
+    from bot.review import model_jobs, quality
 
     repo = _reviewable(owner, name)
     with _db() as db:
         weeks, models = quality.weekly(db, repo.full_name), quality.model_history(db, repo.full_name)
         target = quality.precision_target(db, repo.full_name, default_threshold=_settings().threshold)
+        shadow = is_shadow_mode(db, repo.full_name)
+    jobs = model_jobs.states(_redis(), repo.full_name)
     return render_template("review/quality.html", repo=repo, weeks=weeks, models=models, target=target,
-                           manage=quality.may_manage(repo.role),
-                           preview=preview.last_preview(_redis(), repo.full_name))
+                           manage=quality.may_manage(repo.role), shadow=shadow, jobs=jobs,
+                           min_week=quality.MIN_WEEK_DECISIONS,
+                           preview=preview.last_preview(_redis(), repo.full_name),
+                           refresh=QUALITY_REFRESH if any(job.pending for job in jobs.values()) else None)
 
 
 @blueprint.get("/<owner>/<name>/charts/<which>.png")
@@ -300,20 +341,25 @@ def chart(owner: str, name: str, which: str):
 
 @blueprint.post("/<owner>/<name>/models/<action>")
 def manage_models(owner: str, name: str, action: str):
-    """Retrain, promote (through the gate) or roll back: admin or maintain permission, as for the command."""
-    from bot.review import quality
-    from core.queues import PREVIEW, PROMOTE, RETRAIN, ROLLBACK
+    """Retrain, promote (through the gate), roll back: admin or maintain permission, as for the command;
+    the preview: triage. One job per repository and action at a time, then a cooldown (model_jobs)."""
+    from bot.review import model_jobs, quality
 
     repo = _reviewable(owner, name)
-    jobs = {"retrain": (RETRAIN, {"scope": repo.full_name, "trigger": "review"}),
-            "promote": (PROMOTE, {"version": request.form.get("version", ""), "scope": repo.full_name,
-                                  "requested_by": g.reviewer.login}),
-            "rollback": (ROLLBACK, {"scope": repo.full_name, "requested_by": g.reviewer.login}),
-            "preview": (PREVIEW, {"repo": repo.full_name})}
-    if action not in jobs or (action != "preview" and not quality.may_manage(repo.role)):
+    managing = action in model_jobs.MANAGING
+    if action not in model_jobs.ACTIONS or (managing and not quality.may_manage(repo.role)):
         abort(404)
-    spec, kwargs = jobs[action]
-    enqueue(_redis(), spec, kwargs)
+    kwargs = {"retrain": {"scope": repo.full_name, "trigger": "review"},
+              "promote": {"version": request.form.get("version", ""), "scope": repo.full_name,
+                          "requested_by": g.reviewer.login},
+              "rollback": {"scope": repo.full_name, "requested_by": g.reviewer.login},
+              "preview": {"repo": repo.full_name}}[action]
+    back = redirect(url_for("review.quality_page", owner=owner, name=name, _anchor="jobs"), 303)
+    try:
+        model_jobs.queue_action(_redis(), action, repo.full_name, g.reviewer.login, kwargs)
+    except model_jobs.Refused as refused:
+        flash(str(refused))
+        return back
     log.info("%s queued %s for %s", g.reviewer.login, action, repo.full_name)
-    flash(f"Queued: {action}. The page shows the result once the worker is done.")
-    return redirect(url_for("review.quality_page", owner=owner, name=name), 303)
+    flash(f"Queued: {action}. The page shows it running, then its result.")
+    return back

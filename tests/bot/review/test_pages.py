@@ -333,3 +333,20 @@ def test_the_repository_page_says_how_far_its_memory_is_filled(client, review_gi
         repository = store.find_repository(session, full_name=REPO)
         repository.memory_version, repository.memory_embedded, repository.memory_of = "v3", 812, 1000
     assert "memory: 812 of 1,000 issues embedded by v3" in client.get(PAGE).get_data(as_text=True)
+
+
+def test_error_pages_are_pages_of_the_site_with_a_way_back(client, review_github, seeded):
+    """An unknown repository, a bad filter and the operator page for a non-admin answered raw JSON
+    ({"error": "Not Found: ..."}): no layout, no way back. JSON stays for a client that asks for it."""
+    sign_in(client, review_github, "maintainer")
+    for path, back in (("/review/nobody/nothing", None), (f"{PAGE}?filter=bogus", PAGE),
+                       ("/review/operator", None), ("/review/no/such/page/here", None)):
+        response = client.get(path)
+        body = response.get_data(as_text=True)
+        assert (response.status_code, response.mimetype) == (404, "text/html"), path
+        assert '"error"' not in body and 'href="/review/">← Your repositories</a>' in body, path
+        assert "Sign out" in body  # the page's own layout
+        assert (f'href="{back}">← {REPO}</a>' in body) == (back is not None), path
+    assert "There is no filter &#39;bogus&#39;" in client.get(f"{PAGE}?filter=bogus").get_data(as_text=True)
+    asked = client.get("/review/nobody/nothing", headers={"Accept": "application/json"})
+    assert asked.status_code == 404 and asked.get_json()["error"].startswith("Not Found")

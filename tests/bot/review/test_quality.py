@@ -7,12 +7,13 @@ import re
 import pytest
 from rq import Queue
 
+from bot import commands
 from core import store
 from core.db import session_scope
-from core.queues import LABELING_QUEUE, SERIALIZER, TRAINING_QUEUE
+from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER, TRAINING_QUEUE
 from core.repository_thresholds import repository_thresholds
 from core.tables import GLOBAL_SCOPE, IssueRecord, ModelPromotion, ModelVersion, Prediction
-from tests.bot.conftest import REPO
+from tests.bot.conftest import REPO, run_worker
 from tests.bot.review.conftest import csrf_token, seed, sign_in
 from tests.core.test_repository_thresholds import RIGHT_BUGS, WRONG_BUG, remember_history
 
@@ -40,7 +41,9 @@ def test_the_page_and_its_charts_are_drawn_from_the_repositorys_decisions(client
     sign_in(client, review_github, "helper")  # triage: sees quality, gets no buttons
     page = client.get(PAGE).get_data(as_text=True)
     assert "Per week" in page and "Run the preview" in page and "Retrain now" not in page
-    assert "<td>2</td><td>1</td><td>50%</td><td>1</td><td>0</td><td>0%</td>" in page.replace("\n      ", "")
+    row = '<td>2</td><td>1</td><td>50%</td><td>1</td><td>0</td><td class="precision">0 % of 1'
+    assert row in page.replace("\n      ", "")
+    assert "(too few)" in page and 'id="few-decisions"' in page  # one decision: a precision that means little
     for which in ("weekly", "decisions", "models"):
         picture = client.get(f"/review/{REPO}/charts/{which}.png")
         assert picture.status_code == 200 and picture.mimetype == "image/png"
@@ -60,8 +63,59 @@ def test_buttons_are_for_admins_and_maintainers_and_only_queue_jobs(client, revi
     assert [job.func_name for job in jobs] == ["trainer.jobs.retrain", "trainer.jobs.rollback_scope"]
     assert jobs[0].kwargs == {"scope": REPO, "trigger": "review"}
     assert client.post(f"/review/{REPO}/models/preview", data={"csrf_token": csrf_token(client)}).status_code == 303
-    (preview,) = Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).jobs
+    (preview,) = Queue(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).jobs
     assert preview.func_name == "bot.jobs.preview_repository" and preview.kwargs == {"repo": REPO}
+    assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).count == 0  # no issue waits for it
+
+
+def click(client, action: str, **form) -> str:
+    """Press one of the quality page's buttons; the page it leads back to, with its flashed message."""
+    answer = client.post(f"/review/{REPO}/models/{action}", data={"csrf_token": csrf_token(client), **form})
+    assert answer.status_code == 303 and answer.headers["Location"].endswith("/quality#jobs")
+    return " ".join(client.get(PAGE).get_data(as_text=True).split())
+
+
+@pytest.mark.parametrize("action,queue", [("retrain", TRAINING_QUEUE), ("promote", TRAINING_QUEUE),
+                                          ("rollback", TRAINING_QUEUE), ("preview", FEEDBACK_QUEUE)])
+def test_each_button_queues_one_job_per_repository_then_cools_down(client, review_github, decided, redis,
+                                                                   action, queue):
+    """Three clicks on Retrain now queued three retrainings (a model version of about 95 MB each), where the
+    slash command had one job per repository and an hour's cooldown; promote and preview had neither."""
+    sign_in(client, review_github, "maintainer")
+    first = click(client, action, version="global-v1")
+    pages = [click(client, action, version="global-v1") for _ in range(2)]
+    jobs = Queue(queue, connection=redis, serializer=SERIALIZER)
+    assert jobs.job_ids == [commands.scope_job_id(action, REPO)]
+    assert f"Queued: {action}." in first and '<tr id="job-' + action + '">' in first and ">queued<" in first
+    assert all("is queued or running already" in page for page in pages)
+    jobs.empty()  # the job ran and is gone; the cooldown still holds
+    assert "was queued less than" in click(client, action, version="global-v1") and jobs.count == 0
+
+
+def test_the_button_and_the_slash_command_share_one_retraining(client, review_github, decided, redis):
+    sign_in(client, review_github, "maintainer")
+    click(client, "retrain")
+    assert commands.retrain_job_id(REPO) == commands.scope_job_id("retrain", REPO)
+    assert not commands.claim_scope_job(redis, "retrain", REPO, "boss", commands.RETRAIN_COOLDOWN_SECONDS)
+
+
+def test_a_refused_retraining_says_why_on_the_page(client, review_github, decided, redis, review_settings):
+    """A retraining refused for too few confirmed issues left no trace: the page said "Queued" and then
+    nothing, so a maintainer could only click again."""
+    from trainer import context as training_context
+    from trainer.worker import build_context
+
+    sign_in(client, review_github, "maintainer")
+    assert ">queued<" in click(client, "retrain")
+    training_context.configure(build_context(review_settings, redis=redis))
+    try:
+        run_worker(redis, queues=(TRAINING_QUEUE,))
+    finally:
+        training_context.configure(None)
+    page = " ".join(client.get(PAGE).get_data(as_text=True).split())
+    assert '<span class="tag refused">refused</span>' in page
+    assert "not enough confirmed issues to retrain yet, waiting (1 usable;" in page and "100 needed" in page
+    assert "<button class=\"primary\" type=\"submit\">Retrain now</button>" in page  # nothing pending now
 
 
 def test_another_organisations_repository_has_no_quality_page_for_an_outsider(client, review_github, decided):
@@ -73,11 +127,9 @@ def test_another_organisations_repository_has_no_quality_page_for_an_outsider(cl
 @pytest.mark.slow
 def test_the_preview_runs_the_serving_model_over_confirmed_issues_and_the_page_shows_it(
         client, review_github, decided, worker_context, redis):
-    from tests.bot.conftest import run_worker
-
     sign_in(client, review_github, "helper")
     client.post(f"/review/{REPO}/models/preview", data={"csrf_token": csrf_token(client)})
-    run_worker(redis, queues=(LABELING_QUEUE,))
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
     page = client.get(PAGE).get_data(as_text=True)
     assert "agrees with maintainers' labels on" in page and "of 1 issues" in page and "<td>question</td>" in page
 
@@ -123,3 +175,23 @@ def bug_threshold(page: str) -> float:
 def test_without_a_serving_model_the_quality_page_says_so(client, review_github, decided):
     sign_in(client, review_github, "helper")
     assert "No model serves this repository yet." in client.get(PAGE).get_data(as_text=True)
+
+
+def test_one_model_shows_the_same_named_figures_on_the_quality_page_and_the_operator_page(
+        client, review_github, sessions):
+    """The quality page showed the NLBSE mean per repository (0.806) where the operator page and
+    `issue-sorter models` showed macro-F1 (0.605), both unnamed: one model, two scores."""
+    with session_scope(sessions) as session:
+        store.ensure_repository(session, REPO, 1)
+        version = ModelVersion(version="global-v2", scope=GLOBAL_SCOPE, path="unused", labels=CLASSES,
+                               metrics={"macro_f1": 0.605, "mean_repo_macro_f1": 0.806})
+        session.add(version)
+        session.flush()
+        session.add(ModelPromotion(scope=GLOBAL_SCOPE, model_version_id=version.id, reason="test"))
+    sign_in(client, review_github, "boss")  # a maintainer of the repository and an instance admin
+    for path in (PAGE, "/review/operator"):
+        page = client.get(path).get_data(as_text=True)
+        assert '<td class="macro-f1">0.605</td>' in page and '<td class="mean-repo">0.806</td>' in page, path
+        assert ">macro-F1</th>" in page and ">per-repository macro-F1, mean</th>" in page, path
+    picture = client.get(f"/review/{REPO}/charts/models.png")
+    assert picture.status_code == 200 and picture.data.startswith(b"\x89PNG")
