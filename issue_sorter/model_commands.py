@@ -312,19 +312,25 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def models(args: argparse.Namespace, settings: Settings) -> int:
-    """`models`: every registered version; * marks the one serving its scope."""
+    """`models`: every registered version with its registration's macro-F1 and per-repository mean macro-F1
+    (the quality and operator pages' figures); * marks the one serving its scope."""
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
         rows = registry.list()
         serving = {scope: registry.serving(scope) for scope in {row.scope for row in rows}}
         for row in rows:
             mark = "*" if serving[row.scope] is not None and serving[row.scope].id == row.id else " "
-            score = row.metrics.get("macro_f1")
             print(f"{mark} {row.version:<45} {row.scope:<25} {row.base_model[-40:]:<40} "
-                  f"macro-F1 {'-' if score is None else f'{score:.4f}'}")
+                  f"macro-F1 {_figure(row.metrics.get('macro_f1'))}  "
+                  f"per-repository mean {_figure(row.metrics.get('mean_repo_macro_f1'))}")
         if not rows:
             print("no models registered: run `issue-sorter bootstrap-model`")
     return 0
+
+
+def _figure(score: float | None) -> str:
+    # the quality page and the operator page show the same figures, to 3 places, under the same names
+    return "-" if score is None else f"{score:.3f}"
 
 
 def promote(args: argparse.Namespace, settings: Settings) -> int:
