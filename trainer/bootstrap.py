@@ -4,6 +4,7 @@ labelled source there, four kinds: `trainer.sources`), or the lesson's data set 
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import socket
@@ -11,8 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from trainer.dataset import HUB_DATASET, TEST_REPOS, TRAIN_REPOS, Example, load_file, load_hub
+from trainer.dataset import HUB_DATASET, TEST_REPOS, TRAIN_REPOS, Example, load_file
+from trainer.hub_data import FILE_SECONDS, is_cached, load_hub_data
 from trainer.sources import CHECKOUT, NLBSE_TEST_FILE, describe, load_sources, shared_dir, training_mix
+
+log = logging.getLogger(__name__)
 
 BOOTSTRAP_ENV = "ISSUE_SORTER_BOOTSTRAP_DATA"  # a training file to use instead of looking
 NLBSE_TRAIN = Path("data/nlbse24-issue-report-classification/issues_train.csv")
@@ -28,10 +32,11 @@ class NoBootstrapData(FileNotFoundError):
 
 
 def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Path = CHECKOUT,
-                  hub_reachable: Callable[[], bool] | None = None) -> Path | str:
+                  hub_reachable: Callable[[], bool] | None = None, hub_cached: Callable[[], bool] | None = None,
+                  revision: str | None = None) -> Path | str:
     """`data` (a file or "hub"), else $ISSUE_SORTER_BOOTSTRAP_DATA, else ../shared's data directory (the
-    full mix) where its NLBSE training file exists, else the hub when it can be reached; otherwise a
-    NoBootstrapData at once."""
+    full mix) where its NLBSE training file exists, else the hub when it can be reached or its data set
+    (at `revision`) is all in the hub cache; otherwise a NoBootstrapData at once."""
     named = data or environ.get(BOOTSTRAP_ENV)
     if named == HUB:
         return HUB
@@ -43,6 +48,10 @@ def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Pat
     if (shared / NLBSE_TRAIN).is_file():
         return shared / "data"
     if (hub_reachable or is_hub_reachable)():
+        return HUB
+    if (hub_cached or (lambda: is_cached([*TRAIN_REPOS, *TEST_REPOS], revision=revision)))():
+        log.info("%s cannot be reached; its data set %s is in the cache: training on that", hub_endpoint(),
+                 HUB_DATASET)
         return HUB
     raise NoBootstrapData(NO_DATA.format(endpoint=hub_endpoint()))
 
@@ -66,16 +75,22 @@ def is_hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def load_source(source: Path | str, *, download=None, seed: int = 42) -> tuple[list[Example], list[Example], str]:
-    """(training issues, held-out issues, what they are) for `choose_source`'s answer."""
+def load_source(source: Path | str, *, seed: int = 42, revision: str | None = None,
+                say: Callable[[str], None] = log.info, seconds: float = FILE_SECONDS,
+                train_repos: Sequence[str] = TRAIN_REPOS, test_repos: Sequence[str] = TEST_REPOS,
+                ) -> tuple[list[Example], list[Example], str]:
+    """(training issues, held-out issues, what they are) for `choose_source`'s answer; from the hub, the
+    data set at `revision` (else main), each file announced by `say` and bounded by `seconds`."""
     if source == HUB:
         revisions: set[str] = set()
-        kwargs = {"revisions": revisions} | ({"download": download} if download else {})
-        train = balanced(load_hub(TRAIN_REPOS, **kwargs), HUB_PER_KIND, seed)
-        held_out = balanced(load_hub(TEST_REPOS, **kwargs), HUB_EVAL_PER_KIND, seed)
+        common = {"revision": revision, "revisions": revisions, "say": say, "seconds": seconds,
+                  "total": len(train_repos) + len(test_repos), "offline": not is_hub_reachable()}
+        train = balanced(load_hub_data(train_repos, **common), HUB_PER_KIND, seed)
+        held_out = balanced(load_hub_data(test_repos, first=len(train_repos) + 1, **common), HUB_EVAL_PER_KIND,
+                            seed)
         pinned = f"@{','.join(sorted(revisions))}" if revisions else ""  # the card records the commit
-        return train, held_out, (f"{HUB_DATASET}{pinned} (train: {', '.join(TRAIN_REPOS)}; "
-                                 f"held out: {', '.join(TEST_REPOS)})")
+        return train, held_out, (f"{HUB_DATASET}{pinned} (train: {', '.join(train_repos)}; "
+                                 f"held out, unseen: {', '.join(test_repos)})")
     path = Path(source)
     if path.is_dir():  # ../shared/data: every source, NLBSE'24's test split held out
         train = training_mix(load_sources(path))

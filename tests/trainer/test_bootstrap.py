@@ -4,8 +4,6 @@ import os
 import subprocess
 import sys
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from trainer.bootstrap import (
@@ -17,7 +15,7 @@ from trainer.bootstrap import (
     choose_source,
     load_source,
 )
-from trainer.dataset import HUB_PATH, TEST_REPOS, TRAIN_REPOS, Example
+from trainer.dataset import Example
 
 NEVER = lambda: pytest.fail("the hub was asked although local data was there")  # noqa: E731
 
@@ -46,7 +44,7 @@ def test_a_checkout_without_shared_uses_the_hub_when_it_is_reachable(tmp_path):
 
 def test_nothing_local_and_no_hub_names_the_three_ways_in_one_line(tmp_path):
     with pytest.raises(NoBootstrapData) as raised:
-        choose_source(None, {}, checkout=tmp_path / "clone", hub_reachable=lambda: False)
+        choose_source(None, {}, checkout=tmp_path / "clone", hub_reachable=lambda: False, hub_cached=lambda: False)
     message = str(raised.value)
     assert "\n" not in message and "--data FILE" in message and BOOTSTRAP_ENV in message and "hub" in message
 
@@ -61,7 +59,8 @@ def test_bootstrap_in_a_clone_without_shared_and_without_network_stops_at_once(t
     database = f"sqlite:///{tmp_path / 'fresh.db'}"
     env = {k: v for k, v in os.environ.items() if k not in (BOOTSTRAP_ENV, "HF_HUB_OFFLINE")}
     env.update(DATABASE_URL=database, MODEL_DIR=str(tmp_path / "models"), ISSUE_SORTER_SHARED=str(tmp_path / "none"),
-               HF_ENDPOINT="http://127.0.0.1:9")  # nothing listens there: the hub is unreachable
+               HF_ENDPOINT="http://127.0.0.1:9",  # nothing listens there: the hub is unreachable
+               HF_HOME=str(tmp_path / "hf-home"))  # and nothing is cached
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     subprocess.run(cli + ["migrate"], env=env, check=True, capture_output=True)
     result = subprocess.run(cli + ["bootstrap-model"], env=env, capture_output=True, text=True, timeout=120)
@@ -69,26 +68,6 @@ def test_bootstrap_in_a_clone_without_shared_and_without_network_stops_at_once(t
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert "--data FILE" in line and BOOTSTRAP_ENV in line and "127.0.0.1:9" in line
     assert not (tmp_path / "models").exists()
-
-
-def test_the_hub_source_trains_on_the_lessons_projects_and_holds_out_the_others(tmp_path):
-    kinds = {"bug": ["bug"], "feature": ["enhancement"], "question": ["question"], "docs": ["documentation"]}
-
-    def download(dataset, filename, repo_type):
-        assert (dataset, repo_type) == ("open-index/open-github-issues", "dataset")
-        repo = filename.removeprefix("data/issues/").removesuffix("/0.parquet")
-        assert filename == HUB_PATH.format(repo=repo)
-        rows = [{"is_pull_request": "False", "title": f"{repo} {kind} {n}", "body": "", "labels": str(labels),
-                 "created_at": "2024-01-01T00:00:00Z"} for kind, labels in kinds.items() for n in range(3)]
-        rows.append({"is_pull_request": "True", "title": "a PR", "body": "", "labels": "['bug']", "created_at": None})
-        path = tmp_path / f"{repo.replace('/', '_')}.parquet"
-        pq.write_table(pa.Table.from_pylist(rows), path)
-        return str(path)
-
-    train, held_out, described = load_source(HUB, download=download)
-    assert {e.repo for e in train} == set(TRAIN_REPOS) and {e.repo for e in held_out} == set(TEST_REPOS)
-    assert {e.label for e in train} == {"bug", "feature", "question", "docs"}
-    assert "a PR" not in {e.title for e in train + held_out} and "open-index" in described
 
 
 def test_balanced_takes_at_most_n_of_each_label_reproducibly():
