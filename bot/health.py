@@ -1,4 +1,5 @@
-"""GET /healthz: is the database reachable, is Redis reachable, which queues have a live worker."""
+"""GET /healthz: what a load balancer needs, the database and Redis answering; with the metrics token
+(bot.metrics), also which queues have a live worker, dry-run mode and what failed."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.metrics import live_workers
+from bot.metrics import has_metrics_token, live_workers
 
 blueprint = Blueprint("health", __name__)
 
@@ -15,21 +16,27 @@ blueprint = Blueprint("health", __name__)
 @blueprint.get("/healthz")
 def healthz():
     services = current_app.extensions["bot"]
-    report = {"database": _check_database(services["engine"]), "redis": _check_redis(services["redis"]),
-              "dry_run": services["settings"].dry_run}
-    healthy = report["database"] == "ok" and report["redis"] == "ok"
-    if report["redis"] == "ok":  # informative: the receiver still takes deliveries while workers restart
-        report["workers"] = _check_workers(services["redis"])
+    database, redis = _check_database(services["engine"]), _check_redis(services["redis"])
+    healthy = database is None and redis is None
+    report = {"database": "ok" if database is None else "unavailable",
+              "redis": "ok" if redis is None else "unavailable"}
+    if has_metrics_token(services["settings"].metrics_token):  # the operator's monitoring, not a stranger
+        report |= {"dry_run": services["settings"].dry_run,
+                   **({"database_error": database} if database else {}),
+                   **({"redis_error": redis} if redis else {})}
+        if redis is None:  # informative: the receiver still takes deliveries while workers restart
+            report["workers"] = _check_workers(services["redis"])
     return report, 200 if healthy else 503
 
 
-def _check_database(engine) -> str:
+def _check_database(engine) -> str | None:
+    """None when the database answers, else the error's class name."""
     try:
         with engine.connect() as connection:
             connection.execute(text("SELECT 1"))
-        return "ok"
+        return None
     except SQLAlchemyError as error:
-        return f"unavailable: {type(error).__name__}"
+        return type(error).__name__
 
 
 def _check_workers(redis) -> dict[str, bool]:
@@ -40,9 +47,9 @@ def _check_workers(redis) -> dict[str, bool]:
         return {}
 
 
-def _check_redis(redis) -> str:
+def _check_redis(redis) -> str | None:
     try:
         redis.ping()
-        return "ok"
+        return None
     except RedisError as error:
-        return f"unavailable: {type(error).__name__}"
+        return type(error).__name__

@@ -1,10 +1,18 @@
 """GET /metrics in Prometheus's text format (the maintained prometheus-client): deliveries by event and
 outcome, queue depths, failed jobs, live workers, job durations, labels applied and abstained, GitHub API
-errors. Read at scrape time from Redis (core.metrics) and the database, so it counts every process."""
+errors. Read at scrape time from Redis (core.metrics) and the database, so it counts every process.
+
+The web process faces the internet: /metrics answers only a request bearing ISSUE_SORTER_METRICS_TOKEN
+(404 when none is set), and the slow figures (a GROUP BY over every prediction, the list of workers) are
+reused for ISSUE_SORTER_METRICS_CACHE_SECONDS, so scrapes cannot load the database."""
 
 from __future__ import annotations
 
 import datetime as dt
+import hmac
+import threading
+import time
+from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -52,9 +60,40 @@ def count_delivery(response):
 @blueprint.get("/metrics")
 def exposition():
     services = current_app.extensions["bot"]
+    if not services["settings"].metrics_token:
+        return {"error": "metrics are off: set ISSUE_SORTER_METRICS_TOKEN and scrape with it"}, 404
+    if not has_metrics_token(services["settings"].metrics_token):
+        return {"error": "metrics need the bearer token"}, 401, {"WWW-Authenticate": "Bearer"}
+    cache = services.setdefault("metrics_cache", FigureCache(services["settings"].metrics_cache_seconds))
     registry = CollectorRegistry()
-    registry.register(Collector(services["redis"], lambda: Session(services["engine"])))
+    registry.register(Collector(services["redis"], lambda: Session(services["engine"]), cache))
     return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+
+
+def has_metrics_token(token: str | None) -> bool:
+    """True when this request carries `Authorization: Bearer <token>` (compared as bytes, in constant time)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode("utf-8", "replace"), token.encode("utf-8", "replace"))
+
+
+class FigureCache:
+    """Figures computed at most once per `seconds` in this process; errors are not kept."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds, self.clock = seconds, clock
+        self._figures: dict[str, tuple[float, object]] = {}
+        self._lock = threading.Lock()  # gunicorn's threads share the process
+
+    def get(self, name: str, compute: Callable[[], object]):
+        with self._lock:
+            kept = self._figures.get(name)
+            if kept is not None and self.clock() - kept[0] < self.seconds:
+                return kept[1]
+        value = compute()
+        with self._lock:
+            self._figures[name] = (self.clock(), value)
+        return value
 
 
 def live_workers(redis, now: dt.datetime | None = None) -> dict[str, int]:
@@ -74,8 +113,9 @@ def live_workers(redis, now: dt.datetime | None = None) -> dict[str, int]:
 class Collector:
     """Yields every metric afresh at each scrape; a service that cannot be read yields nothing of its own."""
 
-    def __init__(self, redis, session_factory):
+    def __init__(self, redis, session_factory, cache: FigureCache | None = None):
         self.redis, self.session_factory = redis, session_factory
+        self.cache = cache or FigureCache(0)
 
     def collect(self):
         try:
@@ -104,7 +144,7 @@ class Collector:
         yield failed
         workers = GaugeMetricFamily("issue_sorter_workers_alive", "Workers with a recent heartbeat, by queue",
                                     labels=["queue"])
-        for queue, count in live_workers(self.redis).items():
+        for queue, count in self.cache.get("workers", lambda: live_workers(self.redis)).items():
             workers.add_metric([queue], count)
         yield workers
         yield self._job_durations()
@@ -127,8 +167,10 @@ class Collector:
     def _from_database(self):
         outcomes = CounterMetricFamily("issue_sorter_predictions", "Issues classified, by what the bot did "
                                        "(applied, abstained, suggested, shadow, held, ...)", labels=["outcome"])
-        with self.session_factory() as session:
-            for outcome, count in session.execute(select(Prediction.outcome, func.count()).group_by(
-                    Prediction.outcome)):
-                outcomes.add_metric([outcome], count)
+        for outcome, count in self.cache.get("predictions", self._predictions_by_outcome):
+            outcomes.add_metric([outcome], count)
         yield outcomes
+
+    def _predictions_by_outcome(self) -> list[tuple[str, int]]:
+        with self.session_factory() as session:
+            return list(session.execute(select(Prediction.outcome, func.count()).group_by(Prediction.outcome)))

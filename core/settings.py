@@ -80,6 +80,11 @@ class Settings:
     # ISSUE_SORTER_ADMINS: who sees the operator's page, as GitHub user ids; a login given instead is bound
     # to the first account that signs in with it (bot.review.admins): logins change hands, ids do not
     admins: tuple[str, ...] = ()
+    # ISSUE_SORTER_METRICS_TOKEN(_PATH): the bearer token Prometheus sends for /metrics and the full /healthz;
+    # without it /metrics is off (404) and /healthz says only whether the database and Redis answer
+    metrics_token: str | None = dataclasses.field(default=None, repr=False)
+    # seconds one web process reuses its slow figures (predictions by outcome, live workers) between scrapes
+    metrics_cache_seconds: int = env("ISSUE_SORTER_METRICS_CACHE_SECONDS", 30, check=_NOT_NEGATIVE)
 
     @property
     def review_enabled(self) -> bool:
@@ -133,6 +138,9 @@ class Settings:
         values["admins"] = tuple(login.strip() for login in environ.get("ISSUE_SORTER_ADMINS", "").split(",")
                                  if login.strip())
         values["global_installations"] = _read_installation_ids(environ, problems)
+        values["metrics_token"] = _secret(environ, "ISSUE_SORTER_METRICS_TOKEN", problems)
+        if values["metrics_token"] and len(values["metrics_token"]) < 16:
+            problems.append("ISSUE_SORTER_METRICS_TOKEN must be at least 16 characters")
         if problems:
             raise ConfigError(problems)
         return cls(**values)

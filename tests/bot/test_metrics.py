@@ -1,18 +1,29 @@
 """GET /metrics and the workers in /healthz, read as Prometheus and an operator would, after real traffic
 through the webhook, Redis, an RQ worker and the fake GitHub."""
 
+import dataclasses
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from rq import SimpleWorker
 
+from bot.app import create_app
 from core.queues import SERIALIZER
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
 pytestmark = [pytest.mark.redis]
+TOKEN = "the-operators-metrics-token"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def client(app_settings, redis):
+    """The web app as the operator runs it for Prometheus: with a metrics token, scraped with it."""
+    return create_app(dataclasses.replace(app_settings, metrics_token=TOKEN), redis=redis).test_client()
 
 
 def scrape(client) -> dict[tuple[str, tuple], float]:
-    response = client.get("/metrics")
+    response = client.get("/metrics", headers=BEARER)
     assert response.status_code == 200 and response.mimetype == "text/plain"
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in text_string_to_metric_families(response.get_data(as_text=True))
@@ -42,12 +53,14 @@ def test_deliveries_jobs_labels_and_github_errors_are_counted(worker_context, fa
 
 
 def test_healthz_says_which_queues_have_a_live_worker(client, redis):
-    assert client.get("/healthz").json["workers"] == {"labeling": False, "feedback": False, "training": False}
+    assert client.get("/healthz", headers=BEARER).json["workers"] == {"labeling": False, "feedback": False,
+                                                                      "training": False}
     worker = SimpleWorker(["labeling", "feedback"], connection=redis, serializer=SERIALIZER)
     worker.register_birth()
     worker.heartbeat()
     try:
-        assert client.get("/healthz").json["workers"] == {"labeling": True, "feedback": True, "training": False}
+        assert client.get("/healthz", headers=BEARER).json["workers"] == {"labeling": True, "feedback": True,
+                                                                          "training": False}
         assert scrape(client)[("issue_sorter_workers_alive", (("queue", "training"),))] == 0
     finally:
         worker.register_death()

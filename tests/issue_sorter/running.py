@@ -17,6 +17,8 @@ import requests
 
 from bot.signatures import sign_body
 
+METRICS_TOKEN = "the-tests-metrics-token"  # /healthz says dry-run mode only to its bearer
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -28,7 +30,8 @@ def free_port() -> int:
 def running_service(cwd: Path, env: dict[str, str], *, dry_run: bool = False) -> Iterator[str]:
     """The service's base URL once /healthz says it is up; stopped with SIGTERM, which must exit 0."""
     log_path = cwd / "run.log"
-    env = {"ISSUE_SORTER_MAX_EVENT_AGE": "0", **env}  # the payloads are GitHub's examples, dated 2019
+    env = {"ISSUE_SORTER_MAX_EVENT_AGE": "0", "ISSUE_SORTER_METRICS_TOKEN": METRICS_TOKEN,  # full /healthz
+           **env}  # the payloads are GitHub's examples, dated 2019
     with log_path.open("w") as log:
         process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=cwd, env=env,
                                    stdout=log, stderr=subprocess.STDOUT)
@@ -37,7 +40,8 @@ def running_service(cwd: Path, env: dict[str, str], *, dry_run: bool = False) ->
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             try:
-                health = requests.get(f"{base}/healthz", timeout=1).json()
+                health = requests.get(f"{base}/healthz", timeout=1,
+                                      headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).json()
                 if health["database"] == "ok" and health["redis"] == "ok" and health["dry_run"] is dry_run:
                     break
             except (requests.RequestException, ValueError, KeyError):
