@@ -172,3 +172,83 @@ def test_an_instance_admin_sees_the_operator_page(signed_out, served, review_git
     headings = [element.text for element in browser.find_elements("css selector", "main h2")]
     assert headings == ["Queues", "Failed jobs", "Workers", "Models serving", "Last training runs"]
     screenshot(browser, "operator")
+
+
+def test_in_shadow_mode_a_maintainers_accept_and_relabel_are_measured(signed_out, served, review_github,
+                                                                      sessions, bare_context, redis):
+    """Issue 27.1 in the browser: the page says the repository is in shadow mode and what Accept does; an
+    accept and a relabel become verdicts that the Corrected tab and the quality page count."""
+    browser = signed_out
+    kept = seed(sessions, review_github, 11, "Crash on save", outcome="shadow", label="bug")
+    wrong = seed(sessions, review_github, 12, "Crash on load", outcome="shadow", label="bug")
+    sign_in(browser, served, review_github, "maintainer")
+    browser.get(f"{served}/review/{REPO}")
+    assert "Accept writes that label on the issue" in browser.find_element("id", "shadow-mode").text
+    browser.find_element("css selector", f"#prediction-{kept.prediction_id} button[value=accept]").click()
+    row = browser.find_element("id", f"prediction-{wrong.prediction_id}")
+    from selenium.webdriver.support.ui import Select
+
+    Select(row.find_element("css selector", "select[name=label]")).select_by_visible_text("question")
+    row.find_element("css selector", "button[value=relabel]").click()
+    run_worker(redis)
+    browser.get(f"{served}/review/{REPO}?filter=corrected")
+    rows = browser.find_elements("css selector", "#decisions tbody tr")
+    assert [r.get_attribute("id") for r in rows] == [f"prediction-{wrong.prediction_id}"]
+    browser.get(f"{served}/review/{REPO}/quality")
+    assert "would-have-been precision" in browser.find_element("id", "shadow-mode").text
+    assert browser.find_element("css selector", "#weeks tbody td.precision").text.startswith("50 % of 2")
+    assert "(too few)" in browser.find_element("css selector", "#weeks tbody td.precision").text
+
+
+def test_an_error_page_is_the_sites_own_with_a_way_back(signed_out, served, review_github, sessions):
+    """Issue 27.2: an unknown repository, a bad filter, the operator page for a non-admin showed raw JSON."""
+    browser = signed_out
+    seed(sessions, review_github, 8, TITLE, outcome="suggested", label="bug")
+    sign_in(browser, served, review_github, "maintainer")
+    for path in ("/review/nobody/nothing", "/review/operator"):
+        browser.get(f"{served}{path}")
+        assert browser.find_element("css selector", "main h1").text == "Not Found"
+        assert '"error"' not in browser.page_source
+    browser.get(f"{served}/review/{REPO}?filter=bogus")
+    assert "There is no filter 'bogus'" in browser.find_element("id", "error-message").text
+    browser.find_element("link text", f"← {REPO}").click()
+    wait_for_url(browser, f"/review/{REPO}")
+    assert TITLE in browser.page_source
+
+
+def test_retrain_now_queues_once_and_shows_the_refusal_and_its_reason(signed_out, served, review_github,
+                                                                      sessions, redis, review_settings):
+    """Issues 27.3 and 27.4: three clicks queued three jobs and a refused run left no trace; the page named
+    no figure of its models."""
+    from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
+    from trainer import context as training_context
+    from trainer.worker import build_context
+
+    browser = signed_out
+    seed(sessions, review_github, 8, TITLE, outcome="applied", label="bug")
+    with session_scope(sessions) as session:
+        version = ModelVersion(version="global-v2", scope=GLOBAL_SCOPE, path="unused", labels=["bug"],
+                               metrics={"macro_f1": 0.605, "mean_repo_macro_f1": 0.806})
+        session.add(version)
+        session.flush()
+        session.add(ModelPromotion(scope=GLOBAL_SCOPE, model_version_id=version.id, reason="test"))
+    sign_in(browser, served, review_github, "maintainer")
+    browser.get(f"{served}/review/{REPO}/quality")
+    assert browser.find_element("css selector", "#models td.macro-f1").text == "0.605"
+    assert browser.find_element("css selector", "#models td.mean-repo").text == "0.806"
+    browser.find_element("xpath", "//button[text()='Retrain now']").click()
+    assert browser.find_element("class name", "flash").text.startswith("Queued: retrain.")
+    assert browser.find_element("css selector", "#job-retrain .tag").text == "queued"
+    assert not browser.find_element("xpath", "//button[text()='Retrain now']").is_enabled()
+    training_context.configure(build_context(review_settings, redis=redis))
+    try:
+        run_worker(redis, queues=("training",))
+    finally:
+        training_context.configure(None)
+    browser.get(f"{served}/review/{REPO}/quality")
+    assert browser.find_element("css selector", "#job-retrain .tag").text == "refused"
+    detail = browser.find_element("css selector", "#job-retrain .detail").text
+    assert "not enough confirmed issues" in detail
+    browser.find_element("xpath", "//button[text()='Retrain now']").click()  # within the hour: refused, said
+    assert "was queued less than 60 minutes ago" in browser.find_element("class name", "flash").text
+    screenshot(browser, "quality-jobs")
