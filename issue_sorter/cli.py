@@ -52,6 +52,7 @@ def run_command(args: argparse.Namespace, load: LoadSettings = load_settings) ->
 
 def main(argv: list[str] | None = None, *, load: LoadSettings = load_settings) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per HTTP request drowns what matters
     return run_command(build_parser().parse_args(argv), load)
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from core.card import update_card
+from core.card import base_model_name, update_card
 from core.db import make_sessionmaker, session_scope
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE
@@ -20,8 +20,9 @@ from issue_sorter.command import add
 from trainer import pipeline, publish
 from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
 from trainer.config import BOOTSTRAP_RECIPE, CLASS_WEIGHTS, DEFAULT_BUDGET_MINUTES, TRUNCATIONS, TrainConfig
-from trainer.dataset import FORMATS, HUB_DATASET, Example, load_database, load_file
+from trainer.dataset import FORMATS, HUB_DATASET, TEST_REPOS, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
+from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote
 from trainer.registry import KEEP_PROMOTED, Registry
 from trainer.sources import load_sources
@@ -92,6 +93,8 @@ def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
                                        f"then ../shared beside the checkout, then the hub)")
     parser.add_argument("--eval", type=Path, help="held-out file (default: issues_test.csv beside the data, or "
                                                   "the hub's held-out projects)")
+    parser.add_argument("--revision", help=f"the commit (or branch, tag) of {HUB_DATASET} to read "
+                                           "(default: main); the card records the commit read")
     parser.add_argument("--force", action="store_true", help="promote even if a better model serves")
     _training_arguments(parser, TrainConfig(**BOOTSTRAP_RECIPE))
 
@@ -130,6 +133,8 @@ def _evaluate_parser(parser: argparse.ArgumentParser) -> None:
 def _push_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("version")
     parser.add_argument("target", help="hub id owner/name (needs `hf auth login` or HF_TOKEN) or a directory")
+    parser.add_argument("--public", action="store_true",
+                        help="create the hub repository public (default: private; an existing one keeps its own)")
 
 
 def _pull_parser(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +142,8 @@ def _pull_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", help="hub revision (branch, tag or commit) to pin")
     parser.add_argument("--force", action="store_true", help="promote whatever the scores (admins)")
     parser.add_argument("--trust-pickle", action="store_true",
-                        help="accept a hub model's pickled TF-IDF member (it runs code when loaded)")
+                        help="accept a hub model's pickled TF-IDF member (it runs code when loaded); weights are "
+                             "safetensors only, always")
     _scope_argument(parser)
 
 
@@ -177,8 +183,11 @@ def train(args: argparse.Namespace, settings: Settings) -> int:
 
 def train_and_register(settings: Settings, config: TrainConfig, examples: Sequence[Example],
                        eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
-                       progress: bool, data_source: str = "") -> str:
-    """Train, score on `eval_examples` if any, register (trainer.pipeline); promote ("gate" or "force")."""
+                       progress: bool, data_source: str = "", unseen: Sequence[str] = ()) -> str:
+    """Train, score on `eval_examples` if any, register (trainer.pipeline); promote ("gate" or "force").
+
+    `unseen`: the held-out issues are these repositories, never trained on (the hub's lesson split): its
+    figures are the unseen-repository protocol's, and the card and the listing say so."""
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
         row, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
@@ -186,7 +195,11 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
                                                             progress=progress)
         steps = f" {trained.steps} steps" if hasattr(trained, "steps") else ""  # TF-IDF alone takes none
         print(f"trained{steps} in {trained.seconds:.0f} s")
-        update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)})
+        if unseen and metrics:
+            metrics = publish.as_unseen(metrics, unseen)
+            row.metrics = metrics  # the listing and the review page read the row
+        update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)},
+                    metrics=metrics or None)
         print(f"registered {row.version} at {row.path}" + _score_text(metrics))
         if promote:
             held_out = eval_examples or load_database(session, scope)
@@ -199,24 +212,28 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
 def _score_text(metrics: dict) -> str:
     if not metrics:
         return ""
+    protocol = "unseen-repository" if metrics.get("protocol") == publish.UNSEEN else "NLBSE"
     return (f": macro-F1 {metrics['macro_f1']:.4f}, "
-            f"NLBSE mean-repo macro-F1 {metrics['mean_repo_macro_f1']:.4f}")
+            f"{protocol} mean-repo macro-F1 {metrics['mean_repo_macro_f1']:.4f}")
 
 
 def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     """`bootstrap-model`: the first model, from public data, so the bot can label from day one."""
-    source = choose_source(args.data, os.environ)
-    examples, eval_examples, described = load_source(source, seed=args.seed or TrainConfig.seed)
+    source = choose_source(args.data, os.environ, revision=args.revision)
+    examples, eval_examples, described = load_source(source, seed=args.seed or TrainConfig.seed,
+                                                     revision=args.revision, say=print)
+    unseen = TEST_REPOS if source == HUB and not args.eval else ()
     if args.eval:
         eval_examples = load_file(args.eval)
     config = train_config_from(args, BOOTSTRAP_RECIPE)
-    print(f"bootstrap: fine-tuning {config.resolved_base_model()} on {len(examples)} issues from {described} "
+    print(f"bootstrap: fine-tuning {base_model_name(config.resolved_base_model())} on {len(examples)} issues "
+          f"from {described} "
           f"({config.epochs} epochs, {config.max_length} tokens, batch {config.batch_size}, lr {config.lr:g}, "
           f"TF-IDF share {config.tfidf_share:g}); held-out: {len(eval_examples)} issues")
     started = time.perf_counter()
     version = train_and_register(settings, config, examples, eval_examples, scope=GLOBAL_SCOPE,
                                  promote="force" if args.force else "gate", trigger="bootstrap",
-                                 progress=not args.no_progress, data_source=described)
+                                 progress=not args.no_progress, data_source=described, unseen=unseen)
     print(f"bootstrap done in {time.perf_counter() - started:.0f} s: {version}")
     return 0
 
@@ -232,16 +249,18 @@ def push_model(args: argparse.Namespace, settings: Settings) -> int:
     """`push-model VERSION TARGET`: the version's directory and a model card, to the hub or a directory."""
     with _registry(settings) as registry:
         row = registry.get(args.version)
-    print(f"published {row.version} to {publish.push_model(Path(row.path), args.target)}")
+    print(f"published {row.version} to {publish.push_model(Path(row.path), args.target, private=not args.public)}")
     return 0
 
 
 def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     """`pull-model SOURCE`: register a published model, then promote it through the gate (or --force)."""
-    directory = publish.pull_model(args.source, revision=args.revision, trust_pickle=args.trust_pickle)
+    directory = publish.pull_model(args.source, revision=args.revision, trust_pickle=args.trust_pickle, say=print)
+    # the publisher's gated artefact, intact by its hash, serves as it is; else it is built and gated here
+    fast_path = FastPathOptions(build=False) if publish.publisher_gate_holds(directory) else FastPathOptions()
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         registry = Registry(settings.model_dir, session)
-        row = pipeline.add_to_registry(registry, directory, scope=args.scope)  # its fast path gated here too
+        row = pipeline.add_to_registry(registry, directory, scope=args.scope, fast_path=fast_path)
         publish.record_origin(Path(row.path), args.source, args.revision,
                               downloaded=None if publish.is_local(args.source) else directory)
         print(f"registered {row.version} from {args.source}")
@@ -258,7 +277,7 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
     if args.file:
         sources = {str(args.file): load_file(args.file, format=args.format)}
     else:
-        source = choose_source(None, os.environ, hub_reachable=lambda: False)
+        source = choose_source(None, os.environ, hub_reachable=lambda: False, hub_cached=lambda: False)
         sources = load_sources(source) if Path(source).is_dir() else {str(source): load_file(source)}
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         selection = select_encoder(_split_names(args.candidates), sources,

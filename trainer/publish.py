@@ -1,23 +1,30 @@
 """Models leaving and entering the registry: push a version to the Hugging Face hub (or a directory) with a
 real model card, pull a published one back in.
 
-The hub calls are `huggingface_hub`'s own (`HfApi.upload_folder`, `snapshot_download`), passed in so
-tests use local directories; a local directory works wherever a hub id does.
+The hub calls are `huggingface_hub`'s own (`HfApi.create_repo`, `upload_folder`, `model_info`,
+`snapshot_download`); a local directory works wherever a hub id does. A pulled model's file list is checked
+before anything downloads: weights are safetensors only, pickles are refused. Every hub failure is one
+`PublishError` line naming the repository and the fix.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from core.card import MODEL_CARD, ModelCard, update_card
+from core.card import MODEL_CARD, ModelCard, base_model_name, encoder_directory, update_card
+from core.file_hash import file_sha256
 
-Uploader = Callable[..., object]  # HfApi().upload_folder(repo_id=, folder_path=, repo_type=, commit_message=)
-Downloader = Callable[..., str]  # snapshot_download(repo_id, revision=) → local directory
-PICKLES = ("*.joblib", "*.pkl", "*.pickle")  # files that run code when loaded
+log = logging.getLogger(__name__)
+
+PICKLES = (".joblib", ".pkl", ".pickle")  # files that run code when loaded (an old TF-IDF member)
+# weights in any format but safetensors: .bin/.pt/.pth/.ckpt go through torch.load, which unpickles
+UNSAFE_WEIGHTS = (".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".keras")
 HUB_README = "README.md"
+UNSEEN = "unseen-repositories"  # metrics["protocol"] when the held-out issues are projects never trained on
 DATA_NOTES = {  # what the bootstrap data is and its terms, for the card's "Training data"
     "nlbse24": "NLBSE'24 issue report classification (1,500 training issues of 5 repositories: bug, feature, "
                "question). The organisers grant no explicit licence; the text is public GitHub issues.",
@@ -36,8 +43,9 @@ def is_local(target: str) -> bool:
     return target.startswith((".", "/", "~")) or Path(target).expanduser().is_dir()
 
 
-def push_model(model_dir: Path, target: str, *, upload: Uploader | None = None) -> str:
-    """Publish a registered model directory with a Hugging Face model card (README.md); returns where."""
+def push_model(model_dir: Path, target: str, *, private: bool = True, api=None) -> str:
+    """Publish a registered model directory with a Hugging Face model card (README.md); returns where: the
+    directory, or the repository's URL as the hub returned it (created private unless `private` is off)."""
     card = ModelCard.read(model_dir)
     with tempfile.TemporaryDirectory(prefix="issue-sorter-push-") as staging:
         folder = Path(staging) / card.version
@@ -47,28 +55,68 @@ def push_model(model_dir: Path, target: str, *, upload: Uploader | None = None) 
             destination = Path(target).expanduser()
             shutil.copytree(folder, destination, dirs_exist_ok=True)
             return str(destination)
-        upload = upload or _hub_uploader()
-        upload(repo_id=target, folder_path=str(folder), repo_type="model",
-               commit_message=f"Issue Sorter model {card.version}")
-        return f"https://huggingface.co/{target}"
+        api = api or _hub_api()
+        with _explained("push to", target, None):
+            url = api.create_repo(target, repo_type="model", private=private, exist_ok=True)
+            api.upload_folder(repo_id=url.repo_id, folder_path=str(folder), repo_type="model",
+                              commit_message=f"Issue Sorter model {card.version}")
+        return str(url)
 
 
-def pull_model(source: str, *, revision: str | None = None, download: Downloader | None = None,
-               trust_pickle: bool = False) -> Path:
-    """A published model as a local directory, checked to be an Issue Sorter model; register it next."""
+def pull_model(source: str, *, revision: str | None = None, trust_pickle: bool = False,
+               say: Callable[[str], None] = log.info, api=None) -> Path:
+    """A published model as a local directory, checked to be an Issue Sorter model in safetensors; a hub
+    model's file list is checked before it downloads. Register it next."""
     if is_local(source):
         directory = Path(source).expanduser()
-    else:
-        download = download or _hub_downloader()
-        directory = Path(download(repo_id=source, revision=revision))
-        pickles = sorted(str(p.relative_to(directory)) for pattern in PICKLES for p in directory.rglob(pattern))
-        if pickles and not trust_pickle:
-            raise PublishError(f"{source} holds pickled files ({', '.join(pickles)}), which run code when loaded; "
-                               "pull it only from a publisher you trust, with --trust-pickle")
-    if not (directory / MODEL_CARD).is_file():
+        check_files([str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()], source,
+                    trust_pickle=trust_pickle)
+        return directory
+    from huggingface_hub import snapshot_download
+
+    api = api or _hub_api()
+    with _explained("pull", source, revision):
+        info = api.model_info(source, revision=revision)
+        names = [sibling.rfilename for sibling in info.siblings or []]
+        check_files(names, source, trust_pickle=trust_pickle)
+        say(f"hub: downloading {len(names)} files of {source} at {info.sha}")
+        return Path(snapshot_download(source, revision=info.sha))  # the commit checked, not what main is now
+
+
+def check_files(names: Iterable[str], source: str, *, trust_pickle: bool = False) -> None:
+    """Refuse a model with weights other than safetensors, pickles (unless trusted) or no card."""
+    names = list(names)
+    unsafe = sorted(name for name in names if name.endswith(UNSAFE_WEIGHTS))
+    if unsafe:
+        raise PublishError(f"{source} holds weights that are not safetensors ({', '.join(unsafe)}); Issue Sorter "
+                           "loads safetensors only: publish it with `issue-sorter push-model`")
+    pickles = sorted(name for name in names if name.endswith(PICKLES))
+    if pickles and not trust_pickle:
+        raise PublishError(f"{source} holds pickled files ({', '.join(pickles)}), which run code when loaded; "
+                           "pull it only from a publisher you trust, with --trust-pickle")
+    if MODEL_CARD not in names:
         raise PublishError(f"{source} is not an Issue Sorter model: it has no {MODEL_CARD} "
                            "(publish one with `issue-sorter push-model`)")
-    return directory
+
+
+def publisher_gate_holds(directory: Path) -> bool:
+    """The model's fast artefact came with it, passed its publisher's same-answers gate and is intact (its
+    SHA-256 is the card's): it may serve as it is, with no held-out issues here to gate it again."""
+    from core.encoder import SERVES, SERVES_FP32
+
+    card = ModelCard.read(directory)
+    record = card.fast_path
+    gate = record.get("gate") or record.get("gates", {}).get(record.get("serves")) or {}
+    if not card.has_encoder or record.get("serves") not in (SERVES, SERVES_FP32) or not gate.get("passed"):
+        return False
+    path = encoder_directory(directory, card) / str(record.get("file", ""))
+    return path.is_file() and file_sha256(path) == record.get("sha256")
+
+
+def as_unseen(metrics: dict, repos: Sequence[str]) -> dict:
+    """Metrics measured on whole projects never trained on, named as the unseen-repository protocol."""
+    summary = {key: metrics[key] for key in ("mean_repo_macro_f1", "macro_f1", "n_scored") if key in metrics}
+    return metrics | {"protocol": UNSEEN, "unseen": summary | {"repos": list(repos)}}
 
 
 def record_origin(directory: Path, source: str, revision: str | None, *, downloaded: Path | None = None) -> None:
@@ -78,6 +126,48 @@ def record_origin(directory: Path, source: str, revision: str | None, *, downloa
 
     commit = snapshot_revision(downloaded / "x") if downloaded else None
     update_card(directory, pulled_from={"source": source, "revision": commit or revision})
+
+
+class _explained:
+    """Turns what the hub answers into one PublishError line naming the repository and the fix."""
+
+    def __init__(self, action: str, repo_id: str, revision: str | None):
+        self.action, self.repo_id, self.revision = action, repo_id, revision
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is None or isinstance(error, PublishError) or not isinstance(error, Exception):
+            return False
+        message = _hub_failure(self.action, self.repo_id, self.revision, error)
+        if message is None:
+            return False
+        raise PublishError(message) from None
+
+
+def _hub_failure(action: str, repo_id: str, revision: str | None, error: Exception) -> str | None:
+    import httpx2
+    from huggingface_hub import constants, errors
+
+    where = f"hub: {action} {repo_id} at {constants.ENDPOINT}"
+    login = "log in with `hf auth login` or set HF_TOKEN"
+    if isinstance(error, errors.RevisionNotFoundError):
+        return f"{where}: no revision {revision}; pass --revision with a branch, tag or commit it has"
+    if isinstance(error, errors.RepositoryNotFoundError):
+        return f"{where}: no such model, or it is private and no token reaches it; check the id, or {login}"
+    if isinstance(error, errors.HfHubHTTPError) and error.response is not None:
+        status = error.response.status_code
+        fix = f"{login} with a token that may write to it" if status in (401, 403) else "retry later"
+        return f"{where}: the hub answered {status} ({_first_line(error)}); {fix}"
+    if isinstance(error, httpx2.HTTPError | errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled):
+        return f"{where}: the hub cannot be reached ({type(error).__name__}); connect and retry"
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip() and "For more information" not in line]
+    return lines[0][:200] if lines else type(error).__name__
 
 
 def model_card_text(card: ModelCard) -> str:
@@ -103,7 +193,7 @@ def _body(card: ModelCard, metrics: dict) -> str:
         "## Model", "",
         f"- kind: {card.kind}" + (f" (encoder + TF-IDF, TF-IDF share {card.tfidf_share})"
                                   if card.kind == "blend" else ""),
-        f"- base model: {card.base_model or 'unknown'}",
+        f"- base model: {_hub_base_model(card) or ('a local model' if card.base_model else 'unknown')}",
         f"- tokens read per issue: {card.max_length}",
         f"- recipe: {', '.join(f'{k}={v}' for k, v in sorted(recipe.items()) if v is not None) or 'not recorded'}",
         f"- training data fingerprint: `{card.data_fingerprint or 'not recorded'}`", "",
@@ -125,6 +215,8 @@ def _body(card: ModelCard, metrics: dict) -> str:
 def _metric_lines(metrics: dict) -> list[str]:
     if not metrics:
         return ["Not evaluated when it was registered."]
+    if metrics.get("protocol") == UNSEEN:
+        return _unseen_lines(metrics)
     lines = [f"- NLBSE'24 protocol (test split of the training repositories): mean per-repository macro-F1 "
              f"{metrics['mean_repo_macro_f1']:.3f}, macro-F1 {metrics['macro_f1']:.3f} on {metrics.get('n_scored')} "
              "issues" if "mean_repo_macro_f1" in metrics else "- NLBSE'24 protocol: not measured"]
@@ -138,6 +230,20 @@ def _metric_lines(metrics: dict) -> list[str]:
     return lines
 
 
+def _unseen_lines(metrics: dict) -> list[str]:
+    """Figures on projects never trained on: the unseen-repository protocol, each project's own."""
+    repos = (metrics.get("unseen") or {}).get("repos") or sorted(metrics.get("per_repo") or {})
+    lines = [f"- Unseen-repository protocol ({len(repos)} projects never trained on): mean per-repository "
+             f"macro-F1 {metrics['mean_repo_macro_f1']:.3f}, macro-F1 {metrics['macro_f1']:.3f} on "
+             f"{metrics.get('n_scored')} issues"]
+    lines += [f"  - {repo}: macro-F1 {row['macro_f1']:.3f} on {row.get('n')} issues"
+              for repo, row in sorted((metrics.get("per_repo") or {}).items())]
+    lines.append("- NLBSE'24 protocol (test split of the training repositories): not measured for this version")
+    lines += [f"- {label}: precision {row['precision']:.3f}, recall {row['recall']:.3f}, F1 {row['f1']:.3f}"
+              for label, row in (metrics.get("per_label") or {}).items()]
+    return lines
+
+
 def _data_note(card: ModelCard) -> str:
     source = ((card.extra or {}).get("train_data") or {}).get("source", "")
     for key, note in DATA_NOTES.items():
@@ -148,19 +254,12 @@ def _data_note(card: ModelCard) -> str:
 
 
 def _hub_base_model(card: ModelCard) -> str | None:
-    base = card.base_model
-    if "all-minilm-l6-v2" in base.lower() or "all_minilm_l6_v2" in base.lower():
-        return "sentence-transformers/all-MiniLM-L6-v2"  # the offline package ships this hub model's weights
-    return base if base.count("/") == 1 and not base.startswith("/") else None
+    """Its base model's hub id; None for a directory of this machine (its path is not published)."""
+    base = base_model_name(card.base_model)  # older cards hold the offline MiniLM's local path
+    return base if base.count("/") == 1 and not base.startswith(("/", ".", "~")) else None
 
 
-def _hub_uploader() -> Uploader:
+def _hub_api():
     from huggingface_hub import HfApi
 
-    return HfApi().upload_folder
-
-
-def _hub_downloader() -> Downloader:
-    from huggingface_hub import snapshot_download
-
-    return snapshot_download
+    return HfApi()

@@ -11,8 +11,9 @@ hf_api.py and _commit_api.py):
   typed errors.
 - GET `/api/{models,datasets}/owner/name[/revision/{rev}]` (repo info with `sha` and `siblings`) and
   `/api/.../tree/{rev}` (the file list, recursive).
-- POST `/api/repos/create` (409 when it exists), `/api/.../preupload/{rev}` (every file "regular") and
-  `/api/.../commit/{rev}` (NDJSON: header, base64 files, deletions) making a new commit.
+- POST `/api/repos/create` (409 when it exists), `/api/validate-yaml` (a README's metadata: valid),
+  `/api/.../preupload/{rev}` (every file "regular") and `/api/.../commit/{rev}` (NDJSON: header, base64
+  files, deletions) making a new commit.
 
 Faults a test sets: `stall` (file names whose HEAD never answers until the stand-in stops), `token`
 (writes need `Authorization: Bearer <token>`), or `stop()` for a hub that cannot be reached. Every request
@@ -138,6 +139,9 @@ def _handler(hub: HubStandIn):
                 return self._resolve(method, match)
             if method == "POST" and path == "/api/repos/create":
                 return self._create()
+            if method == "POST" and path == "/api/validate-yaml":  # upload_folder checks a README's metadata
+                self._body()
+                return self._send(200, {"errors": [], "warnings": []})
             if match := _API.match(path):
                 return self._api(method, match)
             self._send(404, {"error": "Not found"})
@@ -210,7 +214,8 @@ def _handler(hub: HubStandIn):
             kind = payload.get("type") or "model"
             repo_id = f"{payload['organization']}/{payload['name']}"
             if (kind, repo_id) in hub.repos:
-                return self._send(409, {"error": "You already created this model repo", "url": self._url(kind, repo_id)})
+                return self._send(409, {"error": "You already created this model repo",
+                                        "url": self._url(kind, repo_id)})
             private = payload.get("visibility", "public") != "public"
             repo = hub.repos[kind, repo_id] = Repo(kind, repo_id, private=private)
             hub._commit(repo, {".gitattributes": b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n"}, (),
@@ -282,7 +287,8 @@ def point_huggingface_hub_at(url: str, home, monkeypatch) -> None:
     from huggingface_hub import constants
 
     cache = f"{home}/hub"
-    for name, value in {"ENDPOINT": url, "HUGGINGFACE_CO_URL_TEMPLATE": url + "/{repo_id}/resolve/{revision}/{filename}",
+    template = url + "/{repo_id}/resolve/{revision}/{filename}"
+    for name, value in {"ENDPOINT": url, "HUGGINGFACE_CO_URL_TEMPLATE": template,
                         "HF_HOME": str(home), "HF_HUB_CACHE": cache, "HF_XET_CACHE": f"{home}/xet",
                         "HF_TOKEN_PATH": f"{home}/token", "HF_STORED_TOKENS_PATH": f"{home}/stored_tokens",
                         "HF_HUB_OFFLINE": False, "HF_HUB_DISABLE_XET": True}.items():
