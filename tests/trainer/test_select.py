@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.card import read_card
+from core.card import base_model_name, read_card
 from tests.trainer.conftest import NO_FAST_PATH
 from trainer.baseline import BASE_MODEL
 from trainer.select import BLEND_SHARES, BLEND_SUFFIX
@@ -40,7 +40,7 @@ def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_a
     assert registered.metrics["mean_repo_macro_f1"] == best_score
     assert Path(registered.path).is_dir()
     expected_base = BASE_MODEL if selection.best["kind"] == "tfidf" else selection.best["candidate"]
-    assert registered.base_model == expected_base.removesuffix(BLEND_SUFFIX)
+    assert registered.base_model == base_model_name(expected_base.removesuffix(BLEND_SUFFIX))  # hub id, not a path
     assert read_card(registered.path)["kind"] == selection.best["kind"]  # a blend is registered as one
     assert registry.load(registered.version).labels == ["bug", "feature", "question"]
 
