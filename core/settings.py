@@ -96,6 +96,10 @@ class Settings:
     # global model may learn from; without it, the global model learns from public repositories and the
     # operator's own (no installation) only
     global_installations: frozenset[int] = frozenset()
+    # the most of the global model's training and gate issues one repository or one installation supplies
+    global_max_share: float = env("ISSUE_SORTER_GLOBAL_MAX_SHARE", 0.25, check=_FRACTION)
+    # labelled issues (any `train` file format) the global model is judged on, instead of the newest confirmed
+    global_gate_file: Path | None = env("ISSUE_SORTER_GLOBAL_GATE_FILE", None)
     # issue text no human confirmed a label for is cleared after this many days (None: kept)
     unconfirmed_retention_days: int | None = env("ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS", None,
                                                  check=_rule(lambda v: v > 0, "must be a positive number of days"))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -20,7 +21,7 @@ from core.kinds import KINDS, kind_of_label
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
-from trainer.dataset import Audience, Example, load_database
+from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote
 from trainer.pipeline import train_and_register
@@ -47,6 +48,11 @@ class RetrainPolicy:
     max_borrowed: int = 20_000  # the most recent other repos' issues it borrows: bounds memory and fit time
     share_public: bool = False  # other installations' public repositories teach a repository's model too
     global_installations: frozenset[int] = frozenset()  # installations whose private data the global model reads
+    # The most of the global model's training issues, and of its gate's, that one repository or one
+    # installation may supply: else one account labelling a few thousand fresh issues writes both what it
+    # learns and what judges it. 1.0: no cap
+    global_max_share: float = 0.25
+    global_gate_file: Path | None = None  # the operator's fixed labelled issues the global model is judged on
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrainPolicy:
@@ -54,7 +60,8 @@ class RetrainPolicy:
         return cls(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
                    epochs=settings.retrain_epochs, max_length=settings.retrain_max_length,
                    min_holdout=settings.retrain_min_holdout,
-                   share_public=settings.share_public_data, global_installations=settings.global_installations)
+                   share_public=settings.share_public_data, global_installations=settings.global_installations,
+                   global_max_share=settings.global_max_share, global_gate_file=settings.global_gate_file)
 
     def audience(self, session: Session, scope: str) -> Audience:
         """Whose data the model of `scope` may learn from (trainer.dataset.Audience)."""
@@ -142,6 +149,69 @@ def split_recent(examples: Sequence[Example], policy: RetrainPolicy) -> tuple[li
     return list(examples[:-n_holdout]), list(examples[-n_holdout:])
 
 
+def split_global(session: Session, examples: Sequence[Example],
+                 policy: RetrainPolicy) -> tuple[list[Example], list[Example]]:
+    """The global model's (train, held out), where no repository or installation supplies more than
+    `policy.global_max_share` of either; held out: the operator's fixed set when one is named, else each
+    repository's most recent (capped) issues, so fresh issues of one account cannot be all of the gate."""
+    installation_of = dict(session.execute(select(Repository.full_name, Repository.installation_id)).all())
+    capped = cap_shares(examples, installation_of, policy.global_max_share)
+    if policy.global_gate_file is not None:
+        fixed = [dataclasses.replace(e, label=kind_of_label(e.label)) for e in load_file(policy.global_gate_file)]
+        return capped, [e for e in fixed if e.label]
+    share = min(0.5, max(policy.holdout_share, policy.min_holdout / max(len(capped), 1)))
+    by_repo: dict[str | None, list[Example]] = {}
+    for example in capped:
+        by_repo.setdefault(example.repo, []).append(example)
+    newest = {id(e) for issues in by_repo.values() for e in issues[len(issues) - int(len(issues) * share):]}
+    train = [e for e in capped if id(e) not in newest]
+    held_out = [e for e in capped if id(e) in newest]
+    return (cap_shares(train, installation_of, policy.global_max_share),
+            cap_shares(held_out, installation_of, policy.global_max_share))
+
+
+def cap_shares(examples: Sequence[Example], installation_of: Mapping[str, int | None],
+               max_share: float) -> list[Example]:
+    """`examples` (order kept) where each repository, then each installation, supplies at most `max_share`
+    of the whole, keeping each one's oldest issues. The operator's own repositories (no installation) are
+    capped per repository only. With fewer sources than 1 / max_share no cap can hold: the largest are
+    cut to the size of the next largest, so none outweighs the others."""
+    if max_share >= 1:
+        return list(examples)
+    kept = _cap(list(examples), lambda e: e.repo, max_share)
+    return _cap(kept, lambda e: installation_of.get(e.repo or ""), max_share, exempt=(None,))
+
+
+def _cap(examples: list[Example], source_of, max_share: float, exempt: tuple = ()) -> list[Example]:
+    sizes = Counter(source_of(e) for e in examples)
+    capped = sorted((n for source, n in sizes.items() if source not in exempt), reverse=True)
+    if len(capped) < 2 and not (set(sizes) & set(exempt)):
+        return examples  # one source: nothing to weigh it against
+    free = sum(n for source, n in sizes.items() if source in exempt)
+    limit = _share_limit(capped, free, max_share)
+    limit = max(limit, capped[1] if len(capped) > 1 else 0)
+    taken: Counter = Counter()
+    result = []
+    for example in examples:
+        source = source_of(example)
+        if source in exempt or taken[source] < limit:
+            taken[source] += 1
+            result.append(example)
+    return result
+
+
+def _share_limit(sizes: list[int], free: int, max_share: float) -> int:
+    """The largest c with c <= max_share * (free + sum(min(n, c))): each source's most, capped at c."""
+    low, high = 0, max(sizes, default=0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if middle <= max_share * (free + sum(min(n, middle) for n in sizes)):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: RetrainPolicy = RetrainPolicy(),
                   force: bool = False, trigger: str = "manual", progress: bool = False,
                   fast_path: FastPathOptions = FastPathOptions()) -> RetrainResult:
@@ -150,7 +220,8 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     champion = registry.serving_for(scope)
     known_kinds = [label for label in (champion.labels if champion else []) if label in KINDS]
     examples, labels = examples_for_scope(session, scope, policy, known_kinds)
-    train, held_out = split_recent(examples, policy)
+    train, held_out = (split_global(session, examples, policy) if scope == GLOBAL_SCOPE
+                       else split_recent(examples, policy))
     if len(train) < policy.min_holdout or len({e.label for e in train}) < 2:
         needed = 2 * policy.min_holdout
         return RetrainResult(scope, None, f"{scope}: not enough confirmed issues to retrain yet, waiting "
