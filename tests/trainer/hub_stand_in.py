@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -64,6 +65,7 @@ class HubStandIn:
         self.token: str | None = None
         self.requests: list[tuple[str, str]] = []
         self._released = threading.Event()
+        self._connections: set = set()  # open keep-alive sockets: closed by stop(), as a dead hub's are
         self._server = ThreadingHTTPServer((host, 0), _handler(self))
         self._server.daemon_threads = True
         self.url = f"http://{host}:{self._server.server_port}"
@@ -75,10 +77,15 @@ class HubStandIn:
         return self
 
     def stop(self) -> None:
-        """Close the port (the hub is now unreachable) and let stalled requests go."""
+        """Close the port and every open connection (the hub is now unreachable); let stalled requests go."""
         self._released.set()
         self._server.shutdown()
         self._server.server_close()
+        for connection in list(self._connections):
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed by the client
+                pass
 
     def add_files(self, repo_id: str, files: dict[str, bytes], *, kind: str = "dataset",
                   message: str = "upload") -> str:
@@ -121,6 +128,14 @@ def _handler(hub: HubStandIn):
         def log_message(self, *args):  # quiet: the tests read `hub.requests`
             pass
 
+        def setup(self):
+            super().setup()
+            hub._connections.add(self.connection)
+
+        def finish(self):
+            hub._connections.discard(self.connection)
+            super().finish()
+
         def do_HEAD(self):
             self._route("HEAD")
 
@@ -132,6 +147,9 @@ def _handler(hub: HubStandIn):
 
         def _route(self, method: str) -> None:
             path = urlsplit(self.path).path
+            if hub._released.is_set():  # stopped: a pooled connection gets no answer either
+                self.close_connection = True
+                return
             hub.requests.append((method, path))
             if path.startswith("/cdn/"):
                 return self._cdn(method, path.removeprefix("/cdn/"))

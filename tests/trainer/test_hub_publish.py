@@ -164,3 +164,12 @@ def test_a_hub_trained_card_reports_the_unseen_protocol_per_project_and_names_th
     assert "moby/moby: macro-F1 0.610 on 40 issues" in text and "vuejs/core: macro-F1 0.550" in text
     assert "NLBSE'24 protocol (test split of the training repositories): not measured" in text
     assert metrics["unseen"]["mean_repo_macro_f1"] == 0.58  # what the review page's quality table reads
+
+
+def test_push_and_pull_with_the_hub_unreachable_are_one_line_each(hub, here, there, published_version, capsys):
+    hub.stop()
+    assert cli(here, "push-model", published_version, REPO) == 1
+    assert "cannot be reached" in one_error_line(capsys)
+    assert cli(there, "pull-model", REPO) == 1
+    line = one_error_line(capsys)
+    assert "cannot be reached" in line and REPO in line and hub.url in line
