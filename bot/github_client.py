@@ -193,6 +193,17 @@ class PyGithubWriter:
         """Every label of the repository, following the Link header through all pages."""
         return self._call(lambda: [label.name for label in self._repo(repo).get_labels()])
 
+    def get_repository(self, repo: str) -> dict[str, Any] | None:
+        """{"repo", "repo_id", "private"} as GitHub says now (a renamed repository's old name is followed),
+        or None when this installation cannot see it."""
+        try:
+            data = self._call(lambda: self._repo(repo).raw_data)  # lazy: raw_data makes the one GET
+        except PermanentGitHubError as error:
+            if error.status in (403, 404):
+                return None
+            raise
+        return {"repo": data["full_name"], "repo_id": int(data["id"]), "private": bool(data.get("private"))}
+
     def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
         if labels:
             self._call(lambda: self._repo(repo).get_issue(number).add_to_labels(*labels))
@@ -330,6 +341,28 @@ class GitHubApp:
             headers, data = self._as_app().requester.requestJsonAndCheck("GET", "/app/hook/deliveries",
                                                                          parameters=params)
         return list(data or []), _next_cursor(headers)
+
+    def installation_state(self, installation_id: int) -> str | None:
+        """What GitHub says of an installation now: "active", "suspended", or None when it has none by that
+        id. Asked by requesting a token for it (POST /app/installations/{id}/access_tokens, as the App):
+        GitHub answers 404 for a deleted installation and 403 for a suspended one."""
+        try:
+            with _github_errors():
+                self._as_app().get_access_token(installation_id)
+        except PermanentGitHubError as error:
+            if error.status in (403, 404):
+                return "suspended" if error.status == 403 else None
+            raise
+        return "active"
+
+    def repository_installation(self, repo: str) -> int | None:
+        """The installation that covers `repo` now, or None when none of ours does (GitHub's 404)."""
+        try:
+            return self.installation_id_for(repo)
+        except PermanentGitHubError as error:
+            if error.status == 404:
+                return None
+            raise
 
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to send one delivery again (POST /app/hook/deliveries/{id}/attempts, 202)."""

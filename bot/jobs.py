@@ -113,25 +113,26 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
 
 def update_repository(**event) -> str:
     """repository.renamed / transferred / privatized / publicized: the repository's name and visibility."""
-    return _once(UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: lifecycle.update_repository(session, e)))
+    return _once(UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: lifecycle.update_repository(
+        session, e, _github_now(ctx))))
 
 
 def remove_installation(**event) -> str:
     """installation.deleted: purge the installation's data and models."""
     return _once(REMOVE_INSTALLATION, event, _purging(lambda session, ctx, e: lifecycle.remove_installation(
-        session, e["installation_id"], ctx.settings.model_dir)))
+        session, e["installation_id"], ctx.settings.model_dir, _github_now(ctx))))
 
 
 def remove_repositories(**event) -> str:
     """installation_repositories.removed: purge those repositories' data and models."""
     return _once(REMOVE_REPOSITORIES, event, _purging(lambda session, ctx, e: lifecycle.remove_repositories(
-        session, e["installation_id"], e["repositories"], ctx.settings.model_dir)))
+        session, e["installation_id"], e["repositories"], ctx.settings.model_dir, _github_now(ctx))))
 
 
 def suspend_installation(**event) -> str:
     """installation.suspend / unsuspend: freeze (nothing labelled, data kept) or thaw the installation."""
     return _once(SUSPEND_INSTALLATION, event, _in_session(lambda session, ctx, e: lifecycle.suspend_installation(
-        session, e["installation_id"], suspended=e["action"] == "suspend")))
+        session, e["installation_id"], suspended=e["action"] == "suspend", github=_github_now(ctx))))
 
 
 def clear_unconfirmed() -> str:
@@ -142,6 +143,11 @@ def clear_unconfirmed() -> str:
         return "skipped: no retention set"
     with session_scope(ctx.sessionmaker) as session:
         return f"cleared {lifecycle.clear_unconfirmed(session, older_than_days=days)} unconfirmed issues"
+
+
+def _github_now(ctx: WorkerContext):
+    """What an installation or repository event claims is checked with GitHub (bot.lifecycle)."""
+    return lifecycle.github_now(ctx.github_app, ctx.github_for)
 
 
 def _in_session(work: Callable) -> Callable[[WorkerContext, dict], str]:

@@ -192,12 +192,12 @@ def _installation_json(api: str, installation_id: int, owner: str, app_id: int) 
         "suspended_at": None}
 
 
-def _repo_json(api: str, full_name: str, repo_id: int) -> dict[str, Any]:
+def _repo_json(api: str, full_name: str, repo_id: int, private: bool = False) -> dict[str, Any]:
     url, html, stamp = f"{api}/repos/{full_name}", f"{WEB_URL}/{full_name}", _timestamp(0)
     owner = _user_json(api, full_name.split("/")[0], "Organization")
     return {
         "id": repo_id, "node_id": f"R_{repo_id}", "name": full_name.split("/")[1], "full_name": full_name,
-        "private": False, "owner": owner, "html_url": html, "description": None, "fork": False, "url": url,
+        "private": private, "owner": owner, "html_url": html, "description": None, "fork": False, "url": url,
         **{key: url + suffix for key, suffix in REPO_URLS.items()},
         "created_at": stamp, "updated_at": stamp, "pushed_at": stamp,
         "git_url": f"git://github.com/{full_name}.git",
@@ -283,6 +283,7 @@ class FakeGitHub:
         self._ids = itertools.count(1000)
         self._repos: dict[str, dict[str, Any]] = {}
         self._installations: dict[int, set[str]] = {}
+        self._suspended: set[int] = set()  # installations GitHub refuses tokens to (403)
         self._tokens: dict[str, IssuedToken] = {}
         self._failures: list[_Failure] = []
         self._moved: dict[tuple[str, int], tuple[int, int]] = {}  # (repo, number) → (new repo id, number)
@@ -331,6 +332,25 @@ class FakeGitHub:
         return f"http://{self._host}:{self._server.server_port}"
 
     # --- setting up state ------------------------------------------------------------------------
+    def set_installation(self, installation_id: int, *, suspended: bool | None = None,
+                         deleted: bool = False, removed: Iterable[str] = ()) -> None:
+        """What GitHub does before it sends installation events: suspend or unsuspend an installation,
+        delete it (the App uninstalled), or take repositories out of it."""
+        with self._lock:
+            if suspended is not None:
+                (self._suspended.add if suspended else self._suspended.discard)(installation_id)
+            if deleted:
+                self._installations.pop(installation_id, None)
+            for full_name in removed:
+                self._installations.get(installation_id, set()).discard(full_name)
+
+    def repo_id(self, full_name: str) -> int:
+        return self._repos[full_name]["id"]
+
+    def set_private(self, full_name: str, private: bool = True) -> None:
+        with self._lock:
+            self._repos[full_name]["private"] = private
+
     def add_repo(self, full_name: str, labels: Iterable[str | Mapping[str, str]] = (), *,
                  installation_id: int = DEFAULT_INSTALLATION_ID,
                  files: Mapping[str, str | bytes] | None = None,
@@ -691,6 +711,8 @@ class FakeGitHub:
     def _access_token(self, installation_id: int) -> Response:
         if installation_id not in self._installations:
             return _error(404, "Not Found")
+        if installation_id in self._suspended:
+            return _error(403, "This installation has been suspended")
         expires_at = int(time.time() + self.token_ttl)
         issued = IssuedToken(f"ghs_{secrets.token_hex(18)}", installation_id, expires_at)
         self._tokens[issued.token] = issued
@@ -703,6 +725,8 @@ class FakeGitHub:
         if f"{owner}/{name}" not in self._repos:
             return _error(404, "Not Found")
         iid = self._repos[f"{owner}/{name}"]["installation_id"]
+        if f"{owner}/{name}" not in self._installations.get(iid, ()):
+            return _error(404, "Not Found")  # taken out of the installation, or the App uninstalled
         return _json(_installation_json(self.url, iid, owner, self.app_id))
 
     def _list_hook_deliveries(self) -> Response:
@@ -737,7 +761,10 @@ class FakeGitHub:
 
     def _repository(self, owner: str, name: str) -> Response:
         full_name = f"{owner}/{name}"
-        return _json(_repo_json(self.url, full_name, self._repos[full_name]["id"]))
+        if full_name not in self._repos:
+            return _error(404, "Not Found")
+        repo = self._repos[full_name]
+        return _json(_repo_json(self.url, full_name, repo["id"], repo.get("private", False)))
 
     def _list_issues(self, owner: str, name: str) -> Response:
         full_name, state = f"{owner}/{name}", request.args.get("state", "open")

@@ -83,9 +83,10 @@ def installation_payload(payload, name: str, installation: int = INSTALLATION) -
 
 @pytest.mark.redis
 def test_an_installation_deleted_is_purged_with_its_model_files_and_nothing_of_others(
-        bare_context, client, payload, redis, caplog):
+        bare_context, client, payload, redis, caplog, fake_github):
     sessions, model_dir = bare_context.sessionmaker, bare_context.settings.model_dir
     ours, theirs = (populate(sessions, model_dir, REPO, INSTALLATION, 11), populate(sessions, model_dir, OTHER, 2, 22))
+    fake_github.set_installation(INSTALLATION, deleted=True)  # GitHub uninstalled the App, then told us
     with caplog.at_level(logging.INFO):
         assert deliver(client, "installation", installation_payload(payload, "installation/deleted"),
                        "d-uninstall").status_code == 202
@@ -98,8 +99,10 @@ def test_an_installation_deleted_is_purged_with_its_model_files_and_nothing_of_o
 
 
 @pytest.mark.redis
-def test_a_repository_removed_from_the_installation_is_purged_alone(bare_context, client, payload, redis):
+def test_a_repository_removed_from_the_installation_is_purged_alone(bare_context, client, payload, redis,
+                                                                   fake_github):
     sessions, model_dir = bare_context.sessionmaker, bare_context.settings.model_dir
+    fake_github.set_installation(INSTALLATION, removed=[REPO])
     populate(sessions, model_dir, REPO, INSTALLATION, 11)
     populate(sessions, model_dir, "Codertocat/Kept", INSTALLATION, 12)
     removed = installation_payload(payload, "installation_repositories/removed")
@@ -113,6 +116,7 @@ def test_a_repository_removed_from_the_installation_is_purged_alone(bare_context
 @pytest.mark.slow
 def test_a_suspended_installation_is_frozen_and_labels_again_once_unsuspended(worker_context, fake_github, client,
                                                                                payload, redis):
+    fake_github.set_installation(INSTALLATION, suspended=True)
     deliver(client, "installation", installation_payload(payload, "installation/suspend"), "d-suspend")
     run_worker(redis)
     fake_github.add_issue(REPO, 1, "App crashes with TypeError when saving", "Traceback: TypeError ...")
@@ -124,6 +128,7 @@ def test_a_suspended_installation_is_frozen_and_labels_again_once_unsuspended(wo
         assert session.get(Installation, INSTALLATION).suspended_at is not None
         assert session.scalar(select(func.count()).select_from(Prediction)) == 0
 
+    fake_github.set_installation(INSTALLATION, suspended=False)
     deliver(client, "installation", installation_payload(payload, "installation/unsuspend"), "d-unsuspend")
     run_worker(redis)
     fake_github.add_issue(REPO, 2, "App crashes with TypeError when loading", "Traceback: TypeError ...")
