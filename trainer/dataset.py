@@ -149,7 +149,7 @@ def load_github_issues(path: Path | str, *, skipped: list[Skipped] | None = None
     The repository comes from `repository_url`; the kind from the issue's labels by `kind_of`.
     """
     examples, problems = [], []
-    for number, issue in enumerate(_github_objects(Path(path)), start=1):
+    for number, issue in enumerate(github_objects(Path(path)), start=1):
         if issue.get("pull_request"):  # issues carry "pull_request": null, or no such key
             continue
         kind = kind_of(label["name"] for label in issue.get("labels") or [])
@@ -163,7 +163,8 @@ def load_github_issues(path: Path | str, *, skipped: list[Skipped] | None = None
     return sorted(examples, key=lambda e: e.created_at or dt.datetime.min.replace(tzinfo=dt.UTC))
 
 
-def _github_objects(path: Path) -> Iterator[dict]:
+def github_objects(path: Path) -> Iterator[dict]:
+    """The GitHub REST API objects of a .jsonl, or of each .jsonl / .json in a zip, one per line."""
     if path.suffix.lower() != ".zip":
         yield from _read_jsonl(path)
         return
