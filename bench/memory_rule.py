@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.quality import run_record, write_report
-from bench.unseen import add_out_of_fold_arguments
+from bench.unseen import add_out_of_fold_arguments, is_repository
 from core import memory
 from core.kinds import KINDS
 
@@ -105,11 +105,13 @@ class Stream:
 
 
 def streams(pool: list[dict], scores: list[dict], vectors: np.ndarray, seed: int) -> list[Stream]:
-    """Each repository's issues, oldest first where every one has a date, else in a seeded shuffle."""
+    """Each repository's issues, oldest first where every one has a date, else in a seeded shuffle. Groups
+    that are no repository (Ticket Tagger's issues come from many) are left out: no install sees them."""
     rng = np.random.default_rng(seed)
     by_repo: dict[str, list[int]] = {}
     for i, row in enumerate(pool):
-        by_repo.setdefault(row["repo"], []).append(i)
+        if is_repository(row["repo"]):
+            by_repo.setdefault(row["repo"], []).append(i)
     result = []
     for repo in sorted(by_repo, key=str):
         rows = by_repo[repo]

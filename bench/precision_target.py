@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.quality import run_record, write_report
-from bench.unseen import add_out_of_fold_arguments, served_out_of_fold
+from bench.unseen import add_out_of_fold_arguments, is_repository, served_out_of_fold
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,8 @@ def replay_order(pool: list[dict], seed: int) -> dict[str, list[int]]:
     """repository → its issues' indices in time order (seeded shuffle without dates)."""
     by_repo: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(pool):
-        by_repo[row["repo"]].append(i)
+        if is_repository(row["repo"]):  # not Ticket Tagger's group of many repositories
+            by_repo[row["repo"]].append(i)
     rng = random.Random(seed)
     for indices in by_repo.values():
         if all(pool[i].get("created_at") for i in indices):

@@ -208,6 +208,12 @@ def save_out_of_fold(oof, workdir: Path) -> None:
         np.save(workdir / "unseen-embeddings.npy", np.asarray(oof.embeddings["encoder"], dtype=np.float32))
 
 
+def is_repository(group: str) -> bool:
+    """Whether a group of the pool is one repository (owner/name), as an install is; Ticket Tagger's issues
+    are one group from many repositories."""
+    return "/" in group
+
+
 def add_out_of_fold_arguments(parser: argparse.ArgumentParser) -> None:
     """--workdir and --share for a benchmark that reads what `save_out_of_fold` wrote."""
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
