@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -180,22 +179,6 @@ def parse(event_name: str, delivery_id: str, payload: dict[str, Any], *,
     except (KeyError, TypeError, AttributeError, ValueError) as error:  # ValueError: "number": "abc"
         raise MalformedPayload(f"{event_name}.{action} payload lacks or mistypes {error}") from error
     return None
-
-
-def payload_updated_at(payload: dict[str, Any]) -> dt.datetime | None:
-    """When the event happened: the newest `updated_at` of its issue or comment; None when it has neither.
-
-    Installation events are left out: adding a repository need not touch the installation's `updated_at`.
-    """
-    times = []
-    for key in ("issue", "comment"):
-        value = payload.get(key)
-        try:
-            stamp = dt.datetime.fromisoformat(value["updated_at"])
-        except (TypeError, KeyError, ValueError):  # absent, or not a time: this field cannot date the event
-            continue
-        times.append(stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc))
-    return max(times, default=None)
 
 
 LABEL_ACTIONS = {"created", "edited", "deleted"}

@@ -80,8 +80,22 @@ def parse_github_time(value: str | dt.datetime) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
-def event_time(snapshot: IssueSnapshot, received_at: str | None) -> dt.datetime | None:
-    """When an issue event happened: the issue's updated_at, else the delivery's arrival (None: unknown)."""
-    if snapshot.updated_at is not None:
-        return snapshot.updated_at
-    return parse_github_time(received_at) if received_at else None
+def event_time(snapshot: IssueSnapshot | None, received_at: str | None,
+               *github_objects: Mapping[str, Any] | None) -> dt.datetime | None:
+    """When an event happened: the one rule, for the replay age limit (bot.webhooks, on the delivery's JSON)
+    and for the order of an issue's events (core.store.accepts_event, on the job's snapshot).
+
+    The newest `updated_at` GitHub wrote in the delivery (the snapshot's, and each of `github_objects`': the
+    payload's issue and comment), else the delivery's arrival, in UTC; None when neither is known. A stamp
+    that is not a time cannot date the event.
+    """
+    stamps = [snapshot.updated_at] if snapshot is not None and snapshot.updated_at is not None else []
+    for data in github_objects:
+        try:
+            stamps.append(parse_github_time(data["updated_at"]))
+        except (TypeError, KeyError, ValueError):  # absent, None, or not a time
+            continue
+    if not stamps and received_at:
+        stamps = [parse_github_time(received_at)]
+    # in UTC: SQLite keeps no offset, so a "+02:00" stored as is would read back two hours off
+    return max(stamps).astimezone(dt.timezone.utc) if stamps else None

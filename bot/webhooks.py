@@ -9,6 +9,7 @@ from flask import Blueprint, current_app, g, request
 from redis.exceptions import RedisError
 
 from bot import events, queueing
+from bot.issues import event_time
 from bot.metrics import event_label
 from bot.signatures import verify_signature
 from core import queues
@@ -56,7 +57,8 @@ def receive():
         return {"ok": True, "zen": "pong"}, 200
     try:
         payload = events.decode_body(body, request.mimetype)
-        event = events.parse(event_name, delivery_id, payload, received_at=dt.datetime.now(dt.timezone.utc).isoformat())
+        received_at = dt.datetime.now(dt.timezone.utc).isoformat()
+        event = events.parse(event_name, delivery_id, payload, received_at=received_at)
     except events.UnsupportedContentType as error:
         return {"error": str(error)}, 415
     except events.MalformedPayload as error:
@@ -64,7 +66,9 @@ def receive():
     route = route_for(event) if event else None
     if route is None:
         return "", 204
-    if _too_old(events.payload_updated_at(payload), settings.max_event_age):
+    # dated as the worker orders an issue's events; an installation event by arrival (the body markers guard it)
+    happened = event_time(None, received_at, payload.get("issue"), payload.get("comment"))
+    if _too_old(happened, settings.max_event_age):
         log.warning("ignored delivery %s: its event is older than GitHub's redelivery window", delivery_id)
         return {"ignored": "event older than GitHub's redelivery window", "delivery": delivery_id}, 200
     return _enqueue(route, event, queueing.body_digest(body))

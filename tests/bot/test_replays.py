@@ -11,8 +11,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue
 
-from bot import events
 from bot.app import create_app
+from bot.issues import event_time
 from bot.queueing import BODY_KEY, REPLAY_WINDOW_SECONDS, body_digest
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER
 from core.settings import Settings
@@ -88,10 +88,12 @@ def test_an_old_comment_on_an_old_issue_is_ignored(client, redis, payload):
 def test_event_time_is_the_newest_issue_or_comment_update(payload):
     body = payload("issue_comment/created")
     body["comment"]["updated_at"] = "2026-01-02T03:04:05Z"
-    assert events.payload_updated_at(body) == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
-    assert events.payload_updated_at(payload("installation/created")) is None  # not dated: the body markers guard it
+    newest = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    assert event_time(None, None, body["issue"], body["comment"]) == newest
+    installation = payload("installation/created")  # not dated by its body: the body markers guard it
+    assert event_time(None, None, installation.get("issue"), installation.get("comment")) is None
     body["issue"]["updated_at"] = "not a time"
-    assert events.payload_updated_at(body) == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    assert event_time(None, None, body["issue"], body["comment"]) == newest
 
 
 def test_the_age_limit_is_a_setting():
