@@ -41,11 +41,12 @@ def test_the_review_pages_promote_job_says_why_it_refused(registry, tfidf_model,
                                                           model_dir, redis):
     theirs = registry.register(tfidf_model, scope=PRIVATE)
     session.commit()
-    settings = dataclasses.replace(Settings(webhook_secret="s"), database_url=database_url, model_dir=model_dir)
+    settings = dataclasses.replace(Settings(webhook_secret="s"), database_url=database_url,
+                                   model_dir=model_dir)
     context.configure(TrainingContext(settings, make_sessionmaker(database_url), redis))
     try:
         message = jobs.promote_version(version=theirs.version, scope=MINE, requested_by="mallory")
     finally:
         context.configure(None)
-    assert message == f"not promoted: {theirs.version} was not trained for {MINE}: only its own versions and " \
-                      "the global ones may serve it"
+    assert message == (f"not promoted: {theirs.version} was not trained for {MINE}: only its own versions "
+                       "and the global ones may serve it")
