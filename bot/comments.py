@@ -6,6 +6,7 @@ no comment can mention anyone. Each carries a hidden marker, so the bot can find
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from bot.markdown import code_span
 
@@ -14,22 +15,34 @@ CONFIG_MARKER = "<!-- issue-sorter:config -->"
 DEFAULT_COMMENT = (f"{MARKER}\nIssue Sorter labelled this issue {{label}} ({{score:.0%}} sure). "
                    "If that is wrong, change the label: the bot learns from it.")
 SUGGEST_COMMENT = f"{MARKER}\nIssue Sorter's suggestions for this issue:\n\n{{suggestions}}"
+MAX_SIMILAR = 3  # the most similar confirmed issues a default comment links to
 MAX_REPORTED = 10  # problems listed in a config report; the rest are counted
 CONFIG_WARNED_KEY = "issue-sorter:config-warned:{}:{}"  # repo, digest of the report: one comment a day
 CONFIG_WARNING_SECONDS = 86400
 
 
-def label_comment(label: str, score: float, scores: dict[str, float], template: str | None = None) -> str:
-    """The comment of comment mode, after labelling."""
-    return (template or DEFAULT_COMMENT).format(label=code_span(label), score=score,
+def label_comment(label: str, score: float, scores: dict[str, float], template: str | None = None,
+                  similar: Sequence[int] = ()) -> str:
+    """The comment of comment mode, after labelling; the default one links the most `similar` confirmed
+    issues (a repository's own template says only what it says)."""
+    text = (template or DEFAULT_COMMENT).format(label=code_span(label), score=score,
                                                 suggestions=suggestion_lines(scores))
+    return text if template else text + similar_line(similar)
 
 
-def suggestion_comment(scores: dict[str, float], template: str | None = None) -> str:
-    """The comment of suggest mode: the top kinds with their scores."""
+def suggestion_comment(scores: dict[str, float], template: str | None = None,
+                       similar: Sequence[int] = ()) -> str:
+    """The comment of suggest mode: the top kinds with their scores (and, by default, similar issues)."""
     top, score = max(scores.items(), key=lambda item: item[1])
-    return (template or SUGGEST_COMMENT).format(label=code_span(top), score=score,
+    text = (template or SUGGEST_COMMENT).format(label=code_span(top), score=score,
                                                 suggestions=suggestion_lines(scores))
+    return text if template else text + similar_line(similar)
+
+
+def similar_line(numbers: Sequence[int]) -> str:
+    """"Similar confirmed issues: #12, #7." (GitHub links each number in the repository), or nothing."""
+    kept = list(dict.fromkeys(int(number) for number in numbers))[:MAX_SIMILAR]
+    return f"\n\nSimilar confirmed issues: {', '.join(f'#{number}' for number in kept)}." if kept else ""
 
 
 def suggestion_lines(scores: dict[str, float], n: int = 3) -> str:
@@ -55,3 +68,8 @@ def config_warning(report: str) -> str:
 def config_warning_key(repo: str, report: str) -> str:
     """Redis key that makes one report a day per repository (the same problems, the same key)."""
     return CONFIG_WARNED_KEY.format(repo, hashlib.sha256(report.encode()).hexdigest()[:16])
+
+
+def decision_marker(prediction_id: int) -> str:
+    """The hidden mark of the comment that carries one stored decision: a retried job finds it on the issue."""
+    return f"<!-- issue-sorter:prediction:{int(prediction_id)} -->"

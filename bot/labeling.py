@@ -171,6 +171,9 @@ class Plan:
     label: str | None = None
     reason: str = ""
     scores: dict[str, float] = field(default_factory=dict)  # as served: the model's, after the memory
+    model_scores: dict[str, float] | None = None  # the model's own, before the memory (None: resumed)
+    neighbours: tuple[dict, ...] | None = None  # the confirmed issues that voted (None: no memory asked)
+    threshold: float | None = None  # the top score the chosen kind needed (the review page's borderline)
     writes: tuple[Write, ...] = ()
     resumed: bool = False  # finishes a stored decision instead of storing a new one
 
@@ -183,17 +186,21 @@ def decide(inputs: LabelingInputs) -> Plan:
     if inputs.pending is not None:
         return _resume(inputs, warning)
     policy = inputs.policy
-    scores = dict(inputs.scores or {})
+    scores = model_scores = dict(inputs.scores or {})
+    voters = None
     if inputs.memory is not None and inputs.vector is not None and policy.memory:
-        scores = inputs.memory.adjust(scores, inputs.vector)
+        scores, nearest = inputs.memory.adjust_with_neighbours(scores, inputs.vector)
+        voters = tuple({"number": n.number, "similarity": round(n.similarity, 4), "label": n.label}
+                       for n in nearest)
     choice = choose_label(scores, inputs.repo_labels, policy)
     issue_type = _type_beside(choice, inputs.issue_types, policy) if policy.apply == "both" else None
     reason = f"{choice.reason}; its issue type is {issue_type!r}" if issue_type else choice.reason
-    outcome, writes = _writes(inputs, choice, scores, issue_type)
+    outcome, writes = _writes(inputs, choice, scores, issue_type, similar=_similar(voters))
     if outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
         mark, marked = _abstention_mark(inputs)
         writes, reason = writes + mark, reason + marked
     return Plan(outcome=outcome, predicted=choice.predicted, label=choice.label, reason=reason, scores=scores,
+                model_scores=model_scores, neighbours=voters, threshold=policy.threshold_for(choice.predicted),
                 writes=warning + writes)
 
 
@@ -201,16 +208,22 @@ def _resume(inputs: LabelingInputs, warning: tuple[Write, ...]) -> Plan:
     """Finish a stored decision: write to GitHub only what GitHub does not have yet."""
     pending = inputs.pending
     choice = Choice(pending.predicted, pending.scores.get(pending.predicted, 0.0), pending.label, pending.reason)
+    outcome, writes = _writes(inputs, choice, pending.scores)
     if pending.label is not None and pending.label in inputs.issue.labels:
-        outcome, writes = "applied", ()  # GitHub took the label before the crash
-    else:
-        outcome, writes = _writes(inputs, choice, pending.scores)
+        # GitHub took the label before the crash; its comment may be missing (bot.labeling_writes looks)
+        outcome, writes = "applied", tuple(write for write in writes if write.call == "create_comment")
     return Plan(outcome=outcome, predicted=pending.predicted, label=pending.label, reason=pending.reason,
                 scores=pending.scores, writes=warning + writes, resumed=True)
 
 
+def _similar(voters: tuple[dict, ...] | None) -> tuple[int, ...]:
+    """The confirmed issues a comment may link: the voters that resemble the issue, most similar first."""
+    return tuple(voter["number"] for voter in voters or ()
+                 if voter["number"] is not None and voter["similarity"] > 0)
+
+
 def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float],
-            issue_type: str | None = None) -> tuple[str, tuple[Write, ...]]:
+            issue_type: str | None = None, similar: tuple[int, ...] = ()) -> tuple[str, tuple[Write, ...]]:
     """(outcome, the writes that carry the choice out) under the repository's mode."""
     policy, repo, number = inputs.policy, inputs.repo, inputs.number
     if policy.held:
@@ -218,7 +231,7 @@ def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float],
     if policy.mode == "shadow":  # the maintainers judge it first, on the review page, before it writes
         return "shadow", ()
     if policy.mode == "suggest":
-        comment = comments.suggestion_comment(scores, policy.comment_template)
+        comment = comments.suggestion_comment(scores, policy.comment_template, similar)
         return "suggested", () if policy.dry_run else (Write("create_comment", (repo, number, comment)),)
     if choice.label is None:
         return "abstained", ()
@@ -235,7 +248,7 @@ def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float],
     if issue_type:
         writes.append(Write("set_issue_type", (repo, number, issue_type)))
     if policy.mode == "comment":
-        comment = comments.label_comment(choice.label, choice.score, scores, policy.comment_template)
+        comment = comments.label_comment(choice.label, choice.score, scores, policy.comment_template, similar)
         writes.append(Write("create_comment", (repo, number, comment)))
     return "applied", tuple(writes)
 

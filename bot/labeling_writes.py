@@ -3,17 +3,24 @@
 The Prediction is stored as PENDING and `checkpoint` (the job's commit) called before GitHub is written,
 so a job that dies after GitHub took the label finishes the same decision when retried, instead of
 finding the label and recording nothing. GitHub answering an error before it took anything forgets the
-decision, and the job decides what next (retry later, or drop).
+decision, and the job decides what next (retry later, or drop); a transient error after a write landed keeps
+it pending, so the retry finishes it.
+
+A comment is posted once per decision: it carries the decision's hidden marker (bot.comments.decision_marker),
+and a resumed decision looks for it on the issue before posting, since the job may have died after GitHub
+took the comment and before the outcome was committed.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from bot.github_client import GitHubError
+from bot import comments
+from bot.github_client import GitHubError, TransientGitHubError
 from bot.labeling import PENDING, Plan, Write
 from bot.labeling_inputs import Gathered
 from core import store
@@ -34,20 +41,25 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
         return plan.skip
     if plan.resumed:
         prediction = store.latest_prediction(session, gathered.issue_row)
-        _write_all(github, plan.writes, claim)
+        _write_all(github, _unposted(github, repo, number, _marked(plan.writes, prediction.id)), claim)
         _record_outcome(prediction, plan.outcome)
         log.info("%s#%s: resumed after a crash: %s %r", repo, number, plan.outcome, plan.label)
         return prediction
     prediction = Prediction(issue_id=gathered.issue_row.id, model_version_id=gathered.model_version_id,
                             delivery_id=delivery_id, scores=plan.scores, predicted=plan.predicted, label=plan.label,
-                            applied=False, outcome=PENDING, reason=plan.reason)
+                            applied=False, outcome=PENDING, reason=plan.reason,
+                            model_scores=plan.model_scores, threshold=plan.threshold,
+                            neighbours=list(plan.neighbours) if plan.neighbours is not None else None)
     session.add(prediction)
     session.flush()
     checkpoint()
+    written: list[Write] = []
     try:
-        _write_all(github, plan.writes, claim)
-    except GitHubError:  # GitHub answered and took nothing: forget the decision
-        session.delete(prediction)
+        _write_all(github, _marked(plan.writes, prediction.id), claim, written)
+    except GitHubError as error:
+        if isinstance(error, TransientGitHubError) and any(_is_decision(write) for write in written):
+            raise  # GitHub took part of it: the retry resumes the pending decision and writes the rest
+        session.delete(prediction)  # GitHub answered and took nothing (or will take nothing): forget it
         session.flush()
         checkpoint()
         raise
@@ -57,11 +69,42 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
     return prediction
 
 
-def _write_all(github, writes: tuple[Write, ...], claim: Callable[[str], bool]) -> None:
+def _write_all(github, writes: tuple[Write, ...], claim: Callable[[str], bool],
+               written: list[Write] | None = None) -> None:
     for write in writes:
         if github is None or (write.once_key is not None and not claim(write.once_key)):
             continue
         getattr(github, write.call)(*write.args)
+        if written is not None:
+            written.append(write)
+
+
+def _is_decision(write: Write) -> bool:
+    """A write that carries the decision (the config report's comment is claimed once on its own)."""
+    return write.once_key is None
+
+
+def _is_decision_comment(write: Write) -> bool:
+    return write.call == "create_comment" and _is_decision(write)
+
+
+def _marked(writes: tuple[Write, ...], prediction_id: int) -> tuple[Write, ...]:
+    """The decision's comment with its hidden marker at the end."""
+    marker = comments.decision_marker(prediction_id)
+    return tuple(replace(write, args=(*write.args[:2], f"{write.args[2]}\n{marker}"))
+                 if _is_decision_comment(write) else write for write in writes)
+
+
+def _unposted(github, repo: str, number: int, writes: tuple[Write, ...]) -> tuple[Write, ...]:
+    """A resumed decision's writes without its comment when GitHub already shows it (one read, only then)."""
+    comment = next((write for write in writes if _is_decision_comment(write)), None)
+    if github is None or comment is None:
+        return writes
+    marker = comment.args[2].rsplit("\n", 1)[-1]
+    if not any(marker in body for body in github.list_comments(repo, number)):
+        return writes
+    log.info("%s#%s: the decision's comment is already on the issue; not posted again", repo, number)
+    return tuple(write for write in writes if write is not comment)
 
 
 def _record_outcome(prediction: Prediction, outcome: str) -> None:

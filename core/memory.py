@@ -18,7 +18,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -59,6 +59,7 @@ SELF_CHECK_ISSUES = 50  # the memory's latest rows the self-check predicts, each
 class Neighbour:
     label: str  # a class of the model
     similarity: float  # cosine similarity to the issue being scored
+    number: int | None = None  # the confirmed issue's number, when the memory knows it (recall does)
 
 
 def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour],
@@ -144,6 +145,7 @@ class Memory:
 
     vectors: np.ndarray  # (n, d) float32, rows L2-normalised
     labels: list[str]  # the model class of each row
+    numbers: list[int] = field(default_factory=list)  # each row's issue number (recall's; empty: unknown)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -154,7 +156,8 @@ class Memory:
             return []
         similarities = self.vectors @ _normalised(vector)
         top = np.argsort(-similarities)[:k]
-        return [Neighbour(self.labels[i], float(similarities[i])) for i in top]
+        return [Neighbour(self.labels[i], float(similarities[i]), self.numbers[i] if self.numbers else None)
+                for i in top]
 
     def label_counts(self) -> dict[str, int]:
         return dict(Counter(self.labels))
@@ -175,6 +178,12 @@ class Memory:
     def adjust(self, scores: Mapping[str, float], vector: Sequence[float]) -> dict[str, float]:
         """adjust_scores with this memory's neighbours of `vector`, its label counts and its trust."""
         return adjust_scores(scores, self.nearest(vector), self.label_counts(), trust=self.trust)
+
+    def adjust_with_neighbours(self, scores: Mapping[str, float], vector: Sequence[float]
+                               ) -> tuple[dict[str, float], list[Neighbour]]:
+        """`adjust`, and the neighbours that voted (the review page shows them with the prediction)."""
+        neighbours = self.nearest(vector)
+        return adjust_scores(scores, neighbours, self.label_counts(), trust=self.trust), neighbours
 
 
 def _normalised(vector: Sequence[float]) -> np.ndarray:
@@ -197,16 +206,16 @@ def recall(session: Session, repository_id: int, version: str, classes: Sequence
            exclude_issue: int | None = None) -> Memory:
     """The repository's memory as `version` embedded it, labels mapped onto `classes` (others left out), in
     the order its issues were confirmed (the self-check's "latest" are the last rows)."""
-    rows = session.execute(select(MemoryEntry.label, MemoryEntry.embedding)
+    rows = session.execute(select(MemoryEntry.label, MemoryEntry.embedding, IssueRecord.number)
                            .join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id).where(
         MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
         MemoryEntry.issue_id != (exclude_issue or -1)).order_by(*_oldest_confirmed_first())).all()
-    kept = [(class_of(label, classes), blob) for label, blob in rows]
-    kept = [(label, blob) for label, blob in kept if label is not None]
+    kept = [(class_of(label, classes), blob, number) for label, blob, number in rows]
+    kept = [(label, blob, number) for label, blob, number in kept if label is not None]
     if not kept:
         return Memory(np.zeros((0, 0), dtype=np.float32), [])
-    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in kept])
-    return Memory(vectors, [label for label, _ in kept])
+    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob, _ in kept])
+    return Memory(vectors, [label for label, _, _ in kept], [number for _, _, number in kept])
 
 
 def remember(session: Session, issue: IssueRecord, label: str, version: str, vector: Sequence[float],

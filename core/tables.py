@@ -98,7 +98,12 @@ class Prediction(Base):
     issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
     model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_versions.id"))
     delivery_id: Mapped[str | None] = mapped_column(StorableString(64), index=True)
-    scores: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)
+    scores: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)  # as served: after the memory
+    # why this label (the review page): the model's own scores before the memory, and the confirmed issues
+    # that voted, [{"number", "similarity", "label"}], most similar first; None when not recorded
+    model_scores: Mapped[dict[str, float] | None] = mapped_column(JSON(none_as_null=True))
+    neighbours: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    threshold: Mapped[float | None] = mapped_column(Float)  # the top score needed for a label, as decided
     predicted: Mapped[str | None] = mapped_column(StorableString(255))  # the model's top class
     label: Mapped[str | None] = mapped_column(StorableString(255))  # the repository label it maps to
     applied: Mapped[bool] = mapped_column(Boolean, default=False)
