@@ -81,6 +81,8 @@ class IssueWriter(Protocol):
 
     def create_comment(self, repo: str, number: int, body: str) -> None: ...
 
+    def list_comments(self, repo: str, number: int) -> list[str]: ...
+
     def list_issue_types(self, repo: str) -> list[str]: ...
 
     def set_issue_type(self, repo: str, number: int, issue_type: str) -> None: ...
@@ -234,6 +236,10 @@ class PyGithubWriter:
 
     def create_comment(self, repo: str, number: int, body: str) -> None:
         self._call(lambda: self._repo(repo).get_issue(number).create_comment(body))
+
+    def list_comments(self, repo: str, number: int) -> list[str]:
+        """The bodies of the issue's comments, oldest first, through all pages."""
+        return self._call(lambda: [comment.body for comment in self._repo(repo).get_issue(number).get_comments()])
 
     def react_to_comment(self, repo: str, comment_id: int, content: str) -> None:
         """Put a reaction ("-1", "confused", ...) on an issue comment: an answer that pings nobody."""

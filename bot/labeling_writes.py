@@ -3,8 +3,8 @@
 The Prediction is stored as PENDING and `checkpoint` (the job's commit) called before GitHub is written,
 so a job that dies after GitHub took the label finishes the same decision when retried, instead of
 finding the label and recording nothing. GitHub answering an error before it took anything forgets the
-decision, and the job decides what next (retry later, or drop); a transient error after a write landed keeps
-it pending, so the retry finishes it.
+decision, and the job decides what next (retry later, or drop); a transient error once a write may have
+landed (an earlier one, or this one unanswered) keeps it pending, so the retry finishes it.
 
 A comment is posted once per decision: it carries the decision's hidden marker (bot.comments.decision_marker),
 and a resumed decision looks for it on the issue before posting, since the job may have died after GitHub
@@ -53,13 +53,14 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
     session.add(prediction)
     session.flush()
     checkpoint()
-    written: list[Write] = []
+    attempted: list[Write] = []
     try:
-        _write_all(github, _marked(plan.writes, prediction.id), claim, written)
+        _write_all(github, _marked(plan.writes, prediction.id), claim, attempted)
     except GitHubError as error:
-        if isinstance(error, TransientGitHubError) and any(_is_decision(write) for write in written):
-            raise  # GitHub took part of it: the retry resumes the pending decision and writes the rest
-        session.delete(prediction)  # GitHub answered and took nothing (or will take nothing): forget it
+        taken = attempted if error.status is None else attempted[:-1]  # an answered error took nothing
+        if isinstance(error, TransientGitHubError) and any(_is_decision(write) for write in taken):
+            raise  # GitHub may hold part of it: the retry resumes the pending decision and writes the rest
+        session.delete(prediction)  # GitHub took nothing (or the job is dropped): forget the decision
         session.flush()
         checkpoint()
         raise
@@ -70,13 +71,13 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
 
 
 def _write_all(github, writes: tuple[Write, ...], claim: Callable[[str], bool],
-               written: list[Write] | None = None) -> None:
+               attempted: list[Write] | None = None) -> None:
     for write in writes:
         if github is None or (write.once_key is not None and not claim(write.once_key)):
             continue
+        if attempted is not None:
+            attempted.append(write)
         getattr(github, write.call)(*write.args)
-        if written is not None:
-            written.append(write)
 
 
 def _is_decision(write: Write) -> bool:

@@ -510,6 +510,7 @@ class FakeGitHub:
             ("POST", f"{issue}/labels", self._add_labels),
             ("DELETE", f"{issue}/labels/<path:label>", self._remove_label),
             ("POST", f"{issue}/comments", self._create_comment),
+            ("GET", f"{issue}/comments", self._list_comments),
             ("POST", f"{repo}/issues/comments/<int:comment_id>/reactions", self._create_reaction),
             ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
             ("GET", f"{repo}/contents/<path:path>", self._contents),
@@ -863,6 +864,13 @@ class FakeGitHub:
                    "reactions": _reactions(f"{url}/reactions"), "performed_via_github_app": None}
         issue["comments"].append(comment)
         return _json(comment, 201)
+
+    def _list_comments(self, owner: str, name: str, number: int) -> Response:
+        issue = self._repos[f"{owner}/{name}"]["issues"].get(number)
+        if issue is None:
+            return _error(404, "Not Found")
+        page, headers = self._page(issue["comments"])
+        return _json(page, headers=headers)
 
     def _create_reaction(self, owner: str, name: str, comment_id: int) -> Response:
         """POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions: 201 with the reaction, 200 when

@@ -110,6 +110,11 @@ class FakeGitHub:
     def create_comment(self, repo: str, number: int, body: str) -> None:
         self.calls.append(("create_comment", repo, number, body))
 
+    def list_comments(self, repo: str, number: int) -> list[str]:
+        bodies = self.comments(repo, number)  # before this call is recorded
+        self.calls.append(("list_comments", repo, number))
+        return bodies
+
     def list_issue_types(self, repo: str) -> list[str]:
         self.calls.append(("list_issue_types", repo))
         return list(self.issue_types.get(repo, []))

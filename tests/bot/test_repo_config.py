@@ -9,7 +9,7 @@ import pytest
 import yaml
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
-from bot.comments import problem_report
+from bot.comments import decision_marker, problem_report
 from bot.github_client import RepoFile
 from bot.repo_config import CONFIG_PATH, RepoConfig, parse_config, parse_file
 from core.queues import LABELING_QUEUE, SERIALIZER
@@ -280,7 +280,8 @@ def test_comment_mode_labels_and_explains_with_the_repositorys_template(sessions
     template = 'comment_template: "Sorted as {label} ({score:.0%} sure)"'
     label(sessions, github, 1, config=f"mode: comment\n{template}")
     assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
-    assert github.comments(REPO, 1) == ["Sorted as `bug` (90% sure)"]  # label names in code spans ping nobody
+    # label names in code spans ping nobody; the hidden marker names the decision (posted once)
+    assert github.comments(REPO, 1) == ["Sorted as `bug` (90% sure)\n" + decision_marker(1)]
 
 
 def test_suggest_mode_comments_the_ranked_kinds_and_labels_nothing(sessions, github):
