@@ -28,11 +28,14 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
 from bot.feedback import is_known_label
-from bot.review import admins, pending
+from bot.review import admins, display, pending
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import (
     CHOICES,
     FILTERS,
+    OUTCOMES,
+    BadView,
+    View,
     decisions_page,
     is_shadow_mode,
     prediction_in,
@@ -40,12 +43,15 @@ from bot.review.decisions import (
 )
 from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
 from core import memory, store
+from core.kinds import labels_for_kinds
 from core.db import session_scope
 from core.queues import CRASH_RETRY, REVIEW_PREDICTION, enqueue
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("review", __name__, url_prefix="/review", template_folder="templates")
+display.install(blueprint)
 PUBLIC = {"review.sign_in", "review.sign_in_github", "review.oauth_callback"}
+MAX_BULK = 100  # predictions one "Accept selected" may queue
 QUALITY_REFRESH = 30  # seconds between reloads of the quality page while one of its jobs is queued or running
 ERROR_MESSAGES = {
     404: "There is no such page here, or the repository is not one where you have triage permission or more.",
@@ -205,17 +211,23 @@ def repository(owner: str, name: str):
     which = request.args.get("filter", "waiting")
     if which not in FILTERS:
         abort(404, description=f"There is no filter {which[:40]!r}: the tabs are {', '.join(FILTERS)}.")
+    try:
+        view = View.from_args(request.args)
+    except BadView as bad:
+        abort(400, description=str(bad))
     with _db() as db:
-        found = decisions_page(db, repo.full_name, which, request.args.get("page", 1, type=int))
+        found = decisions_page(db, repo.full_name, which, request.args.get("page", 1, type=int), view)
         stored = store.find_repository(db, full_name=repo.full_name)
         fill = memory.stored_progress(stored) if stored is not None else None
         shadow = is_shadow_mode(db, repo.full_name)
     states = pending.states(_redis(), [row.prediction_id for row in found.rows])
-    labels = _known_labels(repo.full_name) if any(row.reviewable for row in found.rows) else []
+    labels = _known_labels(repo.full_name)
     return render_template("review/repository.html", repo=repo, found=found, which=which, filters=FILTERS,
                            states=states, labels=labels, web_url=_settings().web_url, fill=fill,
-                           shadow=shadow,
-                           refresh=any("queued" in state for state in states.values()))
+                           shadow=shadow, view=view, outcomes=OUTCOMES, names=labels_for_kinds(labels),
+                           # while a review is queued the page's script watches its rows (no reload, so
+                           # no lost selection or place); without script, the page reloads itself
+                           watch=any("queued" in state for state in states.values()))
 
 
 @blueprint.get("/<path:unknown>")
@@ -224,36 +236,80 @@ def unknown_page(unknown: str):
     abort(404)
 
 
+def _wants_json() -> bool:
+    """The page's script asks for JSON (fetch, no reload); a plain form gets a redirect back."""
+    return request.accept_mimetypes.best_match(["text/html", "application/json"]) == "application/json"
+
+
+def _back(owner: str, name: str, anchor: str | None = None):
+    """Back to the list the click came from, at the row clicked (no jump to the top)."""
+    target = request.form.get("back")
+    if target and _safe_next(target) == target:
+        return redirect(target + (f"#{anchor}" if anchor else ""), 303)
+    return redirect(url_for("review.repository", owner=owner, name=name,
+                            filter=request.form.get("filter", "waiting"),
+                            page=request.form.get("page", 1, type=int), _anchor=anchor), 303)
+
+
+def _answer(owner: str, name: str, results: list[dict], anchor: str | None = None):
+    if _wants_json():
+        return {"results": results}
+    for result in results:
+        flash(result["message"])
+    return _back(owner, name, anchor)
+
+
 @blueprint.post("/<owner>/<name>/predictions/<int:prediction_id>")
 def review(owner: str, name: str, prediction_id: int):
-    """One click: queue the review for the feedback worker, then back to the page, which says "queued"."""
+    """One click: queue the review for the feedback worker, then back to the row, which says "queued"."""
     repo = _reviewable(owner, name)
     with _db() as db:
         row = prediction_in(db, repo.full_name, prediction_id)
     if row is None:
         abort(404)
-    back = redirect(url_for("review.repository", owner=owner, name=name,
-                            filter=request.form.get("filter", "waiting"),
-                            page=request.form.get("page", 1, type=int)), 303)
-    choice, label = request.form.get("choice"), request.form.get("label") or None
+    result = _queue_review(repo, row, request.form.get("choice"), request.form.get("label") or None)
+    return _answer(owner, name, [result], anchor=f"prediction-{prediction_id}")
+
+
+@blueprint.post("/<owner>/<name>/predictions/accept")
+def accept_many(owner: str, name: str):
+    """Accept several at once: one review job per prediction, as if each had been clicked."""
+    repo = _reviewable(owner, name)
+    ids = list(dict.fromkeys(request.form.getlist("prediction_id", type=int)))
+    if not ids:
+        abort(400, description="Select the issues to accept first.")
+    if len(ids) > MAX_BULK:
+        abort(400, description=f"Accept at most {MAX_BULK} issues at once.")
+    with _db() as db:
+        rows = [prediction_in(db, repo.full_name, prediction_id) for prediction_id in ids]
+    if any(row is None for row in rows):
+        abort(404)
+    results = [_queue_review(repo, row, "accept", None) for row in rows]
+    queued = sum(result["queued"] for result in results)
+    log.info("%s accepted %d of %d selected on %s", g.reviewer.login, queued, len(rows), repo.full_name)
+    return _answer(owner, name, results, anchor=f"prediction-{ids[0]}")
+
+
+def _queue_review(repo: RepositoryAccess, row, choice: str | None, label: str | None) -> dict:
+    """Queue one review job, unless the click cannot stand; what happened, for the page."""
+    result = {"prediction_id": row.prediction_id, "number": row.number, "queued": False}
     problem = _review_problem(row, choice, label, repo.full_name)
     if problem:
-        flash(problem)
-        return back
+        return result | {"message": problem}
     job = {"review_id": uuid.uuid4().hex, "installation_id": repo.installation_id, "repo": repo.full_name,
            "number": row.number, "prediction_id": row.prediction_id, "choice": choice,
            "label": label if choice == "relabel" else None, "reviewer_login": g.reviewer.login}
     if not pending.mark_queued(_redis(), row.prediction_id, {"choice": choice, "label": job["label"],
                                                                "by": g.reviewer.login}):
-        flash(f"A review of #{row.number} is queued already.")
-        return back
+        return result | {"message": f"A review of #{row.number} is queued already."}
     try:
         enqueue(_redis(), REVIEW_PREDICTION, job, retry=CRASH_RETRY)
     except RedisError:
         pending.unmark(_redis(), row.prediction_id)
         raise
-    flash(f"Queued: {_describe(choice, row.label, label)} on #{row.number}.")
-    return back
+    state = f"{choice}{' ' + job['label'] if job['label'] else ''} by {g.reviewer.login}"
+    return result | {"queued": True, "state": state,
+                     "message": f"Queued: {_describe(choice, row.label, label)} on #{row.number}."}
 
 
 def _review_problem(row, choice: str | None, label: str | None, repo: str) -> str | None:

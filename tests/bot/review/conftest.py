@@ -50,17 +50,18 @@ def review_app(review_settings, redis):
 
 def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | None,
          scores: dict[str, float] | None = None, repo: str = REPO, installation: int = INSTALLATION,
-         reason: str = "the repository has this label") -> Seeded:
-    """An issue on the fake GitHub and the bot's prediction for it, as classify_and_label stores them."""
-    fake.add_issue(repo, number, title, "body", labels=[label] if outcome == "applied" and label else [])
+         reason: str = "the repository has this label", body: str = "body", **why) -> Seeded:
+    """An issue on the fake GitHub and the bot's prediction for it, as classify_and_label stores them;
+    `why`: the prediction's model_scores, neighbours, threshold or model_version_id."""
+    fake.add_issue(repo, number, title, body, labels=[label] if outcome == "applied" and label else [])
     scores = scores or {"bug": 0.7, "feature": 0.2, "question": 0.1}
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, repo, installation)
-        issue = store.upsert_issue(session, repository, number, title=title, body="body",
+        issue = store.upsert_issue(session, repository, number, title=title, body=body,
                                    author_login="octocat", state="open")
         prediction = Prediction(issue_id=issue.id, scores=scores, predicted=max(scores, key=scores.get),
                                 label=label, applied=outcome == "applied", outcome=outcome,
-                                reason=reason)
+                                reason=reason, **why)
         session.add(prediction)
         session.flush()
         return Seeded(prediction.id, number, title)
