@@ -317,10 +317,12 @@ class GitHubApp:
         self._integration: GithubIntegration | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> GitHubApp:
-        """The App the settings name, with their throttle."""
+    def from_settings(cls, settings: Settings, *, write_interval: float | None = None) -> GitHubApp:
+        """The App the settings name, with their throttle; a worker passes `write_interval=0`, since it spaces
+        each installation's writes across every process itself (bot.write_spacing)."""
+        interval = settings.github_write_interval if write_interval is None else write_interval
         return cls(settings.app_id, settings.private_key, settings.api_url,
-                   write_interval=settings.github_write_interval, read_interval=settings.github_read_interval)
+                   write_interval=interval, read_interval=settings.github_read_interval)
 
     def _as_app(self) -> GithubIntegration:
         """PyGithub's client authenticated as the App itself: a fresh JWT on every request."""

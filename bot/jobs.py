@@ -247,7 +247,8 @@ def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[
     try:
         outcome = work(ctx, event)
     except TransientGitHubError as error:
-        metrics.count_github_error(ctx.redis, error.status)
+        if not getattr(error, "deferral", False):  # a write spaced by bot.write_spacing never reached GitHub
+            metrics.count_github_error(ctx.redis, error.status)
         return _reschedule(ctx, spec, event, error)
     except PermanentGitHubError as error:
         metrics.count_github_error(ctx.redis, error.status)

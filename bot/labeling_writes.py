@@ -57,6 +57,8 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
     try:
         _write_all(github, _marked(plan.writes, prediction.id), claim, attempted)
     except GitHubError as error:
+        if getattr(error, "deferral", False):  # the installation's write spacing (bot.write_spacing)
+            raise  # decided, not yet written: the rescheduled job resumes it, without the model
         taken = attempted if error.status is None else attempted[:-1]  # an answered error took nothing
         if isinstance(error, TransientGitHubError) and any(_is_decision(write) for write in taken):
             raise  # GitHub may hold part of it: the retry resumes the pending decision and writes the rest

@@ -145,17 +145,25 @@ def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: fl
     """Run the current job again later without blocking the worker: after `delay` seconds (GitHub's
     reset time) or, when GitHub named none, with doubling back-off from `base_seconds`.
 
-    The new job carries no issue text (core.queues.split_text): its copy would be old by then, so it reads
-    the issue from GitHub."""
+    A write deferred for the installation's spacing (`why.deferral`, bot.write_spacing) asked GitHub
+    nothing: it runs again when its slot may be free, and counts no attempt. The new job carries no issue
+    text (core.queues.split_text): its copy would be old by then, so it reads the issue from GitHub."""
     job = get_current_job()
-    attempt = int(job.meta.get("attempt", 1)) if job else 1
-    if attempt >= max_attempts:
+    meta = job.meta if job else {}
+    attempt, deferrals = int(meta.get("attempt", 1)), int(meta.get("deferrals", 0))
+    deferral = bool(getattr(why, "deferral", False))
+    if not deferral and attempt >= max_attempts:
         log.error("giving up on %s after %d attempts: %s", kwargs.get("delivery_id"), attempt, why)
         return f"failed: GitHub kept failing ({why})"
     delay = delay if delay is not None else base_seconds * 2 ** (attempt - 1)
-    base_id = (job.id if job else spec.short_name).split("--retry")[0]
+    base_id = re.sub(r"(--(retry|defer)\d+)+$", "", job.id) if job else spec.short_name
+    new_id = f"{base_id}--defer{deferrals + 1}" if deferral else f"{base_id}--retry{attempt}"
     make_queue(redis, job.origin if job else LABELING_QUEUE).enqueue_in(
         timedelta(seconds=max(0.0, delay)), spec.name, kwargs=split_text(spec, kwargs)[0],
-        **job_options(job_id=f"{base_id}--retry{attempt}", meta={"attempt": attempt + 1}, retry=CRASH_RETRY))
+        **job_options(job_id=new_id, retry=CRASH_RETRY,
+                      meta={"attempt": attempt if deferral else attempt + 1, "deferrals": deferrals + deferral}))
+    if deferral:
+        log.info("%s waits for its installation's write slot; again in %.1f s", kwargs.get("delivery_id"), delay)
+        return f"deferred {delay:.1f} s: the installation's writes are spaced"
     log.warning("GitHub error on %s; retry %d in %.0f s: %s", kwargs.get("delivery_id"), attempt, delay, why)
     return f"rescheduled in {delay:.0f} s"

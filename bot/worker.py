@@ -11,7 +11,7 @@ from collections.abc import Callable
 from redis import Redis
 from rq import SimpleWorker
 
-from bot import context, memory_fill
+from bot import context, memory_fill, write_spacing
 from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
@@ -37,11 +37,13 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     if github_for is None and not settings.dry_run:
         from bot.github_client import GitHubApp
 
-        app = GitHubApp.from_settings(settings)
+        app = GitHubApp.from_settings(settings, write_interval=0.0)  # spaced in Redis, below, not by sleeping
         github_for, github_app = app.writer_for, app
     # One issue per job gains little from more threads, and loses much when other processes (the web
     # workers, the training worker) want the same cores: OpenMP threads then wait for each other.
     redis = redis or Redis.from_url(settings.redis_url)
+    if github_for is not None:  # one write a second per installation, across every worker process
+        github_for = write_spacing.spaced_writers(github_for, redis, settings.github_write_interval)
     # a version serving a repository for the first time here: its memory is filled on the feedback queue
     on_serve = functools.partial(memory_fill.queue_fill, redis) if settings.memory else None
     models = ServingModels(resolve, functools.partial(load_classifier, threads=settings.worker_threads),
