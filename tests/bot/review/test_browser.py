@@ -6,6 +6,7 @@ Set REVIEW_SCREENSHOTS=docs/review to keep a screenshot of each page (README.md 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -15,8 +16,9 @@ import pytest
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
+from core import store
 from core.db import session_scope
-from core.tables import IssueRecord, LabelEvent, Prediction
+from core.tables import GLOBAL_SCOPE, IssueRecord, LabelEvent, ModelVersion, Prediction
 from tests.bot.conftest import REPO, run_worker
 from tests.bot.review.conftest import XSS_TITLE, seed
 from tests.conftest import IN_CI
@@ -39,7 +41,7 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium  # Debian's browser: Selenium Manager must not fetch one
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,820"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,820"):
         options.add_argument(argument)
     chrome = webdriver.Chrome(service=Service(driver), options=options)
     chrome.implicitly_wait(5)
@@ -66,9 +68,16 @@ def signed_out(browser):
 
 
 def screenshot(browser, name: str) -> None:
+    """The page as shown, in 256 colours (a few tens of kB for the README, not hundreds)."""
     if SCREENSHOTS:
+        from PIL import Image
+
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
+        path = Path(SCREENSHOTS) / f"{name}.png"
+        browser.save_screenshot(str(path))
+        with Image.open(path) as image:
+            small = image.convert("RGB").quantize(256)
+        small.save(path, optimize=True)
 
 
 def wait_for_url(browser, url: str) -> None:
@@ -76,6 +85,14 @@ def wait_for_url(browser, url: str) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, 10).until(lambda driver: driver.current_url.split("?")[0].endswith(url))
+
+
+def queued(browser, prediction_id: int) -> None:
+    """A click posts without reloading: wait until its row says queued (the job is in Redis then)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda driver: driver.find_elements(
+        "css selector", f"#prediction-{prediction_id} td.review .tag.queued"))
 
 
 def sign_in(browser, url: str, fake, login: str) -> None:
@@ -123,6 +140,7 @@ def test_a_triager_signs_in_accepts_a_suggestion_and_sees_it_done(signed_out, se
     screenshot(browser, "repository-waiting")
 
     row.find_element("css selector", "button[value=accept]").click()
+    queued(browser, suggestion.prediction_id)
     assert browser.find_element("class name", "flash").text == "Queued: accept 'bug' on #8."
     row = browser.find_element("id", f"prediction-{suggestion.prediction_id}")
     assert "queued" in row.find_element("class name", "review").text
@@ -185,14 +203,16 @@ def test_in_shadow_mode_a_maintainers_accept_and_relabel_are_measured(signed_out
     browser.get(f"{served}/review/{REPO}")
     assert "Accept writes that label on the issue" in browser.find_element("id", "shadow-mode").text
     browser.find_element("css selector", f"#prediction-{kept.prediction_id} button[value=accept]").click()
+    queued(browser, kept.prediction_id)
     row = browser.find_element("id", f"prediction-{wrong.prediction_id}")
     from selenium.webdriver.support.ui import Select
 
     Select(row.find_element("css selector", "select[name=label]")).select_by_visible_text("question")
     row.find_element("css selector", "button[value=relabel]").click()
+    queued(browser, wrong.prediction_id)
     run_worker(redis)
     browser.get(f"{served}/review/{REPO}?filter=corrected")
-    rows = browser.find_elements("css selector", "#decisions tbody tr")
+    rows = browser.find_elements("css selector", "#decisions > tbody > tr")
     assert [r.get_attribute("id") for r in rows] == [f"prediction-{wrong.prediction_id}"]
     browser.get(f"{served}/review/{REPO}/quality")
     assert "would-have-been precision" in browser.find_element("id", "shadow-mode").text
@@ -220,7 +240,7 @@ def test_retrain_now_queues_once_and_shows_the_refusal_and_its_reason(signed_out
                                                                       sessions, redis, review_settings):
     """Issues 27.3 and 27.4: three clicks queued three jobs and a refused run left no trace; the page named
     no figure of its models."""
-    from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
+    from core.tables import ModelPromotion
     from trainer import context as training_context
     from trainer.worker import build_context
 
@@ -252,3 +272,169 @@ def test_retrain_now_queues_once_and_shows_the_refusal_and_its_reason(signed_out
     browser.find_element("xpath", "//button[text()='Retrain now']").click()  # within the hour: refused, said
     assert "was queued less than 60 minutes ago" in browser.find_element("class name", "flash").text
     screenshot(browser, "quality-jobs")
+
+
+@contextlib.contextmanager
+def screen(browser, width: int, height: int = 820):
+    """The page laid out for a screen `width` CSS pixels wide (a phone: 400), then back to the default."""
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700})
+    try:
+        yield
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def confirmed(sessions, number: int, title: str, label: str) -> None:
+    """A confirmed issue of the repository's history: one the memory's vote can name."""
+    with session_scope(sessions) as session:
+        repository = store.ensure_repository(session, REPO, 1)
+        issue = store.upsert_issue(session, repository, number, title=title, body="", author_login="someone",
+                                   state="closed")
+        issue.confirmed_label, issue.confirmed_by = label, "maintainer"
+
+
+def with_why(sessions, review_github, number: int, title: str, **extra):
+    """A suggestion with all of its why-this-label: both scores, two voters, the threshold, the model."""
+    with session_scope(sessions) as session:
+        version = ModelVersion(version="global-v3", scope=GLOBAL_SCOPE, path="unused",
+                               labels=["bug", "feature", "question"], metrics={})
+        session.add(version)
+        session.flush()
+        version_id = version.id
+    confirmed(sessions, 40, "Settings page takes a minute to open", "enhancement")
+    confirmed(sessions, 41, "Settings crash on save", "bug")
+    return seed(sessions, review_github, number, title, outcome="suggested", label="enhancement",
+                scores={"feature": 0.62, "bug": 0.25, "question": 0.13},
+                model_scores={"feature": 0.41, "bug": 0.44, "question": 0.15},
+                neighbours=[{"number": 40, "similarity": 0.91, "label": "feature"},
+                            {"number": 41, "similarity": 0.47, "label": "bug"}],
+                threshold=0.5, model_version_id=version_id,
+                reason="'feature' is 'enhancement' in this repository",
+                body="When I open the settings the page stays blank for a minute. " * 8, **extra)
+
+
+def test_why_this_label_shows_both_scores_the_voters_the_model_and_the_issue(signed_out, served,
+                                                                            review_github, sessions):
+    """Issue 27.5: the page showed the served scores only, in the model's class names; the memory's voters
+    were dropped, and the model version and the author never shown."""
+    browser = signed_out
+    row = with_why(sessions, review_github, 9, "Settings open slowly")
+    sign_in(browser, served, review_github, "helper")
+    browser.get(f"{served}/review/{REPO}")
+    line = browser.find_element("css selector", f"#prediction-{row.prediction_id} .scores").text
+    assert line.startswith("enhancement 0.62 · bug 0.25")  # the repository's own label names
+    panel = browser.find_element("id", f"why-{row.prediction_id}")
+    panel.find_element("tag name", "summary").click()
+    scores = [[cell.text for cell in tr.find_elements("tag name", "td")]
+              for tr in panel.find_elements("css selector", "table.why-scores tbody tr")]
+    assert scores == [["enhancement", "0.41", "0.62"], ["bug", "0.44", "0.25"], ["question", "0.15", "0.13"]]
+    voters = panel.find_elements("css selector", ".voters li")
+    assert [voter.text for voter in voters] == [
+        "#40 Settings page takes a minute to open enhancement, similarity 0.91",
+        "#41 Settings crash on save bug, similarity 0.47"]
+    link = voters[0].find_element("tag name", "a").get_attribute("href")
+    assert link == f"{review_github.url}/{REPO}/issues/40"  # on GitHub
+    assert "Model global-v3 · opened by octocat" in panel.text
+    excerpt = panel.find_element("class name", "excerpt").text
+    assert excerpt.startswith("When I open the settings") and excerpt.endswith("…") and len(excerpt) < 300
+    assert "A label needs a top score of 0.50." in panel.text
+    screenshot(browser, "repository-why")
+
+
+def test_several_issues_are_accepted_at_once_without_leaving_the_page(signed_out, served, review_github,
+                                                                     sessions, bare_context, redis):
+    """Issue 27.6: one issue at a time, each click a reload back at the top of the page."""
+    browser = signed_out
+    rows = [seed(sessions, review_github, 20 + i, f"Crash number {i}", outcome="suggested", label="bug",
+                 scores={"bug": 0.58 + i / 10, "feature": 0.3, "question": 0.12 - i / 10}, threshold=0.5)
+            for i in range(4)]
+    sign_in(browser, served, review_github, "helper")
+    browser.get(f"{served}/review/{REPO}")
+    browser.execute_script("window.notReloaded = true")
+    for row in rows[:3]:
+        browser.find_element("css selector", f"#prediction-{row.prediction_id} input.select").click()
+    assert browser.find_element("id", "selected-count").text == "3 selected"
+    screenshot(browser, "repository-selected")
+    browser.find_element("id", "accept-selected").click()
+    for row in rows[:3]:
+        queued(browser, row.prediction_id)
+    assert browser.execute_script("return window.notReloaded") is True
+    flashes = sorted(element.text for element in browser.find_elements("css selector", "#messages .flash"))
+    assert flashes == [f"Queued: accept 'bug' on #{row.number}." for row in rows[:3]]
+    assert browser.find_elements("css selector", f"#prediction-{rows[3].prediction_id} input.select")
+    assert redis.llen("rq:queue:feedback") == 3
+    run_worker(redis)
+    assert [review_github.issue_labels(REPO, row.number) for row in rows] == [["bug"], ["bug"], ["bug"], []]
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # the page watches its queued rows: they say what happened, with no reload
+    WebDriverWait(browser, 10).until(lambda driver: all(
+        "decided" in driver.find_element("css selector", f"#prediction-{row.prediction_id} td.review").text
+        for row in rows[:3]))
+    assert browser.execute_script("return window.notReloaded") is True
+
+
+def test_a_click_and_the_keyboard_keep_the_page_where_it_was(signed_out, served, review_github, sessions,
+                                                             redis):
+    """Issue 27.6: after a click the page came back at its top; nothing could be done from the keyboard."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser = signed_out
+    rows = [seed(sessions, review_github, 30 + i, f"Issue number {i}", outcome="suggested", label="bug")
+            for i in range(12)]  # newest first: rows[0] is at the bottom
+    sign_in(browser, served, review_github, "helper")
+    with screen(browser, 1280, 600):
+        browser.get(f"{served}/review/{REPO}")
+        browser.execute_script("window.notReloaded = true")
+        button = browser.find_element("css selector",
+                                      f"#prediction-{rows[0].prediction_id} button[value=accept]")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        before = browser.execute_script("return window.scrollY")
+        assert before > 300
+        button.click()
+        queued(browser, rows[0].prediction_id)
+        assert browser.execute_script("return window.scrollY") == before
+        ActionChains(browser).send_keys("k").send_keys("a").perform()  # up one (rows[1]), accept it
+        queued(browser, rows[1].prediction_id)
+        ActionChains(browser).send_keys("k").send_keys("x").send_keys("k").send_keys("x").perform()
+        ActionChains(browser).key_down("\ue008").send_keys("A").key_up("\ue008").perform()  # Shift+A
+        queued(browser, rows[2].prediction_id)
+        queued(browser, rows[3].prediction_id)
+        assert redis.llen("rq:queue:feedback") == 4
+        assert abs(browser.execute_script("return window.scrollY") - before) < 200  # no jump to the top
+        assert browser.execute_script("return window.notReloaded") is True
+        ActionChains(browser).send_keys("?").perform()
+        shortcuts = browser.find_element("id", "shortcuts")
+        assert shortcuts.get_attribute("open") is not None and "accept every selected issue" in shortcuts.text
+
+
+def test_on_a_400_px_screen_the_list_is_cards_and_the_page_never_scrolls_sideways(signed_out, served,
+                                                                                  review_github, sessions):
+    """Issue 27.7: under about 700 px the table overflowed the screen."""
+    browser = signed_out
+    row = with_why(sessions, review_github, 9,
+                   "Settings_open_slowly_with_a_very_long_identifier_in_the_title")
+    seed(sessions, review_github, 6, "How do I configure the proxy?", outcome="abstained", label=None,
+         scores={"question": 0.41, "docs": 0.33, "bug": 0.26},
+         reason="top score 0.41 (question) is below 0.50")
+    sign_in(browser, served, review_github, "maintainer")
+    with screen(browser, 400):
+        assert browser.execute_script("return window.innerWidth") == 400
+        browser.get(f"{served}/review/{REPO}")
+        thead = browser.find_element("css selector", "#decisions > thead")
+        assert browser.execute_script("return getComputedStyle(arguments[0]).display", thead) == "none"
+        card = browser.find_element("id", f"prediction-{row.prediction_id}")
+        assert card.rect["width"] <= 400
+        card.find_element("css selector", "details.why summary").click()
+        no_sideways = "return document.documentElement.scrollWidth <= window.innerWidth"
+        assert browser.execute_script(no_sideways)
+        browser.execute_script("window.scrollTo(0, 0)")
+        screenshot(browser, "repository-400")
+        for path in ("/review/", f"/review/{REPO}/quality", f"/review/{REPO}?filter=all&sort=confidence"):
+            browser.get(f"{served}{path}")
+            assert browser.execute_script(no_sideways), path
+        browser.get(f"{served}/review/{REPO}/quality")
+        images = browser.find_elements("css selector", "main img")
+        assert images and all(image.rect["width"] <= 400 for image in images)  # the charts fit
+        screenshot(browser, "quality-400")
