@@ -73,7 +73,7 @@ class IssueWriter(Protocol):
 
     def list_labels(self, repo: str) -> list[str]: ...
 
-    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None: ...
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> list[str] | None: ...
 
     def remove_label(self, repo: str, number: int, label: str) -> None: ...
 
@@ -206,9 +206,16 @@ class PyGithubWriter:
             raise
         return {"repo": data["full_name"], "repo_id": int(data["id"]), "private": bool(data.get("private"))}
 
-    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
-        if labels:
-            self._call(lambda: self._repo(repo).get_issue(number).add_to_labels(*labels))
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> list[str] | None:
+        """Add `labels`; the issue's labels after the write, as GitHub's answer lists them (None: none added).
+
+        The answer is the issue as GitHub has it, not as the delivery said: a label a maintainer put on in
+        the meantime shows there (bot.labeling_writes)."""
+        if not labels:
+            return None
+        _, data = self._call(lambda: self._github.requester.requestJsonAndCheck(
+            "POST", f"{self._repo(repo).url}/issues/{number}/labels", input=list(labels)))  # a bare list
+        return [label["name"] for label in data or ()]
 
     def list_issue_types(self, repo: str) -> list[str]:
         """The issue types the repository offers (its organisation's); none where types are off (404)."""

@@ -20,13 +20,16 @@ from dataclasses import replace
 from sqlalchemy.orm import Session
 
 from bot import comments
-from bot.github_client import GitHubError, TransientGitHubError
+from bot.feedback import removed_by_human
+from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.labeling import PENDING, Plan, Write
 from bot.labeling_inputs import Gathered
 from core import store
+from core.kinds import kind_of_label
 from core.tables import Prediction
 
 log = logging.getLogger(__name__)
+WITHDRAWN = "withdrawn"  # the outcome of a label the bot put on and took off again (see _answer_check)
 
 
 def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, delivery_id: str | None = None,
@@ -39,11 +42,13 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
         _write_all(github, plan.writes, claim)
         log.info("skipping %s#%s: %s", repo, number, plan.skip)
         return plan.skip
+    check = _answer_check(session, gathered, plan)
     if plan.resumed:
         prediction = store.latest_prediction(session, gathered.issue_row)
-        _write_all(github, _unposted(github, repo, number, _marked(plan.writes, prediction.id)), claim)
-        _record_outcome(prediction, plan.outcome)
-        log.info("%s#%s: resumed after a crash: %s %r", repo, number, plan.outcome, plan.label)
+        writes = _unposted(github, repo, number, _marked(plan.writes, prediction.id))
+        why = _check_label_on(check, plan, gathered, writes) or _write_all(github, writes, claim, check=check)
+        _record_outcome(prediction, plan.outcome, withdrawn=_withdraw(github, repo, number, plan.label, why))
+        log.info("%s#%s: resumed after a crash: %s %r", repo, number, prediction.outcome, plan.label)
         return prediction
     prediction = Prediction(issue_id=gathered.issue_row.id, model_version_id=gathered.model_version_id,
                             delivery_id=delivery_id, scores=plan.scores, predicted=plan.predicted, label=plan.label,
@@ -55,7 +60,8 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
     checkpoint()
     attempted: list[Write] = []
     try:
-        _write_all(github, _marked(plan.writes, prediction.id), claim, attempted)
+        why = _write_all(github, _marked(plan.writes, prediction.id), claim, attempted, check=check)
+        withdrawn = _withdraw(github, repo, number, plan.label, why)
     except GitHubError as error:
         if getattr(error, "deferral", False):  # the installation's write spacing (bot.write_spacing)
             raise  # decided, not yet written: the rescheduled job resumes it, without the model
@@ -66,20 +72,74 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
         session.flush()
         checkpoint()
         raise
-    _record_outcome(prediction, plan.outcome)
+    _record_outcome(prediction, plan.outcome, withdrawn=withdrawn)
     session.flush()
-    log.info("%s#%s: %s %r (%s)", repo, number, plan.outcome, plan.label, plan.reason)
+    log.info("%s#%s: %s %r (%s)", repo, number, prediction.outcome, plan.label, prediction.reason)
     return prediction
 
 
+def _no_check(write: Write, answer: object) -> None:
+    return None
+
+
 def _write_all(github, writes: tuple[Write, ...], claim: Callable[[str], bool],
-               attempted: list[Write] | None = None) -> None:
+               attempted: list[Write] | None = None, check: Callable[[Write, object], str | None] = _no_check
+               ) -> str | None:
+    """Make the writes in order; stop at the first answer `check` objects to, and return its reason."""
     for write in writes:
         if github is None or (write.once_key is not None and not claim(write.once_key)):
             continue
         if attempted is not None:
             attempted.append(write)
-        getattr(github, write.call)(*write.args)
+        why = check(write, getattr(github, write.call)(*write.args))
+        if why:
+            return why
+    return None
+
+
+def _answer_check(session: Session, gathered: Gathered, plan: Plan) -> Callable[[Write, object], str | None]:
+    """What the label's write answered (the issue's labels as GitHub has them now) against the decision.
+
+    The decision may have read the delivery's copy of the issue (bot.labeling_inputs' fresh window): a
+    maintainer who labelled the issue, or took the bot's label off, in those seconds is not in it. Either
+    way the maintainer's word stands: the bot's label comes off again, and never_again keeps it off."""
+    classes = set(gathered.inputs.classes)
+
+    def check(write: Write, answer: object) -> str | None:
+        if write.call != "add_labels" or answer is None or write.args[2] != [plan.label]:
+            return None  # not the decision's label, or no answer to read
+        others = [name for name in answer
+                  if name != plan.label and (name in classes or kind_of_label(name) in classes)]
+        if others:
+            return f"a maintainer labelled it {others[0]!r} meanwhile"
+        if plan.label in removed_by_human(session, gathered.issue_row):
+            return f"a maintainer removed {plan.label!r} meanwhile"
+        return None
+
+    return check
+
+
+def _check_label_on(check: Callable[[Write, object], str | None], plan: Plan, gathered: Gathered,
+                    writes: tuple[Write, ...]) -> str | None:
+    """A resumed decision whose label went out before the crash: the issue as read now is its answer."""
+    issue = gathered.inputs.issue
+    if plan.label is None or plan.label not in issue.labels or any(w.call == "add_labels" for w in writes):
+        return None
+    return check(Write("add_labels", (gathered.inputs.repo, gathered.inputs.number, [plan.label])),
+                 list(issue.labels))
+
+
+def _withdraw(github, repo: str, number: int, label: str | None, why: str | None) -> str | None:
+    """Take the bot's label off again when its answer showed a maintainer's word; why, or None."""
+    if why is None or github is None or label is None:
+        return None
+    try:
+        github.remove_label(repo, number, label)
+    except PermanentGitHubError as error:
+        if error.status != 404:  # 404: it is off already
+            raise
+    log.warning("%s#%s: %r taken off again: %s", repo, number, label, why)
+    return why
 
 
 def _is_decision(write: Write) -> bool:
@@ -110,5 +170,7 @@ def _unposted(github, repo: str, number: int, writes: tuple[Write, ...]) -> tupl
     return tuple(write for write in writes if write is not comment)
 
 
-def _record_outcome(prediction: Prediction, outcome: str) -> None:
+def _record_outcome(prediction: Prediction, outcome: str, *, withdrawn: str | None = None) -> None:
+    if withdrawn:  # the label went on and came off again: not applied, and said why
+        outcome, prediction.reason = WITHDRAWN, f"{prediction.reason}; taken off again: {withdrawn}"
     prediction.outcome, prediction.applied = outcome, outcome == "applied"

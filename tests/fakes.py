@@ -95,9 +95,10 @@ class FakeGitHub:
         self.calls.append(("list_labels", repo))
         return list(self.labels.get(repo, []))
 
-    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> list[str]:
         self.calls.append(("add_labels", repo, number, tuple(labels)))
         self.issue_labels.setdefault((repo, number), []).extend(labels)
+        return list(self.issue_labels[(repo, number)])  # GitHub answers with the issue's labels
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         self.calls.append(("remove_label", repo, number, label))
