@@ -12,11 +12,13 @@ from redis import Redis
 from rq import SimpleWorker
 
 from bot import context, memory_fill, write_spacing
+from bot.queueing import DELIVERY_KEY
 from bot.serving import NO_MODEL, Served, ServingModels
 from core import store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
+from core.pickled_jobs import Upgrade, convert_pickled_jobs
 from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
 from core.settings import Settings
 
@@ -71,6 +73,15 @@ class ServingWorker(SimpleWorker):
         log.info("model warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
 
 
+def upgrade_queued_jobs(redis: Redis, queues: tuple[str, ...]) -> Upgrade:
+    """An older version's pickled jobs, rewritten as JSON (core.pickled_jobs). A refused one's delivery
+    marker goes, so that GitHub's redelivery of it is queued anew instead of taken for a duplicate."""
+    upgrade = convert_pickled_jobs(redis, queues)
+    for job_id in upgrade.refused:
+        redis.delete(DELIVERY_KEY.format(job_id.split("--", 1)[-1]))
+    return upgrade
+
+
 def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burst: bool = False) -> bool:
     """Serve jobs until stopped: the serving model is loaded here, before the first job, and warmed up
     as soon as the worker has started (ServingWorker)."""
@@ -81,6 +92,7 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
         log.warning("dry-run: no GitHub App credentials; issues are classified and stored, nothing is written")
     context.configure(ctx)
     importlib.import_module("bot.jobs")  # RQ would import it for the first job
+    upgrade_queued_jobs(ctx.redis, queues)  # an older version's pickled jobs run too, as JSON
     requeue_abandoned(ctx.redis, queues)  # a job the previous worker died in runs again now
     worker = ServingWorker(list(queues), connection=ctx.redis, warm_up=ctx.models.warm_up,
                            maintenance_interval=MAINTENANCE_INTERVAL, worker_ttl=WORKER_TTL,
