@@ -61,7 +61,7 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
     attempted: list[Write] = []
     try:
         why = _write_all(github, _marked(plan.writes, prediction.id), claim, attempted, check=check)
-        withdrawn = _withdraw(github, repo, number, plan.label, why)
+        withdrawn = _withdraw(github, repo, number, plan.label, why, attempted)
     except GitHubError as error:
         if getattr(error, "deferral", False):  # the installation's write spacing (bot.write_spacing)
             raise  # decided, not yet written: the rescheduled job resumes it, without the model
@@ -129,10 +129,13 @@ def _check_label_on(check: Callable[[Write, object], str | None], plan: Plan, ga
                  list(issue.labels))
 
 
-def _withdraw(github, repo: str, number: int, label: str | None, why: str | None) -> str | None:
+def _withdraw(github, repo: str, number: int, label: str | None, why: str | None,
+              attempted: list[Write] | None = None) -> str | None:
     """Take the bot's label off again when its answer showed a maintainer's word; why, or None."""
     if why is None or github is None or label is None:
         return None
+    if attempted is not None:
+        attempted.append(Write("remove_label", (repo, number, label)))
     try:
         github.remove_label(repo, number, label)
     except PermanentGitHubError as error:

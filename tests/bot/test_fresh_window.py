@@ -9,9 +9,13 @@ feedback stored meanwhile) the bot takes its label off again, and never puts it 
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from sqlalchemy import select
 
 from bot.labeling_writes import WITHDRAWN
+from bot.write_spacing import SpacedGitHub, WriteDeferred, WriteSpacing
 from core.db import session_scope
 from core.tables import Prediction
 from tests.bot import rules
@@ -88,3 +92,17 @@ def test_the_adapter_returns_the_labels_githubs_answer_lists():
         assert writer.add_labels(REPO, 1, ["bug"]) == ["enhancement", "bug"]
         assert fake.issue_labels(REPO, 1) == ["enhancement", "bug"]
         assert writer.add_labels(REPO, 1, []) is None
+
+
+@pytest.mark.redis
+def test_a_withdrawal_the_write_spacing_defers_is_finished_by_the_rescheduled_job(sessions, redis):
+    """Taking the label off is a second write within the installation's interval: it waits its turn."""
+    github = rules.repository(issue_labels={(REPO, 1): ["enhancement"]})
+    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1)
+    with pytest.raises(WriteDeferred):
+        rules.run_job(sessions, spaced, 1, checkpoint=True)
+    assert stored(sessions) == [("applying", False, "bug")]
+    assert github.issue_labels[(REPO, 1)] == ["enhancement", "bug"]
+    time.sleep(0.35)
+    result = rules.run_job(sessions, spaced, 1, checkpoint=True, labels=("enhancement", "bug"))
+    assert result.outcome == WITHDRAWN and github.issue_labels[(REPO, 1)] == ["enhancement"]
