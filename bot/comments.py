@@ -71,5 +71,5 @@ def config_warning_key(repo: str, report: str) -> str:
 
 
 def decision_marker(prediction_id: int) -> str:
-    """The hidden mark of the comment that carries one stored decision: a retried job finds it on the issue."""
+    """The hidden mark of the comment that carries one stored decision: a retry finds it on the issue."""
     return f"<!-- issue-sorter:prediction:{int(prediction_id)} -->"

@@ -246,7 +246,8 @@ class PyGithubWriter:
 
     def list_comments(self, repo: str, number: int) -> list[str]:
         """The bodies of the issue's comments, oldest first, through all pages."""
-        return self._call(lambda: [comment.body for comment in self._repo(repo).get_issue(number).get_comments()])
+        return self._call(lambda: [comment.body
+                                   for comment in self._repo(repo).get_issue(number).get_comments()])
 
     def react_to_comment(self, repo: str, comment_id: int, content: str) -> None:
         """Put a reaction ("-1", "confused", ...) on an issue comment: an answer that pings nobody."""
