@@ -43,8 +43,8 @@ from bot.review.decisions import (
 )
 from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
 from core import memory, store
-from core.kinds import labels_for_kinds
 from core.db import session_scope
+from core.kinds import labels_for_kinds
 from core.queues import CRASH_RETRY, REVIEW_PREDICTION, enqueue
 
 log = logging.getLogger(__name__)
