@@ -60,8 +60,8 @@ class Rule:
     vote is the `neighbours` most similar confirmed issues' similarities (each divided by its kind's share
     of the memory when `balanced`), and trust = clip(check_gain × (a − a_ref), 0, 1), a being how often that
     vote names the kind of the memory's latest issues leave-one-out and a_ref how often the memory's most
-    frequent kind does ("majority") or the model alone does ("model": needs the model's past scores, which
-    a Memory does not hold: measured, not servable); "none": trust 1.
+    frequent kind does ("majority") or the model alone does ("model": from the model's own scores, which
+    the memory stores with each row); "none": trust 1.
     """
 
     neighbours: int
@@ -77,10 +77,6 @@ class Rule:
         check = "no check" if self.check == "none" else f"check vs {self.check} ×{self.check_gain:g}"
         return (f"k {self.neighbours}, {'balanced' if self.balanced else 'similarity'} vote, w {self.weight:g}, "
                 f"ramp {self.ramp:g}, prior {self.prior:g}, {check}")
-
-    @property
-    def servable(self) -> bool:
-        return self.check != "model"
 
 
 SERVED_BEFORE = Rule(neighbours=5, balanced=False, weight=0.7, ramp=0, prior=0.0, check="none", check_gain=0.0)
@@ -272,13 +268,12 @@ def criterion(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def choose(delta: np.ndarray, rules: list[Rule], tolerance: float) -> int:
-    """The servable rule best by `criterion` among those within the tolerance (the least bad if none)."""
+    """The rule best by `criterion` among those within the tolerance (the least bad if none)."""
     worst, mean = criterion(delta)
-    servable = np.array([rule.servable for rule in rules])
-    feasible = servable & (worst >= -tolerance)
+    feasible = worst >= -tolerance
     if feasible.any():
         return int(np.argmax(np.where(feasible, mean, -np.inf)))
-    return int(np.argmax(np.where(servable, worst, -np.inf)))
+    return int(np.argmax(worst))
 
 
 def leave_one_out(delta: np.ndarray, rules: list[Rule], tolerance: float) -> list[int]:
@@ -308,7 +303,8 @@ def check_against_core(replay: Replay, rule: Rule, limit: int) -> float:
     same = 0
     count = min(limit, len(stream.labels))
     for i in range(count):
-        recalled = memory.Memory(stream.vectors[:i], [KINDS[c] for c in stream.labels[:i]])
+        recalled = memory.Memory(stream.vectors[:i], [KINDS[c] for c in stream.labels[:i]],
+                                 model_labels=[KINDS[c] for c in stream.scores[:i].argmax(axis=1)])
         scores = dict(zip(KINDS, map(float, stream.scores[i]), strict=True))
         adjusted = recalled.adjust(scores, stream.vectors[i]) if i else scores
         same += KINDS.index(max(adjusted, key=adjusted.get)) == predicted[i]
@@ -447,7 +443,7 @@ def main() -> int:
                    "worst_delta_macro_f1": round(float(worst[chosen]), 4), "criterion": round(float(mean[chosen]), 4)},
         "served_before": {"name": SERVED_BEFORE.name, "worst_delta_macro_f1": round(float(worst[before]), 4),
                           "criterion": round(float(mean[before]), 4)},
-        "best_unservable": _best_unservable(delta, rules, args.tolerance),
+        "feasible_rules": int(np.sum(criterion(delta)[0] >= -args.tolerance)),
         "summary": summary(repositories, columns), "per_kind": pooled_per_kind(replays, named, args.min_rest),
         "core_check": {"repository": longest.stream.repo, "rule": core_rule().name,
                        "issues": min(300, len(longest.stream.labels)),
@@ -455,17 +451,6 @@ def main() -> int:
         "repositories": repositories})
     result["wall_minutes"] = round((time.perf_counter() - started) / 60, 1)
     return write_report(args.out, "memory-rule", result, markdown(result))
-
-
-def _best_unservable(delta, rules, tolerance) -> dict:
-    """The best rule needing the model's past scores (check vs model), for the record."""
-    worst, mean = criterion(delta)
-    model = [i for i, rule in enumerate(rules) if not rule.servable and worst[i] >= -tolerance]
-    if not model:
-        return {}
-    best = max(model, key=lambda i: mean[i])
-    return {"name": rules[best].name, "worst_delta_macro_f1": round(float(worst[best]), 4),
-            "criterion": round(float(mean[best]), 4)}
 
 
 def core_rule() -> Rule:

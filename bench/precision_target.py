@@ -50,24 +50,29 @@ def replay_order(pool: list[dict], seed: int) -> dict[str, list[int]]:
 
 def served_in_order(order: list[int], scores: list[dict], labels: list[str], vectors) -> list[dict]:
     """Each issue's scores as the bot serves it: adjusted by the memory of every issue before it."""
-    from core.memory import MEMORY_SIZE, Memory
+    from core.memory import MEMORY_SIZE, Memory, model_label
 
     block, served = vectors[order], []
+    model_labels = [model_label(scores[i], list(scores[i])) for i in order]  # the self-check's reference
     for position, i in enumerate(order):
         start = max(0, position - MEMORY_SIZE)
-        memory = Memory(block[start:position], [labels[j] for j in order[start:position]])
+        memory = Memory(block[start:position], [labels[j] for j in order[start:position]],
+                        model_labels=model_labels[start:position])
         served.append(memory.adjust(scores[i], block[position]) if position else dict(scores[i]))
     return served
 
 
 def history_judged(order: list[int], scores: list[dict], labels: list[str], vectors) -> list:
     """The history's issues as repository_thresholds scores them: leave-one-out inside the memory."""
+    from core.memory import Memory, model_label
     from core.repository_thresholds import leave_one_out
     from core.thresholds import Judged
 
     classes = list(scores[order[0]])
     raw = [{c: scores[i][c] for c in classes} for i in order]
-    served = leave_one_out(vectors[order], [labels[i] for i in order], range(len(order)), raw)
+    history = [labels[i] for i in order]
+    trust = Memory(vectors[order], history, model_labels=[model_label(row, classes) for row in raw]).trust
+    served = leave_one_out(vectors[order], history, range(len(order)), raw, trust=trust)
     return [Judged(row, labels[i]) for row, i in zip(served, order, strict=True)]
 
 

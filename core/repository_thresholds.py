@@ -161,15 +161,19 @@ def judged_history(session: Session, repository_id: int, version: str, classes: 
     vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob, _ in rows])
     labels = [label for _, label, _, _ in rows]
     raw = [{c: float(rows[i][3][c]) for c in classes} for i in scored]
-    served = leave_one_out(vectors, labels, scored, raw)
+    # the vote's trust as the labelling job computes it (Memory.trust), once for the whole memory: leaving
+    # one row of its SELF_CHECK_ISSUES latest out moves it by a step of the clip at most
+    trust = memory.Memory(vectors, labels, model_labels=[memory.model_label(scores, classes)
+                                                         for _, _, _, scores in rows]).trust
+    served = leave_one_out(vectors, labels, scored, raw, trust=trust)
     return [Judged(scores, labels[i]) for i, scores in zip(scored, served, strict=True)]
 
 
 def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int],
-                  raw_scores: Sequence[Mapping[str, float]], k: int = memory.NEIGHBOURS
-                  ) -> list[dict[str, float]]:
+                  raw_scores: Sequence[Mapping[str, float]], k: int = memory.NEIGHBOURS, *,
+                  trust: float = 1.0) -> list[dict[str, float]]:
     """Each of `rows`' raw scores adjusted by the memory (`vectors`: L2-normalised, `labels`) without itself:
-    its k most similar other rows vote, and the label counts leave it out."""
+    its k most similar other rows vote, and the label counts leave it out; `trust`: the vote's (Memory.trust)."""
     rows = list(rows)
     counts = Counter(labels)
     k = min(k, len(labels) - 1)
@@ -181,7 +185,7 @@ def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int
         others = {**counts, labels[row]: counts[labels[row]] - 1}
         neighbours = [memory.Neighbour(labels[j], float(similarities[position, j])) for j in nearest[position]]
         neighbours.sort(key=lambda neighbour: -neighbour.similarity)
-        served.append(memory.adjust_scores(scores, neighbours, others))
+        served.append(memory.adjust_scores(scores, neighbours, others, trust=trust))
     return served
 
 

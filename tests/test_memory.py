@@ -104,6 +104,26 @@ def test_the_self_check_tells_a_memory_that_predicts_itself_from_one_that_does_n
     assert agreement < 0.6
 
 
+def test_the_vote_weighs_only_where_it_beats_the_models_own_answers_on_the_latest_issues():
+    """The served self-check: a memory whose vote names its latest issues' kinds better than the model did
+    gets its full weight; one whose model was already right on them leaves the model's scores alone."""
+    good = clustered(20)
+    unsure = {"bug": 0.4, "feature": 0.3, "question": 0.3}
+    wrong_model = Memory(good.vectors, good.labels, model_labels=["bug"] * len(good))  # a third right
+    right_model = Memory(good.vectors, good.labels, model_labels=list(good.labels))
+    assert wrong_model.trust == 1.0 and right_model.trust == 0.0
+    question = good.vectors[good.labels.index("question")]
+    assert wrong_model.adjust(unsure, question)["question"] > 0.5
+    assert right_model.adjust(unsure, question) == pytest.approx(unsure)
+
+
+def test_the_models_answer_is_read_from_its_stored_scores_a_tie_naming_none():
+    classes = ["bug", "feature", "question"]
+    assert memory.model_label({"bug": 0.2, "feature": 0.7, "question": 0.1}, classes) == "feature"
+    assert memory.model_label({"bug": 0.4, "feature": 0.4, "question": 0.2}, classes) == ""
+    assert memory.model_label(None, classes) is None and memory.model_label({"bug": 1.0}, classes) is None
+
+
 @pytest.mark.parametrize("label,classes,expected", [
     ("bug", ["bug", "feature"], "bug"), ("enhancement", ["bug", "feature"], "feature"),
     ("Type: Bug", ["bug"], "bug"), ("wontfix", ["bug", "feature"], None), ("area: ui", ["area: ui"], "area: ui"),

@@ -28,7 +28,8 @@ def opened(number: int, title: str, body: str = "") -> dict:
 
 
 def with_history(sessions, encoder, *, embedded: int) -> None:
-    """The repository's labelled history, as the backfill stores it; the first `embedded` in its memory."""
+    """The repository's labelled history, as the backfill stores it; the first `embedded` in its memory,
+    with the model's own scores of each, as the fill stores them."""
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, REPO, 1)
         for i, (number, title, body, label) in enumerate(HISTORY):
@@ -37,7 +38,8 @@ def with_history(sessions, encoder, *, embedded: int) -> None:
             row.confirmed_label, row.confirmed_by = label, "backfill"
             session.flush()
             if i < embedded:
-                memory.remember(session, row, label, encoder.version, encoder.embed([title])[0])
+                memory.remember(session, row, label, encoder.version, encoder.embed([title])[0],
+                                scores=encoder.predict([title])[0])  # as the fill stores them
     encoder.embedded.clear()
 
 

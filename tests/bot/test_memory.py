@@ -1,5 +1,7 @@
-"""The memory through the real worker: a maintainer's decision moves the very next prediction of a similar
-issue in that repository, and only there (webhook test client, Redis, SimpleWorker, fake GitHub, real model)."""
+"""The memory through the real worker: maintainers' decisions move the next prediction of a similar issue in
+that repository, and only there (webhook test client, Redis, SimpleWorker, fake GitHub, real model). The vote
+weighs once the memory predicts its own latest issues better than the model did (core.memory's self-check):
+two corrections of the same kind on issues alike, where the model said otherwise."""
 
 import dataclasses
 
@@ -48,6 +50,17 @@ def correct(fake_github, client, payload, redis, number: int, wrong: str, right:
     run_worker(redis)
 
 
+def teach(fake_github, client, payload, redis, numbers) -> tuple[Prediction, str]:
+    """Open issues `numbers` (alike) and correct each to the kind the model put second for the first: the
+    first one's prediction and that kind."""
+    first = open_issue(fake_github, client, payload, redis, numbers[0])
+    kind = runner_up(first.scores)
+    for number in numbers:
+        prediction = first if number == numbers[0] else open_issue(fake_github, client, payload, redis, number)
+        correct(fake_github, client, payload, redis, number, prediction.label, REPO_LABEL[kind])
+    return first, kind
+
+
 def runner_up(scores: dict[str, float]) -> str:
     return sorted(scores, key=scores.get)[-2]
 
@@ -60,32 +73,30 @@ def restart(settings) -> None:
 
 def test_a_confirmed_issue_changes_the_next_prediction_of_a_similar_issue_and_survives_a_restart(
         worker_context, fake_github, client, payload, redis):
-    first = open_issue(fake_github, client, payload, redis, 1)
-    kind = runner_up(first.scores)  # the maintainer says: not what the model thought most likely
-    correct(fake_github, client, payload, redis, 1, first.label, REPO_LABEL[kind])
+    # the maintainer says twice: not what the model thought most likely
+    first, kind = teach(fake_github, client, payload, redis, (1, 2))
     with session_scope(worker_context.sessionmaker) as session:
-        entry = session.scalars(select(MemoryEntry)).one()
+        entries = session.scalars(select(MemoryEntry)).all()
         serving = session.get(ModelVersion, first.model_version_id).version
-        assert (entry.label, entry.model_version) == (REPO_LABEL[kind], serving)  # stored as the decision is
-        vector = np.frombuffer(entry.embedding, dtype="<f4")
+        assert {(e.label, e.model_version) for e in entries} == {(REPO_LABEL[kind], serving)}  # as decided
+        vector = np.frombuffer(entries[0].embedding, dtype="<f4")
         assert vector.shape == (384,) and np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+        assert set(entries[0].scores) == set(first.scores)  # the model's own answer, for the self-check
     restart(worker_context.settings)
-    second = open_issue(fake_github, client, payload, redis, 2)
-    assert second.scores[kind] > first.scores[kind]
-    assert (first.predicted, second.predicted) == (max(first.scores, key=first.scores.get), kind)
-    assert fake_github.issue_labels(REPO, 2) == [REPO_LABEL[kind]]
+    third = open_issue(fake_github, client, payload, redis, 3)
+    assert third.scores[kind] > first.scores[kind]
+    assert (first.predicted, third.predicted) == (max(first.scores, key=first.scores.get), kind)
+    assert fake_github.issue_labels(REPO, 3) == [REPO_LABEL[kind]]
 
 
 def test_the_memory_is_per_repository(worker_context, fake_github, client, payload, redis):
     fake_github.add_repo(OTHER, labels=list(REPO_LABEL.values()), installation_id=INSTALLATION)
     before = open_issue(fake_github, client, payload, redis, 1, repo=OTHER)
-    first = open_issue(fake_github, client, payload, redis, 1)
+    first, kind = teach(fake_github, client, payload, redis, (1, 2))
     assert first.scores == pytest.approx(before.scores)  # same model, same text, empty memories
-    kind = runner_up(first.scores)
-    correct(fake_github, client, payload, redis, 1, first.label, REPO_LABEL[kind])
     after = open_issue(fake_github, client, payload, redis, 2, repo=OTHER)
-    assert after.scores == pytest.approx(before.scores)  # REPO's decision did not move OTHER's predictions
-    assert open_issue(fake_github, client, payload, redis, 2).predicted == kind
+    assert after.scores == pytest.approx(before.scores)  # REPO's decisions did not move OTHER's predictions
+    assert open_issue(fake_github, client, payload, redis, 3).predicted == kind
 
 
 def test_with_the_memory_off_a_decision_does_not_move_the_next_prediction(worker_context, fake_github, client,
@@ -130,14 +141,12 @@ def test_when_another_model_serves_the_memory_is_re_embedded_from_the_stored_tex
         worker_context, fake_github, client, payload, redis, tiny_model_dir):
     """The first job that sees the new version queues the fill on the feedback queue (bot.memory_fill); the
     labelling job itself embeds nothing but its issue, so the issue after it is the first to gain."""
-    first = open_issue(fake_github, client, payload, redis, 1)
-    kind = runner_up(first.scores)
-    correct(fake_github, client, payload, redis, 1, first.label, REPO_LABEL[kind])
+    _, kind = teach(fake_github, client, payload, redis, (1, 2))
     settings = worker_context.settings
     version = promote_model(settings.database_url, settings.model_dir, tiny_model_dir)  # a new version
-    second = open_issue(fake_github, client, payload, redis, 2)  # its job queued the fill; the worker ran it
+    third = open_issue(fake_github, client, payload, redis, 3)  # its job queued the fill; the worker ran it
     with session_scope(worker_context.sessionmaker) as session:  # the memory has caught up: old rows go
         assert session.execute(select(MemoryEntry.model_version, MemoryEntry.label)).all() == [
-            (version, REPO_LABEL[kind])]
-        assert session.get(ModelVersion, second.model_version_id).version == version
-    assert open_issue(fake_github, client, payload, redis, 3).predicted == kind
+            (version, REPO_LABEL[kind])] * 2
+        assert session.get(ModelVersion, third.model_version_id).version == version
+    assert open_issue(fake_github, client, payload, redis, 4).predicted == kind

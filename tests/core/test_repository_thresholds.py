@@ -95,12 +95,13 @@ def test_each_history_row_is_scored_by_the_rest_of_the_memory_never_by_itself():
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     labels = ["bug", "feature", "question"] * 4
     rows, scores = [0, 4, 11], [raw("bug", 0.5), raw("feature", 0.4), raw("question", 0.6)]
-    served = leave_one_out(vectors, labels, rows, scores)
+    served = leave_one_out(vectors, labels, rows, scores, trust=0.7)
     for row, own, got in zip(rows, scores, served, strict=True):
-        rest = [i for i in range(12) if i != row]
-        without_itself = Memory(vectors[rest], [labels[i] for i in rest]).adjust(own, vectors[row])
+        rest = Memory(vectors[[i for i in range(12) if i != row]], [labels[i] for i in range(12) if i != row])
+        without_itself = memory.adjust_scores(own, rest.nearest(vectors[row]), rest.label_counts(), trust=0.7)
         assert got == pytest.approx(without_itself)
-        with_itself = Memory(vectors, labels).adjust(own, vectors[row])
+        everyone = Memory(vectors, labels)
+        with_itself = memory.adjust_scores(own, everyone.nearest(vectors[row]), everyone.label_counts(), trust=0.7)
         assert got != pytest.approx(with_itself)  # it would have voted for its own label
 
 
