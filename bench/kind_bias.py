@@ -7,7 +7,7 @@ repository, the weights best on all the *other* ones by mean per-repository macr
 repository has), reported on the held-out one beside the unweighted scores, with accuracy and each kind's
 F1. No model is run.
 
-    nice .venv/bin/python -m bench.kind_bias [--workdir var/bench-unseen] [--share 0.7]
+    nice .venv/bin/python -m bench.kind_bias [--workdir var/bench-unseen] [--share 0.5]
 
 Writes <out>/kind-bias.json and .md (out: docs/quality).
 """

@@ -15,7 +15,7 @@ one with the highest mean over N of the mean over repositories of (Δ macro-F1 +
 held-out repository is reported under that rule. The rule chosen on all repositories is what
 core.memory serves; `check_against_core` replays it through `core.memory.Memory` as well.
 
-    nice .venv/bin/python -m bench.memory_rule [--workdir var/bench-unseen] [--share 0.7]
+    nice .venv/bin/python -m bench.memory_rule [--workdir var/bench-unseen] [--share 0.5]
 
 Writes <out>/memory-rule.json and .md (out: docs/quality).
 """

@@ -11,7 +11,7 @@ serves it, the memory adjusted by all confirmed issues before it, and labelled w
 its kind's threshold. Rows: own thresholds (fixed after the history, or refreshed every `--refresh` issues
 with the later ones judged too), the global thresholds alone, and the App's flat 0.5.
 
-    .venv/bin/python -m bench.precision_target [--workdir var/bench-unseen] [--share 0.7] [--history 100]
+    .venv/bin/python -m bench.precision_target [--workdir var/bench-unseen] [--share 0.5] [--history 100]
 
 Writes <out>/precision-target.json and .md (out: docs/quality).
 """

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench.quality import REPOS, bootstrap_interval, run_record, write_report
 from tests.paths import SHARED
+from trainer.config import BOOTSTRAP_RECIPE
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,7 +219,8 @@ def add_out_of_fold_arguments(parser: argparse.ArgumentParser) -> None:
     """--workdir and --share for a benchmark that reads what `save_out_of_fold` wrote."""
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
                         help="where bench/unseen.py wrote unseen-oof.json and unseen-embeddings.npy")
-    parser.add_argument("--share", type=float, default=0.7, help="TF-IDF share of the served blend")
+    parser.add_argument("--share", type=float, default=BOOTSTRAP_RECIPE["tfidf_share"],
+                        help="TF-IDF share of the served blend (default: the recipe's)")
 
 
 def served_out_of_fold(workdir: Path, share: float):
@@ -239,7 +241,7 @@ def run(args) -> dict:
     import transformers
 
     from core.kinds import KINDS
-    from trainer.config import BOOTSTRAP_RECIPE, TrainConfig
+    from trainer.config import TrainConfig
     from trainer.dataset import load_file
     from trainer.sources import NLBSE_TEST_FILE, MixConfig, capped, describe, load_sources, training_mix
     from trainer.unseen import make_folds, run_folds

@@ -33,14 +33,15 @@ from core.tables import IssueRecord, MemoryEntry, Repository
 log = logging.getLogger(__name__)
 
 # The rule's constants, chosen by bench/memory_rule.py over 4,480 candidates on 15 repositories never
-# trained on, replayed as installs with 0-1,000 confirmed issues (the served recipe's out-of-fold scores;
-# docs/BENCHMARKS.md, "The memory's rule"): the best mean gain in macro-F1 and accuracy among the 314 rules
-# that keep macro-F1 within 1 point of the cold model at every memory size of 10 or more on every one
-# (worst -0.3 points). The rule served before (k 5, similarity vote, w 0.7, no check) fell 14.7 points
-# below cold on huggingface/datasets after 1,000 issues: its vote took the majority kinds' side.
+# trained on, replayed as installs with 0-1,000 confirmed issues (the served recipe's out-of-fold scores,
+# TF-IDF share 0.5; docs/BENCHMARKS.md, "The memory's rule"): the best mean gain in macro-F1 and accuracy
+# among the 204 rules that keep macro-F1 within 1 point of the cold model at every memory size of 10 or
+# more on every one (worst 0.0 points). The rule served before (the same k and w, a similarity vote, no
+# check) fell 13.7 points below cold on huggingface/datasets after 1,000 issues: its vote took the
+# majority kinds' side where the model was already right.
 MEMORY_SIZE = 2000  # newest confirmed issues kept per repository (and model version)
-NEIGHBOURS = 10  # confirmed issues that vote (the rule below)
-KNN_WEIGHT = 0.5  # w: the kNN vote's share, as an exponent
+NEIGHBOURS = 5  # confirmed issues that vote
+KNN_WEIGHT = 0.7  # w: the kNN vote's share, as an exponent
 KNN_RAMP = 0  # memory size at which the vote gets half of KNN_WEIGHT (0: full weight from the first issue)
 PRIOR_STRENGTH = 0.0  # β: exponent of the repository's label frequencies; 0 turns prior correction off
 PRIOR_SMOOTHING = 2.0  # α: Laplace pseudo-count per class, so a class never confirmed keeps a chance
