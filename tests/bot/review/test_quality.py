@@ -163,7 +163,9 @@ def test_the_quality_page_shows_the_precision_target_its_thresholds_and_what_the
     with session_scope(sessions) as session:  # the labelling job, for a config asking 0.95
         repository_thresholds(session, served, "global-v1", CLASSES, 0.95, {"feature": 0.7})
     stricter = " ".join(client.get(PAGE).get_data(as_text=True).split())
-    assert "Target 0.95, for global-v1:" in stricter and "precision 1.00 of " in stricter
+    # two questions the model called bugs at 0.99, which the memory's vote cannot tell from bugs (it earns no
+    # trust here): no bug threshold keeps 0.95, so none is applied
+    assert "Target 0.95, for global-v1: nothing labelled" in stricter
     assert bug_threshold(stricter) > bug_threshold(page) and "coverage 100 %" not in stricter
 
 
