@@ -35,6 +35,15 @@ redis.call('SET', KEYS[1], now, 'PX', interval)
 return 0
 """
 
+# The write has returned (or failed): the interval runs from now, not from the claim. The request reached
+# GitHub somewhere between the two, later by however long a loaded machine delayed it, so counting from
+# the claim let two writes arrive closer than the interval.
+_DONE_LUA = r"""
+local clock = redis.call('TIME')
+redis.call('SET', KEYS[1], tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000), 'PX', ARGV[1])
+return 0
+"""
+
 
 class WriteDeferred(TransientGitHubError):
     """GitHub was not asked: the installation wrote less than the interval ago. `retry_after` says when."""
@@ -49,10 +58,15 @@ class WriteSpacing:
         self._redis, self._interval_ms = redis, max(1, round(interval * 1000))
         self._jitter = jitter  # a share of an interval added to a wait, so waiting jobs do not all return at once
         self._script: Script = redis.register_script(_CLAIM_LUA)
+        self._done: Script = redis.register_script(_DONE_LUA)
 
     def claim(self, installation_id: int) -> float:
         """0.0 when the installation may write now (the slot is taken), else the seconds until it may."""
         return int(self._script(keys=[SLOT_KEY.format(int(installation_id))], args=[self._interval_ms])) / 1000
+
+    def done(self, installation_id: int) -> None:
+        """The installation's write has returned: its next may come an interval from now."""
+        self._done(keys=[SLOT_KEY.format(int(installation_id))], args=[self._interval_ms])
 
     def wait_for(self, installation_id: int, call: str) -> None:
         """Claim the slot for `call`, or raise WriteDeferred with when to try again."""
@@ -76,7 +90,10 @@ class SpacedGitHub:
 
         def spaced(*args, **kwargs):
             self._spacing.wait_for(self._installation_id, name)
-            return call(*args, **kwargs)
+            try:
+                return call(*args, **kwargs)
+            finally:  # answered or not, the request may have reached GitHub
+                self._spacing.done(self._installation_id)
 
         return spaced
 

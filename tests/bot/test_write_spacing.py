@@ -59,6 +59,28 @@ def test_the_slot_is_one_clock_for_every_process(redis, redis_url):
     assert 0 < redis.pttl(SLOT_KEY.format(7)) <= 1000  # the key lives only while it can refuse
 
 
+class SlowWrites(FakeGitHub):
+    """A GitHub whose writes take `seconds` to answer (a loaded machine, a slow network)."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+
+    def add_labels(self, *args, **kwargs):
+        time.sleep(self.seconds)
+        return super().add_labels(*args, **kwargs)
+
+
+def test_the_interval_runs_from_the_write_s_answer_not_its_claim(redis, redis_url):
+    """A write GitHub took 0.4 s to answer may have arrived at its end: the next write of the installation,
+    from another process, waits a whole interval after the answer, not after the claim."""
+    slow = SlowWrites(0.4)
+    SpacedGitHub(slow, WriteSpacing(Redis.from_url(redis_url), 0.5), 1).add_labels(REPO, 1, ["bug"])
+    other = WriteSpacing(Redis.from_url(redis_url), 0.5)
+    assert 0.4 < other.claim(1) <= 0.5  # 0.4 s after the claim, but just after the answer
+    assert 0 < redis.pttl(SLOT_KEY.format(1)) <= 500
+
+
 def test_spacing_off_writes_straight_through(settings, redis, redis_url):
     github = FakeGitHub()
     ctx = worker(dataclasses.replace(settings, github_write_interval=0.0), redis_url, github)
