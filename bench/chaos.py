@@ -1,8 +1,17 @@
-"""Faults under traffic: `issue-sorter run` labels N real issues while its worker, Redis and PostgreSQL fail.
+"""Faults under traffic: `issue-sorter run` labels N real issues while its workers, Redis and PostgreSQL fail.
 
     .venv/bin/python -m bench.chaos --n 1000 --rate 5 --kills 3 --redis-restarts 2 --db-restarts 2
-    DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/6 \\
-        .venv/bin/python -m bench.chaos --n 1000 --rate 5
+    DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/9 \\
+        .venv/bin/python -m bench.chaos --n 10000 --rate 10 --installations 20 --labelling-workers 3 \\
+        --rolling-restart --flush-redis
+
+The fleet (issue 31): gunicorn's 2 web processes, ISSUE_SORTER_LABELLING_WORKERS labelling workers, the
+feedback worker, GITHUB_WRITE_INTERVAL 1 s; issues spread over `--installations` installations (five
+repositories each, one of them in `mode: comment`). `--rolling-restart` restarts every process one at a time
+halfway through (each gunicorn worker, each worker, cron: old and new processes serve side by side) and, at
+its middle, promotes a new model version: "version" is the served model's, recorded on every prediction.
+The fake GitHub records when each write of each installation arrived: the report's smallest gap between
+two writes of one installation must not be under the interval.
 
 It starts the service as a user does (`issue-sorter run` in a folder of its own: embedded Redis and
 SQLite unless DATABASE_URL / REDIS_URL are set) against the fake GitHub on loopback, sends N signed
@@ -19,8 +28,11 @@ lost, duplicated, predictions missing, failed jobs, time to recover after each f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import csv
+import functools
+import itertools
 import json
 import os
 import random
@@ -49,21 +61,34 @@ SHAPE = SHARED / "github" / "webhooks" / "issues" / "opened.payload.json"
 SECRET = "chaos-" + uuid.uuid4().hex
 APP_ID, INSTALLATION = 4711, 1
 LABELS = ["bug", "enhancement", "question", "documentation"]
+COMMENT_MODE = "mode: comment\n"  # the config of one repository per installation: a label and a comment
 
 
-def real_issues(n: int) -> list[dict]:
-    """N distinct NLBSE issues (train, then test); past the 3,000 a number makes each title distinct."""
+def real_issues(n: int, installations: int = 1) -> list[dict]:
+    """N distinct NLBSE issues (train, then test); past the 3,000 a number makes each title distinct. With
+    several installations the repositories take turns, each five issues (one of each repository) go to the
+    next installation, and a repository is renamed owner-K/name in installation K."""
     csv.field_size_limit(sys.maxsize)
     rows = []
     for name in ("issues_train.csv", "issues_test.csv"):
         with (NLBSE / name).open(newline="") as handle:
             rows += [{"repo": r["repo"], "title": r["title"], "body": r["body"]} for r in csv.DictReader(handle)]
+    if installations > 1:  # every installation gets every repository, not one repository's run of rows
+        by_repo: dict[str, list[dict]] = {}
+        for row in rows:
+            by_repo.setdefault(row["repo"], []).append(row)
+        rows = [row for turn in itertools.zip_longest(*by_repo.values()) for row in turn if row is not None]
+        per_turn = len(by_repo)
     numbers: dict[str, int] = {}
     picked = []
     for i in range(n):
         row = dict(rows[i % len(rows)])
         if i >= len(rows):
             row["title"] = f"{row['title']} ({i // len(rows)})"
+        row["installation"] = (i // per_turn) % installations + 1 if installations > 1 else INSTALLATION
+        if installations > 1:
+            owner, name = row["repo"].split("/")
+            row["repo"] = f"{owner}-{row['installation']}/{name}"
         numbers[row["repo"]] = row["number"] = numbers.get(row["repo"], 0) + 1
         picked.append(row)
     return picked
@@ -76,7 +101,7 @@ def delivery_body(shape: dict, issue: dict, repo_id: int) -> bytes:
     payload["issue"].update(number=issue["number"], title=issue["title"], body=issue["body"], labels=[])
     payload["repository"].update(id=repo_id, name=name, full_name=issue["repo"])
     payload["repository"]["owner"]["login"] = owner
-    payload["installation"] = {"id": INSTALLATION}
+    payload["installation"] = {"id": issue.get("installation", INSTALLATION)}
     return json.dumps(payload).encode()
 
 
@@ -118,12 +143,15 @@ class Service:
 
     def child_pid(self, pattern: str) -> int | None:
         """The pid of the service's process whose command line matches `pattern` (workers, Redis)."""
+        pids = self.child_pids(pattern)
+        return pids[0] if pids else None
+
+    def child_pids(self, pattern: str, parent: int | None = None) -> list[int]:
+        """The pids of `parent`'s (default: the supervisor's) processes whose command line matches."""
+        parent = self.process.pid if parent is None else parent
         out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            pid, ppid, args = line.split(None, 2)
-            if int(ppid) == self.process.pid and re.search(pattern, args):
-                return int(pid)
-        return None
+        return sorted(int(pid) for pid, ppid, args in (line.split(None, 2) for line in out.splitlines())
+                      if int(ppid) == parent and re.search(pattern, args))
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
@@ -134,13 +162,21 @@ class Service:
             return -9
 
 
-class Faults:
-    """The three faults, each as the kind of deployment allows."""
+LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
+# the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest
+ROLES = [("labelling worker", LABELLING_WORKER),
+         ("feedback worker", r"issue_sorter\.cli worker --queues feedback"), ("training worker", r"issue_sorter\.cli training-worker"), ("cron", r"issue_sorter\.cli cron")]
 
-    def __init__(self, service: Service, database_url: str):
+
+class Faults:
+    """The faults, each as the kind of deployment allows."""
+
+    def __init__(self, service: Service, database_url: str, *, rng: random.Random | None = None,
+                 new_version=None):
         from redis import Redis
 
         self.service, self.database_url = service, database_url
+        self.rng, self.new_version = rng or random.Random(0), new_version
         self.redis = Redis.from_url(service.redis_url(), socket_timeout=5)
         self.embedded_redis = not service.env.get("REDIS_URL")
 
@@ -150,9 +186,10 @@ class Faults:
         deadline = time.monotonic() + 5  # mid-job: wait (a little) for one to be running
         while time.monotonic() < deadline and not _safe(lambda: StartedJobRegistry("labeling", connection=self.redis).count):
             time.sleep(0.02)
-        pid = self.service.child_pid(r"issue_sorter\.cli worker --queues labeling")
-        if pid is None:
+        pids = self.service.child_pids(LABELLING_WORKER)
+        if not pids:
             return "worker: not running (being restarted)"
+        pid = self.rng.choice(pids)
         os.kill(pid, signal.SIGKILL)
         return f"worker {pid} SIGKILLed"
 
@@ -184,6 +221,30 @@ class Faults:
         return f"PostgreSQL: {count} backends of our database terminated (shared server, not restarted)"
 
 
+    def rolling_restart(self) -> str:
+        """SIGTERM every process one at a time (RQ's warm shutdown, gunicorn's graceful exit), each time
+        waiting for its successor; halfway, promote a new model version. Old and new run side by side."""
+        steps, done = [], []
+        web = self.service.child_pid(r"gunicorn")
+        if web is not None:  # the master only forks; its workers run the app
+            steps += [("web worker", web, pid) for pid in self.service.child_pids(r"gunicorn", parent=web)]
+        for role, pattern in ROLES:
+            steps += [(role, None, pid) for pid in self.service.child_pids(pattern)]
+        for index, (role, parent, pid) in enumerate(steps):
+            if index == len(steps) // 2 and self.new_version is not None:
+                done.append(f"model {self.new_version()} promoted")
+            pattern = r"gunicorn" if parent else dict(ROLES)[role]
+            before = set(self.service.child_pids(pattern, parent=parent))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not set(self.service.child_pids(pattern, parent)) - before:
+                time.sleep(0.2)
+            done.append(f"{role} {pid} restarted")
+            time.sleep(2)  # the successor starts while the others serve
+        return "; ".join(done)
+
+
 def _safe(call):
     try:
         return call()
@@ -207,7 +268,7 @@ def send_all(service: Service, fake: FakeGitHub, issues: list[dict], rate: float
             status = 0
         answers[guid] = status
         fake.add_delivery("issues", "opened", guid=guid, status_code=status, body=body,
-                          installation_id=INSTALLATION, repository_id=repo_ids[issue["repo"]])
+                          installation_id=issue["installation"], repository_id=repo_ids[issue["repo"]])
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=32) as pool:
@@ -220,7 +281,10 @@ def send_all(service: Service, fake: FakeGitHub, issues: list[dict], rate: float
 def fault_plan(args, duration: float, rng: random.Random) -> list[tuple[float, str]]:
     kinds = (["kill_worker"] * args.kills + ["restart_redis"] * args.redis_restarts
              + ["restart_postgres"] * args.db_restarts)
-    return sorted((rng.uniform(0.1, 0.9) * duration, kind) for kind in kinds)
+    plan = [(rng.uniform(0.1, 0.9) * duration, kind) for kind in kinds]
+    if args.rolling_restart:  # it takes a while: started at 40 %, the other faults happen during it too
+        plan.append((0.4 * duration, "rolling_restart"))
+    return sorted(plan)
 
 
 def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log: list[dict]) -> list[threading.Thread]:
@@ -229,11 +293,21 @@ def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log:
     for at, kind in plan:
         time.sleep(max(0.0, started + at - time.monotonic()))
         before, moment = _label_calls(fake), time.monotonic()
-        entry = {"at_s": round(moment - started, 1), "fault": kind, "what": getattr(faults, kind)()}
+        entry = {"at_s": round(moment - started, 1), "fault": kind}
         log.append(entry)
-        watchers.append(threading.Thread(target=_recovery, args=(fake, before, moment, entry), daemon=True))
+        if kind == "rolling_restart":  # a minute or more: in its own thread, the plan goes on
+            watchers.append(threading.Thread(target=_timed, args=(faults, entry, moment), daemon=True))
+        else:
+            entry["what"] = getattr(faults, kind)()
+            watchers.append(threading.Thread(target=_recovery, args=(fake, before, moment, entry),
+                                             daemon=True))
         watchers[-1].start()
     return watchers
+
+
+def _timed(faults: Faults, entry: dict, moment: float) -> None:
+    entry["what"] = faults.rolling_restart()
+    entry["took_s"] = round(time.monotonic() - moment, 1)
 
 
 def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None:
@@ -246,12 +320,14 @@ def _label_calls(fake: FakeGitHub) -> int:
     return len(fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"))
 
 
-def settle(fake: FakeGitHub, issues: list[dict], seconds: float) -> float:
-    """Wait until every issue carries a label, or nothing changed for `seconds`; the wait."""
+def settle(fake: FakeGitHub, issues: list[dict], seconds: float, commented: set[str]) -> float:
+    """Wait until every issue carries a label (and its comment, in comment mode), or nothing changed for
+    `seconds`; the wait."""
     started = last_change = time.monotonic()
     done = -1
     while time.monotonic() - last_change < seconds:
-        now_done = sum(1 for i in issues if fake.issue_labels(i["repo"], i["number"]))
+        now_done = sum(1 for i in issues if fake.issue_labels(i["repo"], i["number"])
+                       and (i["repo"] not in commented or fake.comments(i["repo"], i["number"])))
         if now_done != done:
             done, last_change = now_done, time.monotonic()
         if done == len(issues):
@@ -260,14 +336,26 @@ def settle(fake: FakeGitHub, issues: list[dict], seconds: float) -> float:
     return time.monotonic() - started
 
 
-def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: str) -> dict:
+def write_gaps(fake: FakeGitHub, interval: float) -> dict:
+    """The smallest gap between two writes of one installation, as they arrived at GitHub."""
+    gaps = {installation: [b - a for a, b in zip(times, times[1:])] for installation, times in
+            fake.write_times().items()}
+    every = [gap for per in gaps.values() for gap in per]
+    return {"writes": sum(len(times) for times in fake.write_times().values()),
+            "installations_written": len(gaps),
+            "smallest_write_gap_s": round(min(every), 3) if every else None,
+            "write_gaps_under_interval": sum(1 for gap in every if gap < interval)}
+
+
+def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: str,
+          commented: set[str] = frozenset()) -> dict:
     """What GitHub and the database hold, against what was sent."""
     from redis import Redis
     from rq.registry import FailedJobRegistry
     from sqlalchemy import create_engine, func, select
     from sqlalchemy.orm import Session
 
-    from core.tables import IssueRecord, Prediction, Repository, WebhookDelivery
+    from core.tables import IssueRecord, ModelVersion, Prediction, Repository, WebhookDelivery
 
     label_posts: dict[tuple[str, int], int] = {}
     for call in fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"):
@@ -284,13 +372,21 @@ def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: st
         predictions = {(repo, number): count for repo, number, count in rows}
         outcomes = dict(session.execute(select(WebhookDelivery.outcome, func.count()).group_by(
             WebhookDelivery.outcome)).all())
+        versions = dict(session.execute(select(ModelVersion.version, func.count(Prediction.id)).join(
+            Prediction, Prediction.model_version_id == ModelVersion.id).group_by(ModelVersion.version)).all())
     engine.dispose()
     redis = Redis.from_url(redis_url)
     failed = {q: FailedJobRegistry(q, connection=redis).get_job_ids() for q in ("labeling", "feedback")}
-    comments = sum(max(0, len(fake.comments(repo, number)) - 1) for repo, number in labels)
+    comments = {key: len(fake.comments(*key)) for key in labels}
     return {
         "lost": sum(1 for v in labels.values() if not v),
-        "duplicated": sum(1 for v in labels.values() if len(v) > 1) + comments,
+        "duplicated": (sum(1 for v in labels.values() if len(v) > 1)
+                       + sum(max(0, c - 1) for c in comments.values())),
+        "labelled_twice": sum(1 for v in labels.values() if len(v) > 1),
+        "comments_posted": sum(comments.values()),
+        "comments_posted_twice": sum(1 for c in comments.values() if c > 1),
+        "comments_missing": sum(1 for key, c in comments.items() if key[0] in commented and c == 0),
+        "predictions_by_model_version": versions,
         "repeated_label_calls": sum(1 for v in label_posts.values() if v > 1),
         "predictions_missing": sum(1 for key in labels if predictions.get(key, 0) == 0),
         "predictions_duplicated": sum(1 for v in predictions.values() if v > 1),
@@ -308,15 +404,17 @@ def environment(args, fake: FakeGitHub, workdir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MODEL_DIR",)}
     env.update(PORT=str(port), GITHUB_WEBHOOK_SECRET=SECRET, GITHUB_APP_ID=str(APP_ID),
                GITHUB_PRIVATE_KEY=fake.private_key_pem, GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0",
-               GITHUB_WRITE_INTERVAL="0", ISSUE_SORTER_MAX_EVENT_AGE="0", ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
-               PYTHONPATH=str(ROOT))
+               GITHUB_WRITE_INTERVAL=str(args.write_interval), ISSUE_SORTER_MAX_EVENT_AGE="0",
+               ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
+               ISSUE_SORTER_LABELLING_WORKERS=str(args.labelling_workers), PYTHONPATH=str(ROOT))
     env.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'var' / 'issue-sorter.db'}")
     env["MODEL_DIR"] = str(workdir / "var" / "models")
     return env
 
 
-def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> None:
-    """Migrate, and promote `source` (or a small model trained here on 48 NLBSE issues, about a minute)."""
+def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> Path:
+    """Migrate, and promote `source` (or a small model trained here on 48 NLBSE issues, about a minute);
+    the folder promoted."""
     from core.db import make_sessionmaker, session_scope
     from core.migrate import upgrade
     from trainer.registry import Registry
@@ -338,6 +436,19 @@ def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> No
         registry = Registry(model_dir, session)
         row = registry.register(source, scope="global")
         registry.promote(row.version, "chaos bench", scope="global")
+    return source
+
+
+def promote_again(database_url: str, model_dir: Path, source: Path) -> str:
+    """A new version of the model (the same weights registered again) promoted: the mid-run upgrade."""
+    from core.db import make_sessionmaker, session_scope
+    from trainer.registry import Registry
+
+    with session_scope(make_sessionmaker(database_url)) as session:
+        registry = Registry(model_dir, session)
+        row = registry.register(source, scope="global")
+        registry.promote(row.version, "chaos bench: the upgrade mid-run", scope="global")
+        return row.version
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -350,6 +461,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--sweep-interval", type=int, default=5, help="seconds between redelivery sweeps")
+    parser.add_argument("--installations", type=int, default=1, help="installations the issues spread over")
+    parser.add_argument("--labelling-workers", type=int, default=1)
+    parser.add_argument("--write-interval", type=float, default=1.0, help="GITHUB_WRITE_INTERVAL")
+    parser.add_argument("--rolling-restart", action="store_true",
+                        help="restart every process one at a time, a new model version promoted halfway")
     parser.add_argument("--settle", type=float, default=300,
                         help="give up after this long without progress (a job a worker died taking comes back after 1-2 min)")
     parser.add_argument("--json", type=Path, help="also write the report here")
@@ -363,35 +479,43 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.json:
         args.json.write_text(text)
-    ok = report["lost"] == report["duplicated"] == report["predictions_missing"] == 0 and not report["failed_jobs"]
+    ok = (report["lost"] == report["duplicated"] == report["predictions_missing"]
+          == report["comments_missing"] == report["write_gaps_under_interval"] == 0 and not report["failed_jobs"])
     return 0 if ok else 1
 
 
 def run(args, workdir: Path) -> dict:
-    issues = real_issues(args.n)
+    issues = real_issues(args.n, args.installations)
     if os.environ.get("REDIS_URL") and args.flush_redis:
         from redis import Redis
 
         Redis.from_url(os.environ["REDIS_URL"]).flushdb()
     fake = FakeGitHub(app_id=APP_ID).start()
     try:
-        for repo in sorted({i["repo"] for i in issues}):
-            fake.add_repo(repo, labels=LABELS, installation_id=INSTALLATION)
+        repos = {i["repo"]: i["installation"] for i in issues}
+        commented = {min(r for r, inst in repos.items() if inst == installation)  # one per installation
+                     for installation in set(repos.values())}
+        for repo, installation in sorted(repos.items()):
+            files = {".github/issue-sorter.yml": COMMENT_MODE} if repo in commented else {}
+            fake.add_repo(repo, labels=LABELS, installation_id=installation, files=files)
         for issue in issues:
             fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
         repo_ids = {repo: fake._repos[repo]["id"] for repo in {i["repo"] for i in issues}}  # the fake's ids
         env = environment(args, fake, workdir)
-        prepare_model(env["DATABASE_URL"], Path(env["MODEL_DIR"]), args.model)
+        source = prepare_model(env["DATABASE_URL"], Path(env["MODEL_DIR"]), args.model)
         service = Service(workdir, env)
         service.wait_healthy()
         fake.webhook_url, fake.webhook_secret = f"{service.base}/webhook", SECRET
-        return _measure(args, service, fake, issues, repo_ids, env)
+        upgrade = functools.partial(promote_again, env["DATABASE_URL"], Path(env["MODEL_DIR"]), source)
+        return _measure(args, service, fake, issues, repo_ids, env, commented, upgrade)
     finally:
         fake.stop()
 
 
-def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_ids: dict, env: dict) -> dict:
-    faults, fault_log = Faults(service, env["DATABASE_URL"]), []
+def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_ids: dict, env: dict,
+             commented: set[str], upgrade) -> dict:
+    faults = Faults(service, env["DATABASE_URL"], rng=random.Random(args.seed), new_version=upgrade)
+    fault_log: list[dict] = []
     plan = fault_plan(args, args.n / args.rate, random.Random(args.seed))
     watchers: list[threading.Thread] = []
     injector = threading.Thread(target=lambda: watchers.extend(inject(faults, plan, fake, fault_log)), daemon=True)
@@ -399,20 +523,23 @@ def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_
     injector.start()
     answers = send_all(service, fake, issues, args.rate, repo_ids)
     sent = time.monotonic() - started
-    waited = settle(fake, issues, args.settle)
+    waited = settle(fake, issues, args.settle, commented)
     injector.join(timeout=5)
     for watcher in watchers:
         watcher.join(timeout=5)
-    result = check(fake, issues, env["DATABASE_URL"], service.redis_url())
+    result = check(fake, issues, env["DATABASE_URL"], service.redis_url(), commented)
     stopped = service.stop()
     log = service.log_path.read_text()
     during, _, shutdown = log.partition("issue-sorter run: stopping")
     return {
-        "n": args.n, "rate_per_s": args.rate, "sent_in_s": round(sent, 1), "drained_after_s": round(waited, 1),
+        "n": args.n, "rate_per_s": args.rate, "installations": args.installations,
+        "labelling_workers": args.labelling_workers, "web_processes": 2,
+        "write_interval_s": args.write_interval,
+        "sent_in_s": round(sent, 1), "drained_after_s": round(waited, 1),
         "database": env["DATABASE_URL"].split(":")[0], "redis": "machine" if env.get("REDIS_URL") else "embedded",
         "answers": {str(code): sum(1 for a in answers.values() if a == code) for code in sorted(set(answers.values()))},
         "redeliveries": sum(1 for d in fake.deliveries if d["redelivery"]),
-        "faults": fault_log, **result,
+        "faults": fault_log, **result, **write_gaps(fake, args.write_interval),
         "restarts_logged": len(re.findall(r"restarted \(pid", log)),
         "shutdown_exit_code": stopped,
         "tracebacks_during_faults": during.count("Traceback"), "tracebacks_at_shutdown": shutdown.count("Traceback"),

@@ -56,6 +56,7 @@ OAUTH_ENDPOINTS = {"oauth_authorize", "oauth_access_token"}  # github.com's web 
 USER_ENDPOINTS = {"user", "user_installations", "user_installation_repositories"}  # a user token's own
 USER_REPO_ENDPOINTS = {"list_labels"}  # repository endpoints the fake also answers for a user token
 USER_TOKEN_TTL = 28800  # seconds; GitHub's user tokens for an App expire after eight hours
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 ROLE_RANK = {"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 FAILURE_MESSAGES = {
@@ -482,6 +483,18 @@ class FakeGitHub:
     def issued_tokens(self) -> list[IssuedToken]:
         with self._lock:
             return list(self._tokens.values())
+
+    def write_times(self) -> dict[int, list[float]]:
+        """Installation id -> the arrival times (time.time(), sorted) of the writes (POST, PATCH, PUT,
+        DELETE) to its repositories: what GitHub's "a second between writes" is counted on."""
+        with self._lock:
+            installation_of = {name: repo["installation_id"] for name, repo in self._repos.items()}
+            times: dict[int, list[float]] = {}
+            for req in self._requests:
+                match = re.match(r"/repos/([^/]+/[^/]+)/", req.path)
+                if req.method in WRITE_METHODS and match and match.group(1) in installation_of:
+                    times.setdefault(installation_of[match.group(1)], []).append(req.received_at)
+        return {installation: sorted(moments) for installation, moments in times.items()}
 
     def calls(self, method: str, path_regex: str) -> list[RecordedRequest]:
         """Recorded requests with this method whose decoded path fully matches `path_regex`."""
