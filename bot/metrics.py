@@ -52,7 +52,7 @@ def count_delivery(response):
     was checked or held) all under UNSIGNED, with one field per outcome."""
     if request.endpoint == "webhooks.receive" and not g.get("delivery_counted"):
         event = event_label(request.headers.get("X-GitHub-Event")) if g.get("signed") else UNSIGNED
-        outcome = STATUS_OUTCOMES.get(response.status_code, "other")
+        outcome = g.get("outcome") or STATUS_OUTCOMES.get(response.status_code, "other")
         metrics.count_delivery(current_app.extensions["bot"]["redis"], event, outcome)
     return response
 

@@ -70,6 +70,7 @@ def receive():
     happened = event_time(None, received_at, payload.get("issue"), payload.get("comment"))
     if _too_old(happened, settings.max_event_age):
         log.warning("ignored delivery %s: its event is older than GitHub's redelivery window", delivery_id)
+        g.outcome = "too_old"  # a 200 like a ping's, counted apart (bot.metrics.count_delivery)
         return {"ignored": "event older than GitHub's redelivery window", "delivery": delivery_id}, 200
     return _enqueue(route, event, queueing.body_digest(body))
 

@@ -14,6 +14,7 @@ from rq import Queue
 from bot.app import create_app
 from bot.issues import event_time
 from bot.queueing import BODY_KEY, REPLAY_WINDOW_SECONDS, body_digest
+from core.metrics import DELIVERIES_KEY
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER
 from core.settings import Settings
 from tests.bot.test_webhooks import deliver
@@ -76,6 +77,13 @@ def test_an_event_older_than_the_window_is_ignored_and_a_recent_one_is_not(clien
     recent = deliver(client, "issues", fresh_opened(payload, age=window - dt.timedelta(hours=2)), delivery="new")
     assert recent.status_code == 202
     assert Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).job_ids == ["label_issue--new"]
+
+
+def test_an_event_ignored_as_too_old_is_counted_as_such_not_as_a_ping(client, redis, payload):
+    window = dt.timedelta(seconds=REPLAY_WINDOW_SECONDS)
+    deliver(client, "issues", fresh_opened(payload, age=window + dt.timedelta(minutes=5)), delivery="old")
+    deliver(client, "ping", json.dumps({"zen": "Keep it logically awesome."}).encode(), delivery="p-1")
+    assert redis.hgetall(DELIVERIES_KEY) == {b"issues|too_old": b"1", b"ping|ping": b"1"}
 
 
 def test_an_old_comment_on_an_old_issue_is_ignored(client, redis, payload):
