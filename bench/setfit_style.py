@@ -50,8 +50,9 @@ def embed(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: i
 
     model.eval()
     with torch.inference_mode():
-        return np.concatenate([mean_pool(model, tokenizer, texts[start:start + batch_size], max_length).numpy()
-                               for start in range(0, len(texts), batch_size)])
+        # .float(): under bf16 autocast the pooled rows are bfloat16, which numpy has no type for
+        return np.concatenate([mean_pool(model, tokenizer, texts[start:start + batch_size], max_length)
+                               .float().numpy() for start in range(0, len(texts), batch_size)])
 
 
 def mean_pool(model, tokenizer, texts: Sequence[str], max_length: int):

@@ -41,22 +41,29 @@ class FrozenEncoder:
     """The encoder's mean-pooled embeddings, each text embedded once for every fold (what makes the
     protocol affordable on CPU), and a logistic-regression head fitted per fold on them."""
 
-    def __init__(self, config):
+    def __init__(self, config, bf16: bool = False):
         from transformers import AutoModel, AutoTokenizer
 
         source = config.resolved_base_model()
         self.tokenizer, self.model = AutoTokenizer.from_pretrained(source), AutoModel.from_pretrained(source)
         self.max_length, self.seed, self.cache = config.max_length, config.seed, {}
+        self.bf16 = bf16  # torch's CPU autocast: ~2x on AVX-512 bf16 without AMX (docs/BENCHMARKS.md)
         self.embed_seconds = 0.0
 
     def vectors(self, texts):
         from bench.setfit_style import embed
 
         missing = sorted({text for text in texts if text not in self.cache}, key=len)  # pad-free batches
+        import torch
+        from tqdm import tqdm
+
         started = time.perf_counter()
-        for start in range(0, len(missing), 512):
-            chunk = missing[start:start + 512]
-            self.cache.update(zip(chunk, embed(self.model, self.tokenizer, chunk, self.max_length), strict=True))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            for start in tqdm(range(0, len(missing), 512), desc="embedding", unit="batch of 512",
+                              disable=len(missing) <= 512):
+                chunk = missing[start:start + 512]
+                vectors = embed(self.model, self.tokenizer, chunk, self.max_length)
+                self.cache.update(zip(chunk, vectors, strict=True))
         self.embed_seconds += time.perf_counter() - started
         return [self.cache[text] for text in texts]
 
@@ -123,9 +130,9 @@ class FoldModels:
         (self.workdir / "fold-of-repository.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
-def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None = None):
-    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head), per fold;
-    with `keep`, the fine-tuned folds' models are kept and saved."""
+def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None = None, bf16: bool = False):
+    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head, embedding under
+    bf16 autocast with `bf16`), per fold; with `keep`, the fine-tuned folds' models are kept and saved."""
     from trainer.baseline import train_tfidf
     from trainer.train import fine_tune
 
@@ -136,7 +143,8 @@ def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None =
         return fine_tune(config, train, kinds, progress=False)
 
     if encoder == "frozen":
-        return {"tfidf": lambda train: tfidf(train).classifier("bench"), "encoder": FrozenEncoder(config).train}
+        return {"tfidf": lambda train: tfidf(train).classifier("bench"),
+                "encoder": FrozenEncoder(config, bf16).train}
     if keep is None:
         return {"tfidf": lambda train: tfidf(train).classifier("bench"),
                 "encoder": lambda train: fine_tuned(train).classifier("bench")}
@@ -261,14 +269,15 @@ def run(args) -> dict:
     print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
     keep = FoldModels(folds, args.workdir, config.tfidf_share) if args.save_fold_models else None
-    models = members(config, KINDS, args.encoder, keep)
+    models = members(config, KINDS, args.encoder, keep, bf16=args.bf16)
     oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True),
                     embed={"encoder"})
     save_out_of_fold(oof, args.workdir)
     if keep is not None:
         keep.write_index()
     shares = (0.3, 0.5, 0.7)
-    result = {"config": config.to_dict(), "mix": dataclasses.asdict(mix), "folds": folds.groups,
+    result = {"config": config.to_dict(), "encoder": args.encoder, "bf16": args.bf16,
+              "mix": dataclasses.asdict(mix), "folds": folds.groups,
               "trained_on": oof.trained_on, "scored": describe(folds.pool), "unseen": unseen_rows(oof, shares)}
     variants = {}
     tfidf_only = {"tfidf": models["tfidf"]}
@@ -346,6 +355,8 @@ def main() -> int:
     parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
                         help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
                              "with it frozen and fit a LR head per fold (minutes instead of hours on CPU)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="with --encoder frozen: embed under torch's CPU autocast to bfloat16")
     parser.add_argument("--class-weight", choices=("none", "balanced"), default=None,
                         help="none: the plain loss; balanced: each kind counts alike in the fine-tuning loss "
                              "(TrainConfig.class_weight; default: the recipe's)")
