@@ -28,13 +28,15 @@ class ServingModels:
     `resolve(repo)` names the version serving that repository (its own, else the global one; see
     `core.store.serving_model_for`); it is a cheap DB query, so every job asks it and a `promote` or
     `rollback` reaches running workers without a restart. `on_serve(repo, version)` is called the first
-    time this process serves a repository with a version (bot.worker queues the memory's fill there).
+    time this process serves a repository with a version (bot.worker queues the memory's fill there);
+    `on_load(served, classifier)` each time a model is read from disk (bot.worker records its engine).
     """
 
     def __init__(self, resolve: Callable[[str | None], Served | None],
                  loader: Callable[[str], Classifier] = load_classifier, *,
-                 on_serve: Callable[[str, str], None] | None = None):
-        self._resolve, self._loader, self._on_serve = resolve, loader, on_serve
+                 on_serve: Callable[[str, str], None] | None = None,
+                 on_load: Callable[[Served, Classifier], None] | None = None):
+        self._resolve, self._loader, self._on_serve, self._on_load = resolve, loader, on_serve, on_load
         self._announced: set[tuple[str, str]] = set()  # (repo, version) pairs on_serve was called for
         self._loaded: dict[str, Classifier] = {}
         self._lock = threading.Lock()
@@ -61,4 +63,6 @@ class ServingModels:
                 log.info("loading model %s for scope %s from %s", served.version, served.scope, served.path)
                 self._loaded[served.scope] = self._loader(served.path)
                 self.loads += 1
+                if self._on_load is not None:
+                    self._on_load(served, self._loaded[served.scope])
             return self._loaded[served.scope]

@@ -14,7 +14,7 @@ from rq import SimpleWorker
 from bot import context, memory_fill, write_spacing
 from bot.queueing import DELIVERY_KEY
 from bot.serving import NO_MODEL, Served, ServingModels
-from core import store
+from core import engines, store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
@@ -48,10 +48,18 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
         github_for = write_spacing.spaced_writers(github_for, redis, settings.github_write_interval)
     # a version serving a repository for the first time here: its memory is filled on the feedback queue
     on_serve = functools.partial(memory_fill.queue_fill, redis) if settings.memory else None
-    models = ServingModels(resolve, functools.partial(load_classifier, threads=settings.worker_threads),
-                           on_serve=on_serve)
+    loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine)
+    models = ServingModels(resolve, loader, on_serve=on_serve,
+                           on_load=functools.partial(record_engine, redis))
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=models,
                                  github_for=github_for, redis=redis, github_app=github_app)
+
+
+def record_engine(redis: Redis, served: Served, classifier) -> None:
+    """The engine this process serves a scope's model with, for GET /metrics (none: a TF-IDF model)."""
+    engine = engines.served_engine(classifier)
+    if engine is not None:
+        engines.record_engine(redis, served.scope, served.version, engine)
 
 
 class ServingWorker(SimpleWorker):
@@ -70,7 +78,9 @@ class ServingWorker(SimpleWorker):
         super()._start_scheduler(*args, **kwargs)
         started = time.perf_counter()
         self._warm_up()
-        log.info("model warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
+        milliseconds = (time.perf_counter() - started) * 1000
+        log.info("model warmed up in %.0f ms: ready for the first job", milliseconds)
+        engines.record_warmed(self.connection, milliseconds)
 
 
 def upgrade_queued_jobs(redis: Redis, queues: tuple[str, ...]) -> Upgrade:

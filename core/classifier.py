@@ -53,8 +53,9 @@ class TfidfClassifier:
         return [dict(zip(classes, map(float, row), strict=True)) for row in self.pipeline.predict_proba(list(texts))]
 
 
-def load_classifier(directory: Path | str, *, threads: int | None = None) -> Classifier:
-    """Load whatever kind of model a registry directory holds (an encoder by its fastest working path).
+def load_classifier(directory: Path | str, *, threads: int | None = None, engine: str = "auto") -> Classifier:
+    """Load whatever kind of model a registry directory holds (an encoder by the fastest engine its gate
+    allowed on this CPU, or `engine` when that one is allowed: core.encoder.load_encoder).
 
     `threads` caps the CPU threads an encoder's inference uses (core.encoder.load_encoder).
     """
@@ -63,9 +64,10 @@ def load_classifier(directory: Path | str, *, threads: int | None = None) -> Cla
     if card.kind == "tfidf":
         return TfidfClassifier.from_directory(directory, card)
     if card.kind == "blend":
-        encoder, tfidf = (load_classifier(directory / member, threads=threads) for member in BLEND_MEMBERS)
+        encoder, tfidf = (load_classifier(directory / member, threads=threads, engine=engine)
+                          for member in BLEND_MEMBERS)
         return BlendedClassifier(encoder, tfidf, card.tfidf_share, card=card)
-    return load_encoder(directory, card, threads=threads)
+    return load_encoder(directory, card, threads=threads, engine=engine)
 
 
 def blend_scores(rows: Sequence[dict[str, float]], other_rows: Sequence[dict[str, float]],

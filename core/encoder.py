@@ -1,10 +1,11 @@
-"""A fine-tuned encoder at inference: PyTorch, or its checked ONNX Runtime artefact (the fast path).
+"""A fine-tuned encoder at inference: PyTorch (fp32, or bf16 autocast), or its checked ONNX Runtime artefacts.
 
-`trainer.fast_path` builds `fast/model.int8.onnx` (or the fused fp32 graph) when a trained model is
-registered, and records in the card (`fast_path`) its SHA-256 and the same-answers gate's figures.
-`load_encoder` serves it only when the file is there, its hash matches and the gate passed; otherwise
-PyTorch serves, and one log line says why. The fast path imports neither torch nor the model classes of
-transformers: a worker serving it starts faster and holds less memory.
+`trainer.fast_path` builds `fast/model.int8.onnx` and the fused fp32 graph when a trained model is
+registered, gates each engine (and bf16 autocast) against fp32 PyTorch, and records in the card
+(`fast_path`) the SHA-256 of each artefact kept and every gate's figures. `load_encoder` serves the engine
+`core.engines.choose` picks for this CPU among those the gate allowed (an artefact only when it is there and
+its hash matches); each engine passed over is logged with why. The ONNX engines import neither torch nor the
+model classes of transformers: a worker serving them starts faster and holds less memory.
 
 torch, transformers and onnxruntime are imported inside functions only: the web process may import
 this module's names without paying for them.
@@ -16,6 +17,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from core import engines
 from core.card import ModelCard
 from core.file_hash import file_sha256
 from core.issue_text import shorten_text
@@ -25,8 +27,8 @@ log = logging.getLogger(__name__)
 FAST_DIR = "fast"  # the artefact's subdirectory in an encoder's version directory
 FAST_FILE = "model.int8.onnx"  # fused graph, dynamic int8 weights (per channel)
 FP32_FILE = "model.fp32.onnx"  # the same fused graph in fp32: serves when int8 fails the gate
-SERVES = "onnxruntime-int8"  # the card's `fast_path.serves` for each artefact
-SERVES_FP32 = "onnxruntime-fp32"
+SERVES = engines.ORT_INT8  # the card's `fast_path.serves` for each artefact
+SERVES_FP32 = engines.ORT_FP32
 
 
 class EncoderClassifier:
@@ -83,15 +85,17 @@ class EncoderClassifier:
 
 
 class TransformerClassifier(EncoderClassifier):
-    """A fine-tuned encoder with its tokenizer in PyTorch, on CPU (or CUDA when there is one)."""
+    """A fine-tuned encoder with its tokenizer in PyTorch, on CPU (or CUDA when there is one); `bf16`: under
+    CPU autocast to bfloat16 (engine `pytorch-bf16`), the weights kept in fp32."""
 
-    def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu"):
+    def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu", *, bf16: bool = False):
         super().__init__(tokenizer, card)
-        self.model, self.device = model, device
+        self.model, self.device, self.bf16 = model, device, bf16
+        self.engine = engines.TORCH_BF16 if bf16 else engines.TORCH_FP32
 
     @classmethod
-    def from_directory(cls, directory: Path | str, card: ModelCard, device: str | None = None
-                       ) -> TransformerClassifier:
+    def from_directory(cls, directory: Path | str, card: ModelCard, device: str | None = None, *,
+                       bf16: bool = False) -> TransformerClassifier:
         """The model saved in `directory`, whose card the caller has read (core.classifier.load_classifier)."""
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -101,12 +105,12 @@ class TransformerClassifier(EncoderClassifier):
         tokenizer = AutoTokenizer.from_pretrained(directory)
         # safetensors only: a pytorch_model.bin would go through torch.load, which unpickles (runs code)
         model = AutoModelForSequenceClassification.from_pretrained(directory, use_safetensors=True).to(device).eval()
-        return cls(model, tokenizer, card, device)
+        return cls(model, tokenizer, card, device, bf16=bf16)
 
     def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
         import torch
 
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
             encoded = self._encode(texts, "pt").to(self.device)
             if scores:
                 output = self.model(**encoded, output_hidden_states=True)
@@ -163,51 +167,32 @@ class OnnxClassifier(EncoderClassifier):
         return pooled.tolist(), probabilities
 
 
-def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None = None) -> EncoderClassifier:
-    """The fast path when its artefact is there, intact and passed the gate; else PyTorch.
+def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None = None,
+                 engine: str = engines.AUTO, flags: frozenset[str] | None = None) -> EncoderClassifier:
+    """The encoder run by the fastest engine this CPU has among those its registration's gate allowed
+    (`core.engines.choose`); `engine` forces one (ISSUE_SORTER_ENGINE), which still needs its gate.
 
     `threads` caps the CPU threads inference uses (a bot worker's ISSUE_SORTER_WORKER_THREADS); None: the
-    engine's default.
+    engine's default. `flags`: the CPU's (None: this machine's).
     """
     directory = Path(directory)
-    fast, reason = load_fast(directory, card, threads=threads)
-    if fast is not None:
-        log.info("serving %s with %s (%s)", card.version, fast.engine, fast.path)
-        return fast
-    log.warning("serving %s with PyTorch: %s", card.version, reason)
+    return engines.choose(card, lambda name: load_engine(directory, card, name, threads=threads),
+                          forced=engine, flags=flags).classifier
+
+
+def load_engine(directory: Path, card: ModelCard, engine: str, *, threads: int | None = None
+                ) -> EncoderClassifier:
+    """The encoder in `directory` run by `engine`; raises, saying why, when it cannot be loaded here."""
+    if engine in (engines.ORT_INT8, engines.ORT_FP32):
+        kept = engines.artefacts(card)[engine]
+        path = directory / kept["file"]
+        if not path.is_file():
+            raise FileNotFoundError(f"its fast artefact {path} is missing")
+        if file_sha256(path) != kept.get("sha256"):
+            raise ValueError(f"its fast artefact {path} does not match the SHA-256 in its card (corrupt or replaced)")
+        return OnnxClassifier.from_file(directory, path, card, threads=threads, engine=engine)
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
-    return TransformerClassifier.from_directory(directory, card)
-
-
-def load_fast(directory: Path, card: ModelCard, *, threads: int | None = None
-              ) -> tuple[OnnxClassifier | None, str]:
-    """(the fast classifier, "") when it may serve; else (None, why not) in one line."""
-    record = card.fast_path
-    if not record:
-        return None, "no fast artefact was built for it (registered before the fast path, or with it off)"
-    if record.get("error"):
-        return None, f"its fast artefact could not be built ({record['error']})"
-    gate = record.get("gate") or record.get("gates", {}).get(SERVES) or {}
-    if record.get("serves") not in (SERVES, SERVES_FP32) or not gate.get("passed"):
-        return None, f"its fast artefact did not pass the same-answers gate ({_gate_text(gate)})"
-    path = directory / record["file"]
-    if not path.is_file():
-        return None, f"its fast artefact {path} is missing"
-    if file_sha256(path) != record.get("sha256"):
-        return None, f"its fast artefact {path} does not match the SHA-256 in its card (corrupt or replaced)"
-    try:
-        return OnnxClassifier.from_file(directory, path, card, threads=threads, engine=record["serves"]), ""
-    except ImportError as error:
-        return None, f"onnxruntime is not installed ({error})"
-    except Exception as error:  # noqa: BLE001 - ORT raises its own errors for a bad graph; PyTorch still serves
-        return None, f"its fast artefact {path} could not be loaded ({type(error).__name__}: {error})"
-
-
-def _gate_text(gate: dict) -> str:
-    if "top_label_agreement" not in gate:
-        return gate.get("reason", "not run")
-    return (f"top label agreed on {gate['top_label_agreement']:.1%} of {gate['issues']} issues, macro-F1 "
-            f"{gate['macro_f1_fast']:.4f} against PyTorch's {gate['macro_f1_pytorch']:.4f}")
+    return TransformerClassifier.from_directory(directory, card, bf16=engine == engines.TORCH_BF16)

@@ -6,11 +6,16 @@ fully (Attention, EmbedLayerNorm, SkipLayerNorm, BiasGelu); symbolic shape infer
 type the fused weights. optimum-onnx would be the maintained wrapper, but it needs transformers < 4.58 and we
 pin 5.x, so this uses torch.onnx and onnxruntime's own tools.
 
-An artefact serves only when it gives the same answers as PyTorch on held-out issues (`same_answers`):
-macro-F1 within 0.5 points and the top label the same on at least 99 % of them. The answers compared are
-the App's: for a blend, the blend's, its TF-IDF member beside the encoder either way (`_as_served`). int8
-is tried first (1.7x PyTorch's batched throughput, 2.4x one issue at a time), then the fused fp32 graph (PyTorch's answers to
-~1e-6; as fast, but no torch in the worker: 5x quicker to load, 43 % less memory); else PyTorch serves.
+An engine may serve only when it gives the same answers as fp32 PyTorch on held-out issues (`same_answers`):
+macro-F1 within 0.5 points and the top label the same on at least 99 % of them, both for the model's answers
+and for the App's answers with the memory in the loop (`memory_answers`: each issue adjusted by the kNN vote
+of the other issues of its repository, embedded by the same engine: an int8 or bf16 engine moves the
+embeddings the vote reads). The answers compared are the App's: for a blend, the blend's, its TF-IDF member
+beside the encoder either way (`_as_served`). Every engine is gated: int8 (1.7x PyTorch's batched throughput,
+2.4x one issue at a time), the fused fp32 graph (PyTorch's answers to ~1e-6; no torch in the worker: 5x
+quicker to load, 43 % less memory), and bf16 autocast where the registering CPU has AMX (without it bf16 is
+slower than fp32: docs/BENCHMARKS.md, "Serving"). Every artefact that passes is kept; which of them serves is
+chosen where the worker runs (core.engines).
 """
 
 from __future__ import annotations
@@ -25,11 +30,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from core import engines
 from core.card import BLEND_MEMBERS, ModelCard, encoder_directory, update_card
 from core.classifier import BlendedClassifier, load_classifier
 from core.encoder import (FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier,
                           TransformerClassifier)
 from core.file_hash import file_sha256
+from core.memory import MEMORY_SIZE, Memory
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1
 from trainer.sources import NLBSE_TEST_FILE, shared_dir
@@ -69,7 +78,7 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
 
 
 def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Example], *,
-                    source: str = "") -> dict[str, Any]:
+                    source: str = "", cpu_flags: frozenset[str] | None = None) -> dict[str, Any]:
     """Export the encoder of the registered model in `directory` (whose card is `card`), gate each artefact
     on `issues`, record the outcome in its card.
 
@@ -81,10 +90,12 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
     if not issues:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
         record["gate"] = {"passed": False, "reason": "no held-out issues"}
+        record["gates"] = {engine: record["gate"] for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}
         _record(model_directory, directory, record)
         return record
     try:
-        record |= _export_and_gate(directory, issues, source, model_directory, card)
+        record |= _export_and_gate(directory, issues, source, model_directory, card,
+                                   engines.cpu_flags() if cpu_flags is None else cpu_flags)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
@@ -110,26 +121,34 @@ def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], 
 
 
 def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
-                     card: ModelCard) -> dict[str, Any]:
-    """Both artefacts, gated in turn; the first that passes serves, and only its file is kept."""
+                     card: ModelCard, cpu_flags: frozenset[str]) -> dict[str, Any]:
+    """Every engine gated against fp32 PyTorch; the artefacts that pass are kept, the first (int8 before
+    fp32) named `serves` as the default of a worker that cannot choose."""
     started = time.perf_counter()
     artefacts = export_onnx(directory)
-    record: dict[str, Any] = {"serves": "pytorch", "gates": {}, "export_seconds": round(time.perf_counter() - started, 1)}
+    record: dict[str, Any] = {"serves": "pytorch", "gates": {}, "artefacts": {},
+                              "export_seconds": round(time.perf_counter() - started, 1)}
     as_served, answers = _as_served(model_directory, card)
     encoder_card = card if directory == model_directory else ModelCard.read(directory)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
-    reference = _top_labels(as_served(pytorch), issues)
+    reference = served_answers(as_served(pytorch), issues)
     for engine, artefact in artefacts.items():
         fast = OnnxClassifier.from_file(directory, artefact, encoder_card)
-        gate = same_answers(reference, as_served(fast), issues) | {"issues_source": source, "answers": answers}
-        record["gates"][engine] = gate
+        gate = same_answers(reference, served_answers(as_served(fast), issues), issues, fast.labels)
+        record["gates"][engine] = gate | {"issues_source": source, "answers": answers}
         if gate["passed"]:
-            record |= {"serves": engine, "file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact),
-                       "gate": gate}
-            break  # int8 passed: the fp32 graph is not needed
-    for artefact in artefacts.values():  # keep only the one that serves
-        if record.get("file") != f"{FAST_DIR}/{artefact.name}":
+            kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
+            record["artefacts"][engine] = kept
+            if record["serves"] == "pytorch":
+                record |= {"serves": engine, "gate": record["gates"][engine]} | kept
+        else:
             artefact.unlink()
+    if engines.has_amx(cpu_flags):
+        bf16 = TransformerClassifier(pytorch.model, pytorch.tokenizer, encoder_card, bf16=True)
+        gate = same_answers(reference, served_answers(as_served(bf16), issues), issues, bf16.labels)
+        record["gates"][engines.TORCH_BF16] = gate | {"issues_source": source, "answers": answers}
+    else:  # emulated by avx512_bf16 converts or worse: slower than fp32, not worth gating
+        record["gates"][engines.TORCH_BF16] = {"passed": False, "reason": "not gated: no AMX where it was registered"}
     return record
 
 
@@ -209,21 +228,66 @@ def _logits_and_hidden(model, names: list[str]):
     return LogitsAndHidden()
 
 
-def _top_labels(classifier, issues: Sequence[Example]) -> list[str]:
-    return [max(row, key=row.get) for row in classifier.predict([issue.text for issue in issues], batch_size=32)]
+@dataclass(frozen=True)
+class Answers:
+    """An engine's top labels on the gate's issues: the model's own, and the App's with the memory."""
+
+    model: list[str]
+    with_memory: list[str]
 
 
-def same_answers(reference: Sequence[str], fast, issues: Sequence[Example]) -> dict[str, Any]:
-    """The fast classifier against PyTorch's top labels (`reference`) on `issues`: figures and the word."""
-    truth, top_fast = [issue.label for issue in issues], _top_labels(fast, issues)
-    f1_torch, f1_fast = macro_f1(truth, list(reference), fast.labels), macro_f1(truth, top_fast, fast.labels)
-    agreement = sum(a == b for a, b in zip(reference, top_fast, strict=True)) / len(issues)
-    return {"passed": is_same_answers(f1_torch, f1_fast, agreement), "issues": len(issues),
+def served_answers(classifier, issues: Sequence[Example]) -> Answers:
+    """`classifier`'s answers on `issues`, without and with the memory in the loop (`memory_answers`)."""
+    scores, vectors = classifier.predict_and_embed([issue.text for issue in issues])
+    return Answers([_top(row) for row in scores], memory_answers(scores, vectors, issues))
+
+
+def memory_answers(scores: Sequence[dict[str, float]], vectors: Sequence[Sequence[float]],
+                   issues: Sequence[Example]) -> list[str]:
+    """Each issue's top label once its scores are adjusted by the memory of the other issues of its
+    repository (their true labels, the engine's own embeddings and top labels: what core.memory holds
+    once they are confirmed), as the App serves an issue of a repository whose history is confirmed."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    by_repo: dict[str | None, list[int]] = {}
+    for i, issue in enumerate(issues):
+        by_repo.setdefault(issue.repo, []).append(i)
+    answers = [""] * len(issues)
+    for rows in by_repo.values():
+        for i in rows:
+            others = [j for j in rows if j != i][-MEMORY_SIZE:]
+            memory = Memory(matrix[others], [issues[j].label for j in others],
+                            model_labels=[_top(scores[j]) for j in others])
+            answers[i] = _top(memory.adjust(scores[i], matrix[i]) if others else scores[i])
+    return answers
+
+
+def _top(row: dict[str, float]) -> str:
+    return max(row, key=row.get)
+
+
+def same_answers(reference: Answers, fast: Answers, issues: Sequence[Example], labels: Sequence[str]
+                 ) -> dict[str, Any]:
+    """An engine's answers against fp32 PyTorch's (`reference`) on `issues`: figures and the word, for the
+    model alone and with the memory in the loop; both must hold."""
+    truth = [issue.label for issue in issues]
+    f1_torch, f1_fast = macro_f1(truth, reference.model, labels), macro_f1(truth, fast.model, labels)
+    agreement = _agreement(reference.model, fast.model)
+    f1_torch_memory = macro_f1(truth, reference.with_memory, labels)
+    f1_fast_memory = macro_f1(truth, fast.with_memory, labels)
+    memory_agreement = _agreement(reference.with_memory, fast.with_memory)
+    passed = (is_same_answers(f1_torch, f1_fast, agreement)
+              and is_same_answers(f1_torch_memory, f1_fast_memory, memory_agreement))
+    return {"passed": passed, "issues": len(issues),
             "macro_f1_pytorch": round(f1_torch, 4), "macro_f1_fast": round(f1_fast, 4),
             "top_label_agreement": round(agreement, 4),
-            "rule": f"macro-F1 within {MAX_F1_DROP * 100:g} points, top label agreeing on >= {MIN_AGREEMENT:.0%}"}
+            "macro_f1_pytorch_memory": round(f1_torch_memory, 4), "macro_f1_fast_memory": round(f1_fast_memory, 4),
+            "memory_agreement": round(memory_agreement, 4),
+            "rule": f"macro-F1 within {MAX_F1_DROP * 100:g} points, top label agreeing on >= {MIN_AGREEMENT:.0%}, "
+                    "without and with the memory"}
 
 
+def _agreement(reference: Sequence[str], fast: Sequence[str]) -> float:
+    return sum(a == b for a, b in zip(reference, fast, strict=True)) / len(reference)
 def is_same_answers(f1_pytorch: float, f1_fast: float, agreement: float) -> bool:
     """The gate's rule: no more than 0.5 points of macro-F1 lost, the top label agreeing on >= 99 %."""
     return agreement >= MIN_AGREEMENT and f1_fast >= f1_pytorch - MAX_F1_DROP

@@ -8,6 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rq import SimpleWorker
 
 from bot.app import create_app
+from core import engines
 from core.queues import SERIALIZER
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
@@ -64,3 +65,19 @@ def test_healthz_says_which_queues_have_a_live_worker(client, redis):
         assert scrape(client)[("issue_sorter_workers_alive", (("queue", "training"),))] == 0
     finally:
         worker.register_death()
+
+
+def test_metrics_name_the_engine_each_live_bot_worker_serves_with(client, redis):
+    """Chosen on each worker's machine (core.engines), so each worker says which; a dead one's is not shown."""
+    worker = SimpleWorker(["labeling"], connection=redis, serializer=SERIALIZER)
+    worker.register_birth()
+    worker.heartbeat()
+    engines.record_engine(redis, "global", "v7", engines.ORT_INT8)  # this process: the live worker's
+    engines.record_engine(redis, "global", "v6", engines.TORCH_FP32, process="gone-host:1")
+    try:
+        metrics = scrape(client)
+    finally:
+        worker.register_death()
+    serving = {labels: value for (name, labels), value in metrics.items() if name == "issue_sorter_serving_engine"}
+    assert serving == {(("engine", "onnxruntime-int8"), ("scope", "global"), ("version", "v7"),
+                        ("worker", engines.process_name())): 1.0}

@@ -1,6 +1,8 @@
 """`issue-sorter worker` at start: the model is loaded and warmed up before the first job, and no torch op
 runs before RQ has forked its scheduler (STACK-NOTES section 4)."""
 
+import logging
+
 import pytest
 import torch
 from rq import SimpleWorker
@@ -8,6 +10,7 @@ from rq import SimpleWorker
 from bot import context
 from bot.worker import run_worker
 from core.encoder import TransformerClassifier
+from core.engines import ENGINES_KEY, WARMED_KEY, process_name
 from core.queues import LABELING_QUEUE, ContractJob, make_queue
 from tests.conftest import promote_model
 
@@ -52,3 +55,21 @@ def test_the_model_is_loaded_then_warmed_up_after_the_scheduler_forks_and_before
     assert recorded == ["load", "scheduler starts", "predict", "first job"]
     assert torch.get_num_threads() == settings.worker_threads == 1
     assert context.current().models.loads == 1
+
+
+def test_the_worker_records_its_engine_and_that_it_is_warmed_up_before_the_first_job(
+        settings, sessions, redis, tiny_model_dir, recorded, monkeypatch, caplog):
+    """What GET /metrics names, and what `issue-sorter run` can wait for before it says the service is up."""
+    promote_model(settings.database_url, settings.model_dir, tiny_model_dir)
+    seen_at_first_job = {}
+    monkeypatch.setattr(ContractJob, "NAMES", ContractJob.NAMES | {f"{__name__}.first_job"})
+    monkeypatch.setattr(f"{__name__}.first_job", lambda: seen_at_first_job.update(redis.hgetall(WARMED_KEY)))
+    make_queue(redis, LABELING_QUEUE).enqueue(f"{__name__}.first_job")
+
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        run_worker(settings, burst=True)
+
+    version = context.current().models.for_repository(None).version
+    assert redis.hget(ENGINES_KEY, f"{process_name()}|global") == f"{version}|pytorch".encode()
+    assert f"serving {version} with pytorch" in caplog.text  # no fast path was built for this tiny model
+    assert set(seen_at_first_job) == {process_name().encode()}

@@ -90,13 +90,17 @@ def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top
     assert gate["issues"] == len(gate_issues) and gate["top_label_agreement"] >= 0.99
     assert gate["macro_f1_fast"] >= gate["macro_f1_pytorch"] - 0.005
     assert hashlib.sha256((registered / record["file"]).read_bytes()).hexdigest() == record["sha256"]
-    assert [p.name for p in (registered / "fast").iterdir()] == [Path(record["file"]).name]  # only what serves
-    assert SERVES in record["gates"] and set(record["gates"]) <= set(FAST_ENGINES)  # int8 first, then fp32
+    kept = record["artefacts"]
+    assert record["serves"] in kept and all(record["gates"][engine]["passed"] for engine in kept)
+    assert sorted(p.name for p in (registered / "fast").iterdir()) == sorted(Path(a["file"]).name
+                                                                             for a in kept.values())  # what passed
+    assert set(FAST_ENGINES) <= set(record["gates"])  # both gated, whatever int8 gave
     assert record["gate"]["issues_source"] == "given by the caller"
-    with caplog.at_level(logging.INFO, logger="core.encoder"):
+    with caplog.at_level(logging.INFO, logger="core.engines"):
         fast = load_classifier(registered)
-    assert isinstance(fast, OnnxClassifier) and fast.engine == record["serves"]
-    assert f"serving {fast.version} with {record['serves']}" in caplog.text
+    # this CPU has no AMX: the first ONNX engine its gate allowed, int8 before fp32
+    assert isinstance(fast, OnnxClassifier) and fast.engine == next(e for e in FAST_ENGINES if e in kept)
+    assert f"serving {fast.version} with {fast.engine}" in caplog.text
     torch_path = pytorch(registered)
     assert top_labels(fast, gate_issues) == top_labels(torch_path, gate_issues)
 
@@ -111,22 +115,41 @@ def test_the_fast_path_gives_the_memory_the_same_embeddings(registered, gate_iss
         assert sum(a * b for a, b in zip(ours, theirs, strict=True)) > 0.97  # cosine to PyTorch's vector
 
 
-@pytest.mark.parametrize("damage", ["missing", "corrupt"])
-def test_a_missing_or_corrupt_artefact_falls_back_to_pytorch_and_says_why(registered, gate_issues, damage, caplog):
-    artefact = registered / read_card(registered)["fast_path"]["file"]
-    fast_labels = top_labels(load_classifier(registered), gate_issues)
-    if damage == "missing":
+def damage(artefact: Path, how: str) -> None:
+    if how == "missing":
         artefact.unlink()
     else:
         data = bytearray(artefact.read_bytes())
         data[len(data) // 2] ^= 0xFF
         artefact.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="core.encoder"):
+
+
+@pytest.mark.parametrize("how", ["missing", "corrupt"])
+def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registered, gate_issues, how, caplog):
+    kept = read_card(registered)["fast_path"]["artefacts"]
+    fast_labels = top_labels(load_classifier(registered), gate_issues)
+    for artefact in kept.values():
+        damage(registered / artefact["file"], how)
+    with caplog.at_level(logging.WARNING, logger="core.engines"):
         served = load_classifier(registered)
-    assert isinstance(served, TransformerClassifier)
-    [line] = [r.getMessage() for r in caplog.records if "with PyTorch" in r.getMessage()]
-    assert ("is missing" if damage == "missing" else "does not match the SHA-256") in line
+    assert isinstance(served, TransformerClassifier) and served.engine == "pytorch"
+    lines = [r.getMessage() for r in caplog.records if "could not be loaded" in r.getMessage()]
+    assert len(lines) == len(kept)
+    assert all(("is missing" if how == "missing" else "does not match the SHA-256") in line for line in lines)
     assert top_labels(served, gate_issues) == fast_labels
+
+
+def test_a_corrupt_int8_artefact_falls_back_to_the_fp32_graph_when_its_gate_passed_too(
+        register, decisive_minilm, monkeypatch, caplog):
+    monkeypatch.setattr("trainer.fast_path.is_same_answers", lambda *figures: True)  # both engines pass
+    row = register(decisive_minilm)
+    kept = read_card(row.path)["fast_path"]["artefacts"]
+    assert set(kept) == set(FAST_ENGINES)  # every engine that passed is kept: the worker's CPU chooses
+    damage(Path(row.path) / kept[SERVES]["file"], "corrupt")
+    with caplog.at_level(logging.WARNING, logger="core.engines"):
+        served = load_classifier(row.path)
+    assert isinstance(served, OnnxClassifier) and served.engine == SERVES_FP32
+    assert "onnxruntime-int8 does not serve" in caplog.text and "does not match the SHA-256" in caplog.text
 
 
 def test_a_model_that_cannot_be_exported_still_registers_and_pytorch_serves_it(
@@ -147,9 +170,9 @@ def test_a_model_that_cannot_be_exported_still_registers_and_pytorch_serves_it(
 def test_a_gate_without_held_out_issues_serves_pytorch(register, decisive_minilm, caplog):
     row = register(decisive_minilm, gate_issues=[])
     assert read_card(row.path)["fast_path"]["serves"] == "pytorch"
-    with caplog.at_level(logging.WARNING, logger="core.encoder"):
+    with caplog.at_level(logging.WARNING, logger="core.engines"):
         assert isinstance(load_classifier(row.path), TransformerClassifier)
-    assert "did not pass the same-answers gate (no held-out issues)" in caplog.text
+    assert "its registration's same-answers gate refused it (no held-out issues)" in caplog.text
 
 
 @pytest.mark.parametrize(("f1_pytorch", "f1_fast", "agreement", "passes"), [
