@@ -47,6 +47,7 @@ from core.queues import (
     REFRESH_LABELS,
     REMOVE_INSTALLATION,
     REMOVE_REPOSITORIES,
+    REPLY_TO_RETRAIN,
     REVIEW_PREDICTION,
     SUSPEND_INSTALLATION,
     UPDATE_REPOSITORY,
@@ -172,7 +173,10 @@ def reply_to_retrain(*, reply_to: dict, result: dict) -> str:
     github = ctx.github(reply_to["installation_id"])
     reply = commands.retrain_reply(result)
     if github is not None:
-        github.create_comment(reply_to["repo"], reply_to["number"], reply)
+        try:
+            github.create_comment(reply_to["repo"], reply_to["number"], reply)
+        except TransientGitHubError as error:  # the write spacing's deferral too: the reply comes later
+            return _reschedule(ctx, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": result}, error)
     return reply
 
 

@@ -12,6 +12,7 @@ from core.file_hash import file_sha256
 
 TRUNCATIONS = ("head", "head+tail")
 CLASS_WEIGHTS = ("none", "balanced")
+PRECISIONS = ("auto", "fp32", "bf16")  # auto: bf16 autocast where the CPU has AMX, else fp32 (trainer.precision)
 # What `bootstrap-model` trains: the recipe that scored best on validation issues of NLBSE'24 with the
 # offline MiniLM on CPU (docs/BENCHMARKS.md, "Quality"), with the balanced loss that the unseen-repository
 # protocol chose (encoder 0.522 → 0.609, blend 0.651 → 0.679: "Unseen repositories"). TF-IDF's share 0.5:
@@ -48,12 +49,16 @@ class TrainConfig:
     # balanced: each kind's loss weighted by n / (kinds × its count), as sklearn's class_weight="balanced",
     # so a kind the mix has few of (questions) still counts as much in the loss as the others
     class_weight: str = "none"  # none | balanced
+    # CPU training precision: auto (bf16 autocast with AMX, gated against fp32: trainer.precision) | fp32 | bf16
+    precision: str = "auto"
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
         if self.class_weight not in CLASS_WEIGHTS:
             raise ValueError(f"class_weight must be one of {CLASS_WEIGHTS}, got {self.class_weight!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.max_length < 8 or self.batch_size < 1 or self.epochs < 1:
             raise ValueError("max_length must be >= 8, batch_size and epochs >= 1")
         if not 0.0 <= self.tfidf_share < 1.0:

@@ -37,6 +37,8 @@ class TrainedModel:
     seconds: float  # wall time of the training loop
     steps: int = 0  # optimizer steps taken
     losses: list[float] = field(default_factory=list)  # training loss of each step
+    precision: str = "fp32"  # what the CPU trained it in: fp32 | bf16 (autocast); on CUDA, fp32 weights
+    precision_gate: dict | None = None  # trainer.precision's verdict when bf16 was tried
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
              thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
@@ -56,8 +58,11 @@ class TrainedModel:
 
 
 def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None,
-              *, progress: bool = True) -> TrainedModel:
-    """Fine-tune `config.base_model` on `examples`; `labels` fixes the class order (default: sorted)."""
+              *, progress: bool = True, precision: str | None = None) -> TrainedModel:
+    """Fine-tune `config.base_model` on `examples`; `labels` fixes the class order (default: sorted).
+
+    `precision` fp32 or bf16 (CPU autocast); None: `config.precision`, where auto means fp32 here, since
+    auto's bf16 must pass its gate first (trainer.precision.fine_tune_gated, which passes it in)."""
     import torch
 
     labels = check_labels(examples, labels)
@@ -67,12 +72,15 @@ def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence
     targets = [labels.index(example.label) for example in examples]
     started = time.perf_counter()
     weights = class_weights(targets, len(labels)) if config.class_weight == "balanced" else None
-    steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress, weights)
+    precision = precision or ("fp32" if config.precision == "auto" else config.precision)
+    if config.resolved_device() != "cpu":
+        precision = "fp32"  # fp32 weights, float16 autocast on CUDA
+    steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress, weights, precision)
     seconds = time.perf_counter() - started
-    log.info("fine-tuned %s on %d examples: %d steps in %.1f s", config.resolved_base_model(),
-             len(examples), steps, seconds)
+    log.info("fine-tuned %s on %d examples: %d steps in %.1f s (%s)", config.resolved_base_model(),
+             len(examples), steps, seconds, precision)
     return TrainedModel(model.eval(), tokenizer, labels, config, config.resolved_base_model(), seconds,
-                        steps, losses)
+                        steps, losses, precision)
 
 
 def check_labels(examples: Sequence[Example], labels: Sequence[str] | None) -> list[str]:
@@ -154,7 +162,8 @@ def linear_schedule(optimizer, total_steps: int, warmup_ratio: float):
 
 
 def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int], config: TrainConfig,
-               progress: bool, weights: Sequence[float] | None = None) -> tuple[int, list[float]]:
+               progress: bool, weights: Sequence[float] | None = None, precision: str = "fp32"
+               ) -> tuple[int, list[float]]:
     """Run the optimizer over the epochs (or max_steps); returns steps taken and each step's loss.
     `weights`, one per class, scale each class's share of the loss (None: all alike)."""
     import torch
@@ -165,7 +174,7 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
     total = min(total, config.max_steps) if config.max_steps else total
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = linear_schedule(optimizer, total, config.warmup_ratio)
-    step = Stepper(model, optimizer, schedule, config, weights)
+    step = Stepper(model, optimizer, schedule, config, weights, bf16=precision == "bf16")
     generator = torch.Generator().manual_seed(config.seed)  # batch order, independent of other RNG use
     lengths = [len(ids) for ids in input_ids]
     losses: list[float] = []
@@ -185,13 +194,15 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
 class Stepper:
     """One optimizer step: autocast forward, scaled backward, clip, step, schedule."""
 
-    def __init__(self, model, optimizer, schedule, config: TrainConfig, weights: Sequence[float] | None = None):
+    def __init__(self, model, optimizer, schedule, config: TrainConfig, weights: Sequence[float] | None = None,
+                 *, bf16: bool = False):
         import torch
 
         self.model, self.optimizer, self.schedule, self.config = model, optimizer, schedule, config
         self.device = config.resolved_device()
         self.weights = None if weights is None else torch.tensor(weights, dtype=torch.float32, device=self.device)
         self.amp = config.fp16 and self.device.startswith("cuda")  # float16 autocast only on CUDA
+        self.bf16 = bf16 and self.device == "cpu"  # bfloat16 autocast on CPU: no scaler needed (fp32's range)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
 
     def __call__(self, encoded, labels) -> float:
@@ -199,8 +210,11 @@ class Stepper:
         import torch.nn.functional as F
 
         encoded, labels = encoded.to(self.device), labels.to(self.device)
-        device_type = "cuda" if self.amp else "cpu"
-        with torch.autocast(device_type, dtype=torch.float16, enabled=self.amp):
+        if self.amp:
+            autocast = torch.autocast("cuda", dtype=torch.float16)
+        else:
+            autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
+        with autocast:
             loss = F.cross_entropy(self.model(**encoded).logits.float(), labels, weight=self.weights)
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
@@ -223,7 +237,9 @@ def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics:
     trained.model.save_pretrained(directory)
     trained.tokenizer.save_pretrained(directory)
     training = {"seconds": round(trained.seconds, 2), "steps": trained.steps,
-                "final_loss": trained.losses[-1] if trained.losses else None}
+                "final_loss": trained.losses[-1] if trained.losses else None, "precision": trained.precision}
+    if trained.precision_gate is not None:
+        training["precision_gate"] = trained.precision_gate
     write_card(directory, version=version, labels=trained.labels, kind="transformer",
                base_model=trained.base_model, max_length=trained.config.max_length, thresholds=thresholds,
                metrics=metrics, data_fingerprint=data_fingerprint, train_config=trained.config.to_dict(),

@@ -13,14 +13,14 @@ import time
 import pytest
 from redis import Redis
 from rq.job import Job
-from rq.registry import ScheduledJobRegistry
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
 from bot import context, labeling
 from bot.worker import build_context
 from bot.write_spacing import SLOT_KEY, SpacedGitHub, WriteDeferred, WriteSpacing
 from core import metrics
 from core.db import session_scope
-from core.queues import FEEDBACK_QUEUE, SERIALIZER, make_queue
+from core.queues import FEEDBACK_QUEUE, REPLY_TO_RETRAIN, SERIALIZER, enqueue, make_queue
 from core.tables import WebhookDelivery
 from tests.bot import rules
 from tests.bot.conftest import REPO, run_worker
@@ -142,3 +142,23 @@ def test_a_labelling_job_deferred_between_its_writes_finishes_its_decision_once(
     result = rules.run_job(sessions, spaced, 1, classifier=classifier, checkpoint=True, labels=("bug",))
     assert result.outcome == "applied" and len(classifier.seen) == asked
     assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
+
+
+def test_a_retraining_s_reply_that_must_wait_is_rescheduled_not_failed(spaced_context, fake_github, redis):
+    """The trainer's answer under a `/issue-sorter retrain` comment is a write too: deferred, it comes later."""
+    fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
+    WriteSpacing(redis, 30.0).claim(1)  # another worker wrote for installation 1 just now
+    reply_to, result = {"installation_id": 1, "repo": REPO, "number": 1}, {"summary": "0.71 -> 0.74, promoted"}
+    enqueue(redis, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": result}, job_id="reply_to_retrain--r1")
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.comments(REPO, 1) == []
+    assert not FailedJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
+    scheduled = ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER)
+    assert scheduled.get_job_ids() == ["reply_to_retrain--r1--defer1"]
+
+    redis.delete(SLOT_KEY.format(1))  # the interval has passed
+    job = Job.fetch("reply_to_retrain--r1--defer1", connection=redis, serializer=SERIALIZER)
+    scheduled.remove(job)
+    make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)  # what RQ's scheduler does at its time
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert len(fake_github.comments(REPO, 1)) == 1 and "0.71 -> 0.74" in fake_github.comments(REPO, 1)[0]
