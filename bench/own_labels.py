@@ -9,8 +9,10 @@ the memory holds `--min-examples` issues carrying it (before that it is at most 
 here). The first `--history` issues are the history at install; every later issue is scored, then joins
 the memory with all its labels (the simulated maintainer confirms what GitHub shows).
 
-The embeddings are the frozen all-MiniLM-L6-v2's (the served encoder before fine-tuning): a stand-in for
-the served model's, which a fine-tune moves. The kind is not touched: own labels are decided beside it.
+The vote and the thresholds are the service's own (core.own_labels.vote, thresholds_on_memory), so this
+replays what a labelling job decides. The embeddings are the frozen all-MiniLM-L6-v2's (the served encoder
+before fine-tuning): a stand-in for the served model's, which a fine-tune moves. The kind is not touched:
+own labels are decided beside it.
 
     nice .venv/bin/python -m bench.own_labels [--history 500] [--target 0.85] [--neighbours 10,20]
 
@@ -29,8 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.own_labels import is_candidate
-from core.thresholds import lowest_threshold
+from core.own_labels import is_candidate, thresholds_on_memory, vote
 from tests.paths import SHARED
 from trainer.dataset import github_objects, parse_time
 
@@ -63,31 +64,6 @@ def embed(texts: list[str], max_length: int) -> np.ndarray:
     torch.set_num_threads(2)
     encoder = FrozenEncoder(TrainConfig(device="cpu", max_length=max_length))
     return np.asarray(encoder.vectors(texts), dtype=np.float32)
-
-
-def vote(similarities: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
-    """(rows, labels) scores: for each row of `similarities` (rows × memory), the similarity-weighted share
-    of its k nearest memory rows that carry each label (`carries`: memory × labels, 0/1)."""
-    k = min(k, similarities.shape[1])
-    nearest = np.argpartition(-similarities, k - 1, axis=1)[:, :k]
-    weights = np.clip(np.take_along_axis(similarities, nearest, axis=1), 0, None)  # (rows, k)
-    votes = np.einsum("rk,rkl->rl", weights, carries[nearest])
-    return votes / np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
-
-
-def thresholds_on_memory(vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, k: int,
-                         target: float) -> np.ndarray:
-    """Per label, the lowest threshold at which the memory's own rows, each scored by the others, are
-    labelled at `target` precision; inf where none reaches it or the label is not served yet."""
-    similarities = vectors @ vectors.T
-    np.fill_diagonal(similarities, -np.inf)
-    scores = vote(similarities, carries, k)
-    result = np.full(carries.shape[1], np.inf)
-    for label in np.flatnonzero(served):
-        # the rows most likely to carry it: every row scored, correct when it does carry it
-        found = lowest_threshold(scores[:, label].tolist(), carries[:, label].astype(bool).tolist(), target)
-        result[label] = np.inf if found is None else max(found, 1e-9)  # a score of 0 never applies a label
-    return result
 
 
 def replay(issues: list[dict], vectors: np.ndarray, *, history: int, k: int, target: float,

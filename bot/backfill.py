@@ -1,4 +1,5 @@
-"""Backfill: a repository's existing labelled issues become training data.
+"""Backfill: a repository's existing labelled issues become training data: the kind's label (one per issue,
+`training_label`) and every one of the repository's own labels it carries (core.own_labels, several).
 
 Bounded (max_issues), polite (PyGithub's request spacing; rate limits reschedule the job at the reset
 time) and resumable: the next page to read is saved after every page.
@@ -9,13 +10,13 @@ from __future__ import annotations
 import logging
 import re
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from core import store
+from core import own_labels, store
 from core.db import session_scope
 from core.kinds import SKIP, kind_of, kind_of_label
-from core.tables import IssueRecord, utcnow
+from core.tables import IssueRecord, OwnLabelExample, utcnow
 
 log = logging.getLogger(__name__)
 BACKFILL_DONE = 0  # Repository.backfill_next_page once every page was read
@@ -32,6 +33,14 @@ def training_label(labels: tuple[str, ...]) -> str | None:
     if kind is not None:
         return next(label for label in labels if kind_of_label(label) == kind)
     return labels[0] if len(labels) == 1 else None
+
+
+def history_own_labels(labels: tuple[str, ...]) -> list[str]:
+    """Every one of the repository's own labels an issue of its history carries (none on an issue the
+    lesson's rules do not learn from)."""
+    if any(re.search(SKIP, label.lower()) for label in labels):
+        return []
+    return own_labels.candidates(labels)
 
 
 def register_installation(session: Session, installation_id: int, account_login: str | None,
@@ -66,20 +75,24 @@ def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation
 
 
 def _backfilled_count(session: Session, repository) -> int:
+    own = exists().where(OwnLabelExample.issue_id == IssueRecord.id,
+                         OwnLabelExample.confirmed_by == BACKFILL_ACTOR)
     return session.scalar(select(func.count(IssueRecord.id)).where(
-        IssueRecord.repository_id == repository.id, IssueRecord.confirmed_by == BACKFILL_ACTOR))
+        IssueRecord.repository_id == repository.id, or_(IssueRecord.confirmed_by == BACKFILL_ACTOR, own)))
 
 
 def _store_page(session: Session, repo: str, issues, room: int) -> int:
     repository = store.ensure_repository(session, repo)
     stored = 0
     for issue in issues:
-        label = training_label(tuple(issue.labels))
-        if issue.is_pull_request or label is None or stored >= room:
+        label, own = training_label(tuple(issue.labels)), history_own_labels(tuple(issue.labels))
+        if issue.is_pull_request or (label is None and not own) or stored >= room:
             continue
         record = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
                                     author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
-        if record.confirmed_label is None:  # a maintainer's later decision wins over the backfill
+        if label is not None and record.confirmed_label is None:  # a maintainer's later decision wins
             record.confirmed_label, record.confirmed_by, record.confirmed_at = label, BACKFILL_ACTOR, utcnow()
+        for name in own:
+            own_labels.confirm(session, record, name, BACKFILL_ACTOR)
         stored += 1
     return stored

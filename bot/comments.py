@@ -22,21 +22,39 @@ CONFIG_WARNING_SECONDS = 86400
 
 
 def label_comment(label: str, score: float, scores: dict[str, float], template: str | None = None,
-                  similar: Sequence[int] = ()) -> str:
-    """The comment of comment mode, after labelling; the default one links the most `similar` confirmed
-    issues (a repository's own template says only what it says)."""
+                  similar: Sequence[int] = (), own: Sequence[str] = ()) -> str:
+    """The comment of comment mode, after labelling; the default one names the repository's `own` labels
+    applied beside the kind and links the most `similar` confirmed issues (a repository's own template
+    says only what it says)."""
     text = (template or DEFAULT_COMMENT).format(label=code_span(label), score=score,
                                                 suggestions=suggestion_lines(scores))
-    return text if template else text + similar_line(similar)
+    return text if template else text + own_applied_line(own) + similar_line(similar)
 
 
 def suggestion_comment(scores: dict[str, float], template: str | None = None,
-                       similar: Sequence[int] = ()) -> str:
-    """The comment of suggest mode: the top kinds with their scores (and, by default, similar issues)."""
+                       similar: Sequence[int] = (), own: Sequence[tuple[str, float]] = ()) -> str:
+    """The comment of suggest mode: the top kinds with their scores (and, by default, the repository's own
+    labels that may fit and similar issues)."""
     top, score = max(scores.items(), key=lambda item: item[1])
     text = (template or SUGGEST_COMMENT).format(label=code_span(top), score=score,
                                                 suggestions=suggestion_lines(scores))
-    return text if template else text + similar_line(similar)
+    return text if template else text + own_suggested_lines(own) + similar_line(similar)
+
+
+def own_applied_line(labels: Sequence[str]) -> str:
+    """"Also labelled `streaming`, `vision`: ...", or nothing."""
+    if not labels:
+        return ""
+    return (f"\n\nAlso labelled {', '.join(code_span(label) for label in labels)}, from the confirmed issues "
+            "that carry them.")
+
+
+def own_suggested_lines(own: Sequence[tuple[str, float]]) -> str:
+    """The repository's own labels that may fit, with their votes, or nothing."""
+    if not own:
+        return ""
+    return "\n\nThis repository's labels that may fit:\n" + "\n".join(
+        f"- {code_span(label)}: {score:.0%}" for label, score in own)
 
 
 def similar_line(numbers: Sequence[int]) -> str:

@@ -5,7 +5,10 @@
 - a label we know that a human put on an issue where we abstained (or never ran) is new training data;
 - a suggestion (suggest mode, or shadow mode where the bot would have labelled: nothing written) is accepted
   or corrected by the first known label a human adds;
-- a review on the review page is stored as the label events it caused, attributed to the reviewer.
+- a review on the review page is stored as the label events it caused, attributed to the reviewer;
+- the repository's own labels (core.own_labels) are decided one by one beside the kind: one a human adds is a
+  confirmed example (and accepts the bot's suggestion of it), one a human removes is no example any more
+  (and rejects the bot's, which is never put back: removed_by_human), one left on at closing is accepted.
 Events of the App itself, and of any bot, are recorded but never count as a human's decision.
 A confirmed label enters the repository's memory at once (core.memory), embedded by the serving model;
 a label taken back leaves it.
@@ -16,13 +19,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from bot.issues import IssueSnapshot, event_time, has_text
-from core import memory, store
+from core import memory, own_labels, store
 from core.kinds import kind_of_label
-from core.tables import IssueRecord, LabelEvent, MemoryEntry, Prediction, Repository, utcnow
+from core.tables import (
+    IssueRecord,
+    LabelEvent,
+    MemoryEntry,
+    OwnLabelExample,
+    Prediction,
+    Repository,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 # An issue type set or removed (typed / untyped) is a maintainer's decision like a label's.
@@ -81,6 +92,7 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
     confirmed = issue.confirmed_label
     if deleted:
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
+        session.execute(delete(OwnLabelExample).where(OwnLabelExample.issue_id == issue.id))
     serving = store.serving_model_for(session, repository.full_name)
     outcome = record_label_event(session, issue, action=event["action"], label=event.get("label"), actor=actor,
                                  delivery_id=event["delivery_id"], current_labels=snapshot.labels + (
@@ -117,6 +129,7 @@ def transfer_issue(session: Session, source: Repository, event: dict, snapshot: 
     if not (same_owner or (known is not None and known.installation_id == source.installation_id)):
         issue.title, issue.body = "", ""
         issue.confirmed_label, issue.confirmed_at, issue.confirmed_by = None, None, None
+        session.execute(delete(OwnLabelExample).where(OwnLabelExample.issue_id == issue.id))
         memory.forget(session, issue)
         return "transferred out of this installation: its text and label are no longer kept"
     target = store.ensure_repository(session, moved["repo"], source.installation_id,
@@ -135,7 +148,10 @@ def transfer_issue(session: Session, source: Repository, event: dict, snapshot: 
 
 def _merge_into(session: Session, issue: IssueRecord, there: IssueRecord) -> None:
     memory.forget(session, issue)  # its row goes; the new place's memory fill embeds `there` if confirmed
-    for table in (Prediction, LabelEvent):
+    there_own = select(OwnLabelExample.label).where(OwnLabelExample.issue_id == there.id)
+    session.execute(delete(OwnLabelExample).where(OwnLabelExample.issue_id == issue.id,
+                                                  OwnLabelExample.label.in_(there_own)))
+    for table in (Prediction, LabelEvent, OwnLabelExample):
         session.execute(update(table).where(table.issue_id == issue.id).values(issue_id=there.id)
                         .execution_options(synchronize_session=False))
     if there.confirmed_label is None and issue.confirmed_label is not None:
@@ -158,6 +174,46 @@ def record_label_event(session: Session, issue: IssueRecord, *, action: str, lab
     if not actor.is_human:
         return "bot event: recorded, not a decision"
     prediction = store.latest_prediction(session, issue)
+    own = _own_label_event(session, issue, prediction, action, label, actor, current_labels, classes)
+    outcome = _kind_decision(session, issue, prediction, action, label, actor, current_labels, classes)
+    return f"{outcome}; {own}" if own else outcome
+
+
+def is_own_label(label: str, classes: list[str]) -> bool:
+    """One of the repository's own labels (an area, a component; an area's bugs too): no process label,
+    none of the model's classes, and no label that only names a kind (core.own_labels)."""
+    return own_labels.is_candidate(label) and label not in classes
+
+
+def _own_label_event(session, issue, prediction, action, label, actor, current_labels, classes) -> str:
+    """What a human's event says of the own labels: examples confirmed or taken back, decisions judged."""
+    decisions = prediction.own_labels if prediction is not None else []
+    if action == "closed":
+        kept = [row for row in decisions if row.outcome == "applied" and row.decision is None
+                and row.label in current_labels]
+        for row in kept:  # a maintainer who closes the issue with the bot's own label on keeps it
+            row.decision, row.decided_at = "accepted", utcnow()
+            own_labels.confirm(session, issue, row.label, actor.login)
+        return f"own labels kept: {', '.join(repr(row.label) for row in kept)}" if kept else ""
+    if not label or not is_own_label(label, classes):
+        return ""
+    ours = next((row for row in decisions if row.label == label and row.decision is None), None)
+    if action in ADDED:
+        own_labels.confirm(session, issue, label, actor.login)
+        if ours is not None and ours.outcome == "suggested":
+            ours.decision, ours.decided_at = "accepted", utcnow()
+            return f"own label {label!r}: suggestion accepted"
+        return f"own label {label!r}: a confirmed example"
+    if action in REMOVED:
+        own_labels.unconfirm(session, issue, label)
+        if ours is not None and ours.outcome == "applied":
+            ours.decision, ours.decided_at = "rejected", utcnow()
+            return f"own label {label!r}: rejected, never put back on this issue"
+        return f"own label {label!r}: no longer an example"
+    return ""
+
+
+def _kind_decision(session, issue, prediction, action, label, actor, current_labels, classes) -> str:
     if action in ADDED and label:
         return _human_added(session, issue, prediction, label, actor, current_labels, classes)
     if action in REMOVED and label:

@@ -15,7 +15,9 @@ from bot.issues import IssueSnapshot
 from bot.repo_config import RepoConfig
 from core.kinds import kind_of_label, labels_for_kinds
 from core.memory import Memory
+from core.own_labels import DEFAULT_MIN_EXAMPLES, SUGGEST_SCORE, OwnLabelMemory, candidates, in_areas
 from core.settings import Settings
+from core.thresholds import DEFAULT_TARGET_PRECISION
 
 KIND_COLORS = {"bug": "d73a4a", "feature": "a2eeef", "question": "d876e3", "docs": "0075ca"}
 ABSTAIN_COLOR = "ededed"
@@ -41,6 +43,9 @@ class LabelingPolicy:
     held: str | None = None  # the repository's config is broken: apply nothing, say why (RepoConfig.held)
     memory: bool = True  # adjust the model's scores by the repository's confirmed issues (core.memory)
     abstain_label: str | None = None  # put on an issue the bot abstains on, e.g. needs-triage; None: nothing
+    areas: tuple[str, ...] | None = ()  # own labels (RepoConfig.areas): None every candidate, () off
+    min_examples: int = DEFAULT_MIN_EXAMPLES  # confirmed examples before an own label is applied
+    own_target: float = DEFAULT_TARGET_PRECISION  # the precision each own label's threshold keeps
 
     def threshold_for(self, predicted: str) -> float:
         return self.per_label_thresholds.get(predicted, self.threshold)
@@ -59,7 +64,11 @@ def policy_for(settings: Settings, config: RepoConfig, *, dry_run: bool,
                           comment_template=config.comment_template, skip_authors=config.skip_authors,
                           held=config.held, memory=settings.memory, never_again=never_again,
                           abstain_label=settings.abstain_label if config.abstain_label is None
-                          else config.abstain_label or None)
+                          else config.abstain_label or None,
+                          # with `apply: type` the labels read are issue types: no own labels among them
+                          areas=() if config.apply == "type" else config.areas,
+                          min_examples=config.min_examples,
+                          own_target=config.target_precision or DEFAULT_TARGET_PRECISION)
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,17 @@ class PendingDecision:
     label: str | None
     reason: str
     scores: dict[str, float]
+    own: tuple[str, ...] = ()  # the own labels it applies beside the kind
+
+
+@dataclass(frozen=True)
+class OwnDecision:
+    """One of the repository's own labels decided beside the kind: its vote, its threshold and the outcome."""
+
+    label: str
+    score: float
+    threshold: float | None  # None: fewer examples than min_examples, or no threshold keeps the target
+    outcome: str  # applied | suggested (shown on the review page, in suggest mode's comment; never written)
 
 
 @dataclass(frozen=True)
@@ -150,6 +170,7 @@ class LabelingInputs:
     vector: Sequence[float] | None = None  # the issue's embedding, for the memory's neighbours
     repo_labels: list[str] = field(default_factory=list)  # labels (issue types with `apply: type`) to map to
     issue_types: list[str] = field(default_factory=list)  # the organisation's types, with `apply: both`
+    own_memory: OwnLabelMemory | None = None  # the memory's issues with the own labels each carries
 
 
 @dataclass(frozen=True)
@@ -176,6 +197,11 @@ class Plan:
     threshold: float | None = None  # the top score the chosen kind needed (the review page's borderline)
     writes: tuple[Write, ...] = ()
     resumed: bool = False  # finishes a stored decision instead of storing a new one
+    own: tuple[OwnDecision, ...] = ()  # the repository's own labels applied or suggested beside the kind
+
+    @property
+    def own_applied(self) -> tuple[str, ...]:
+        return tuple(decision.label for decision in self.own if decision.outcome == "applied")
 
 
 def decide(inputs: LabelingInputs) -> Plan:
@@ -195,25 +221,71 @@ def decide(inputs: LabelingInputs) -> Plan:
     choice = choose_label(scores, inputs.repo_labels, policy)
     issue_type = _type_beside(choice, inputs.issue_types, policy) if policy.apply == "both" else None
     reason = f"{choice.reason}; its issue type is {issue_type!r}" if issue_type else choice.reason
-    outcome, writes = _writes(inputs, choice, scores, issue_type, similar=_similar(voters))
+    own = own_label_decisions(inputs, choice.label)
+    outcome, writes = _writes(inputs, choice, scores, issue_type, similar=_similar(voters), own=own)
     if outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
         mark, marked = _abstention_mark(inputs)
         writes, reason = writes + mark, reason + marked
+    applied = tuple(decision.label for decision in own if decision.outcome == "applied")
+    if applied:
+        reason += f"; own labels {', '.join(map(repr, applied))}"
     return Plan(outcome=outcome, predicted=choice.predicted, label=choice.label, reason=reason, scores=scores,
                 model_scores=model_scores, neighbours=voters, threshold=policy.threshold_for(choice.predicted),
-                writes=warning + writes)
+                writes=warning + _one_label_write(writes, inputs, applied), own=own)
+
+
+def own_label_decisions(inputs: LabelingInputs, kind_label: str | None = None) -> tuple[OwnDecision, ...]:
+    """The repository's own labels for the issue, one decision each (core.own_labels' vote): applied where
+    the label has min_examples confirmed examples and its vote reaches the threshold that keeps the target
+    precision on the repository's memory, else suggested from SUGGEST_SCORE on. Never a label the
+    config's areas leave out, one a maintainer removed from this issue, or one the allowlist lacks."""
+    policy = inputs.policy
+    if inputs.own_memory is None or inputs.vector is None or policy.areas == ():
+        return ()
+    taken = {kind_label, policy.abstain_label, *policy.label_names.values(), *inputs.issue.labels}
+    names = [name for name in candidates(inputs.repo_labels) if in_areas(name, policy.areas)
+             and name not in taken and name not in policy.never_again]
+    writes = policy.mode in ("label", "comment") and not policy.held and not policy.dry_run
+    decisions = []
+    for scored in inputs.own_memory.score(inputs.vector, names, min_examples=policy.min_examples,
+                                          target=policy.own_target):
+        allowed = not policy.allow or scored.label in policy.allow
+        if scored.threshold is not None and scored.score >= scored.threshold and allowed:
+            decisions.append(OwnDecision(scored.label, scored.score, scored.threshold,
+                                         "applied" if writes else "suggested"))
+        elif scored.score >= SUGGEST_SCORE:
+            decisions.append(OwnDecision(scored.label, scored.score, scored.threshold, "suggested"))
+    return tuple(sorted(decisions, key=lambda decision: -decision.score))
+
+
+def _one_label_write(writes: tuple[Write, ...], inputs: LabelingInputs, own: tuple[str, ...]
+                     ) -> tuple[Write, ...]:
+    """Every label of the plan in one add_labels call (the kind's, or the abstention mark's, and the own
+    labels): GitHub takes a list, so a job costs one write however many labels it applies."""
+    adds = [i for i, write in enumerate(writes) if write.call == "add_labels"]
+    if not own:
+        return writes
+    if not adds:
+        return writes + (Write("add_labels", (inputs.repo, inputs.number, list(own))),)
+    last = adds[-1]
+    labels = [label for i in adds for label in writes[i].args[2]] + list(own)
+    merged = Write("add_labels", (inputs.repo, inputs.number, labels))
+    return tuple(merged if i == last else write for i, write in enumerate(writes)
+                 if i == last or i not in adds)
 
 
 def _resume(inputs: LabelingInputs, warning: tuple[Write, ...]) -> Plan:
     """Finish a stored decision: write to GitHub only what GitHub does not have yet."""
     pending = inputs.pending
     choice = Choice(pending.predicted, pending.scores.get(pending.predicted, 0.0), pending.label, pending.reason)
-    outcome, writes = _writes(inputs, choice, pending.scores)
+    own = tuple(OwnDecision(label, 0.0, None, "applied") for label in pending.own)
+    outcome, writes = _writes(inputs, choice, pending.scores, own=own)
     if pending.label is not None and pending.label in inputs.issue.labels:
         # GitHub took the label before the crash; its comment may be missing (bot.labeling_writes looks)
         outcome, writes = "applied", tuple(write for write in writes if write.call == "create_comment")
+    left = tuple(label for label in pending.own if label not in inputs.issue.labels)
     return Plan(outcome=outcome, predicted=pending.predicted, label=pending.label, reason=pending.reason,
-                scores=pending.scores, writes=warning + writes, resumed=True)
+                scores=pending.scores, writes=warning + _one_label_write(writes, inputs, left), resumed=True)
 
 
 def _similar(voters: tuple[dict, ...] | None) -> tuple[int, ...]:
@@ -222,16 +294,19 @@ def _similar(voters: tuple[dict, ...] | None) -> tuple[int, ...]:
                  if voter["number"] is not None and voter["similarity"] > 0)
 
 
-def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float],
-            issue_type: str | None = None, similar: tuple[int, ...] = ()) -> tuple[str, tuple[Write, ...]]:
-    """(outcome, the writes that carry the choice out) under the repository's mode."""
+def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float], issue_type: str | None = None,
+            similar: tuple[int, ...] = (), own: tuple[OwnDecision, ...] = ()
+            ) -> tuple[str, tuple[Write, ...]]:
+    """(outcome, the writes that carry the choice out) under the repository's mode; the own labels applied
+    join the kind's add_labels afterwards (_one_label_write), the comments mention them here."""
     policy, repo, number = inputs.policy, inputs.repo, inputs.number
     if policy.held:
         return "held", ()
     if policy.mode == "shadow":  # the maintainers judge it first, on the review page, before it writes
         return "shadow", ()
     if policy.mode == "suggest":
-        comment = comments.suggestion_comment(scores, policy.comment_template, similar)
+        comment = comments.suggestion_comment(scores, policy.comment_template, similar,
+                                              own=[(decision.label, decision.score) for decision in own])
         return "suggested", () if policy.dry_run else (Write("create_comment", (repo, number, comment)),)
     if choice.label is None:
         return "abstained", ()
@@ -248,7 +323,8 @@ def _writes(inputs: LabelingInputs, choice: Choice, scores: dict[str, float],
     if issue_type:
         writes.append(Write("set_issue_type", (repo, number, issue_type)))
     if policy.mode == "comment":
-        comment = comments.label_comment(choice.label, choice.score, scores, policy.comment_template, similar)
+        comment = comments.label_comment(choice.label, choice.score, scores, policy.comment_template, similar,
+                                         own=[item.label for item in own if item.outcome == "applied"])
         writes.append(Write("create_comment", (repo, number, comment)))
     return "applied", tuple(writes)
 

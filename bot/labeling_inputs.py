@@ -24,7 +24,7 @@ from bot.issues import IssueSnapshot, event_time, has_text
 from bot.labeling import PENDING, LabelingInputs, PendingDecision, policy_for, skip_reason
 from bot.repo_config import RepoConfig, load_config
 from bot.serving import NO_MODEL
-from core import memory, store
+from core import memory, own_labels, store
 from core.classifier import Classifier
 from core.issue_text import format_issue_text
 from core.repository_thresholds import repository_thresholds
@@ -81,7 +81,8 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
     base = LabelingInputs(repo=repo, number=number, issue=issue, policy=policy, classes=list(classifier.labels),
                           config_report=report)
     if latest is not None and latest.outcome == PENDING:  # a crashed job's decision: finish it, decide nothing
-        pending = PendingDecision(latest.predicted, latest.label, latest.reason, dict(latest.scores))
+        pending = PendingDecision(latest.predicted, latest.label, latest.reason, dict(latest.scores),
+                                  own=tuple(own.label for own in latest.own_labels if own.outcome == "applied"))
         return Gathered(replace(base, pending=pending), row, latest.model_version_id)
     skip = "it was deleted" if row.state == "deleted" else skip_reason(issue, base.classes, policy)
     if skip is None and latest is not None:
@@ -96,11 +97,13 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         policy = replace(policy, per_label_thresholds=thresholds)
         base = replace(base, policy=policy)
     # the model's scores, and this repository's memory (this one's only) with the issue's embedding
-    text, recalled, vector = format_issue_text(issue.title, issue.body), None, None
+    text, recalled, vector, own = format_issue_text(issue.title, issue.body), None, None, None
     if policy.memory and hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
         (scores,), (vector,) = classifier.predict_and_embed([text])
         recalled = memory.recall(session, row.repository_id, classifier.version, classifier.labels,
                                  exclude_issue=row.id) or None
+        if policy.areas != ():  # the same rows, with the own labels each carries
+            own = own_labels.recall(session, row.repository_id, classifier.version, exclude_issue=row.id)
     else:
         (scores,) = classifier.predict([text])
     # what the kind maps to: the repository's labels, or its issue types with `apply: type`; dry-run
@@ -111,7 +114,7 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         names = github.list_issue_types(repo) if policy.apply == "type" else github.list_labels(repo)
         types = github.list_issue_types(repo) if policy.apply == "both" and not policy.held else []
     return Gathered(replace(base, scores=scores, memory=recalled, vector=vector, repo_labels=names,
-                            issue_types=types), row, version_id)
+                            issue_types=types, own_memory=own), row, version_id)
 
 
 def _config(github, repo: str) -> tuple[RepoConfig, str | None]:

@@ -26,7 +26,7 @@ from bot.labeling import PENDING, Plan, Write
 from bot.labeling_inputs import Gathered
 from core import store
 from core.kinds import kind_of_label
-from core.tables import Prediction
+from core.tables import OwnLabelDecision, Prediction
 
 log = logging.getLogger(__name__)
 WITHDRAWN = "withdrawn"  # the outcome of a label the bot put on and took off again (see _answer_check)
@@ -54,7 +54,10 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
                             delivery_id=delivery_id, scores=plan.scores, predicted=plan.predicted, label=plan.label,
                             applied=False, outcome=PENDING, reason=plan.reason,
                             model_scores=plan.model_scores, threshold=plan.threshold,
-                            neighbours=list(plan.neighbours) if plan.neighbours is not None else None)
+                            neighbours=list(plan.neighbours) if plan.neighbours is not None else None,
+                            own_labels=[OwnLabelDecision(label=own.label, score=own.score,
+                                                         threshold=own.threshold, outcome=own.outcome)
+                                        for own in plan.own])
     session.add(prediction)
     session.flush()
     checkpoint()
@@ -74,7 +77,8 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
         raise
     _record_outcome(prediction, plan.outcome, withdrawn=withdrawn)
     session.flush()
-    log.info("%s#%s: %s %r (%s)", repo, number, prediction.outcome, plan.label, prediction.reason)
+    log.info("%s#%s: %s %r%s (%s)", repo, number, prediction.outcome, plan.label,
+             f" and {list(plan.own_applied)}" if plan.own_applied else "", prediction.reason)
     return prediction
 
 
@@ -106,7 +110,7 @@ def _answer_check(session: Session, gathered: Gathered, plan: Plan) -> Callable[
     classes = set(gathered.inputs.classes)
 
     def check(write: Write, answer: object) -> str | None:
-        if write.call != "add_labels" or answer is None or write.args[2] != [plan.label]:
+        if write.call != "add_labels" or answer is None or plan.label not in write.args[2]:
             return None  # not the decision's label, or no answer to read
         others = [name for name in answer
                   if name != plan.label and (name in classes or kind_of_label(name) in classes)]

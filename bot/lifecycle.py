@@ -31,6 +31,8 @@ from core.tables import (
     MemoryEntry,
     ModelPromotion,
     ModelVersion,
+    OwnLabelDecision,
+    OwnLabelExample,
     Prediction,
     Repository,
     TrainingRun,
@@ -196,6 +198,9 @@ def _purge_one(session: Session, repository: Repository, model_dir: Path) -> Pur
     purged = Purged(repositories=1, model_versions=len(versions),
                     directories=[Path(v.path) for v in versions if _inside(Path(v.path), model_dir)])
     _delete(session, MemoryEntry, MemoryEntry.repository_id == repository.id)  # embeddings of its issues
+    prediction_ids = select(Prediction.id).where(Prediction.issue_id.in_(issue_ids))
+    _delete(session, OwnLabelDecision, OwnLabelDecision.prediction_id.in_(prediction_ids))
+    _delete(session, OwnLabelExample, OwnLabelExample.issue_id.in_(issue_ids))  # its own labels' examples
     purged.predictions = _delete(session, Prediction, Prediction.issue_id.in_(issue_ids))
     purged.label_events = _delete(session, LabelEvent, LabelEvent.issue_id.in_(issue_ids))
     purged.issues = _delete(session, IssueRecord, IssueRecord.repository_id == repository.id)

@@ -24,13 +24,14 @@ from yaml.composer import ComposerError
 from bot.github_client import RepoFile
 from bot.markdown import code_span
 from core.kinds import KINDS
+from core.own_labels import DEFAULT_MIN_EXAMPLES
 from core.thresholds import DEFAULT_TARGET_PRECISION
 
 CONFIG_PATH = ".github/issue-sorter.yml"
 MODES = ("label", "comment", "suggest", "shadow", "off")  # shadow: classify and record, write nothing
 APPLY = ("label", "type", "both")  # what the predicted kind sets: a label, the issue type, or both
 KNOWN_KEYS = {"mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template",
-              "skip_authors", "abstain_label"}
+              "skip_authors", "abstain_label", "areas", "min_examples"}
 # Broken, they would let the bot do what they forbid. abstain_label is not one: it only adds a label, so a
 # broken one is dropped (the App's ISSUE_SORTER_ABSTAIN_LABEL applies) and reported like any other.
 GUARDS = ("mode", "apply", "labels", "allow", "skip_authors")
@@ -72,6 +73,10 @@ class RepoConfig:
     comment_template: str | None = None  # {label}, {score}, {suggestions}
     skip_authors: tuple[str, ...] = ()  # e.g. dependabot[bot]
     abstain_label: str | None = None  # put on issues the bot abstains on; "" (false): none; None: the App's
+    # the repository's own labels beside the kind (core.own_labels): None every candidate, () none (off),
+    # else names and prefixes (`module:`); a broken value turns them off, never widens them
+    areas: tuple[str, ...] | None = None
+    min_examples: int = DEFAULT_MIN_EXAMPLES  # confirmed examples before an own label is applied
     source: str = "defaults"  # where it came from, for logs
     held: str | None = None  # why nothing may be applied here: the file, or one of its GUARDS, is broken
 
@@ -110,6 +115,8 @@ def parse_config(text: str | None, source: str = CONFIG_PATH) -> tuple[RepoConfi
         problems.append(problem)
         if key in GUARDS or _meant_guard(key, data):
             broken.append(problem)
+    if "areas" in data and "areas" not in values:
+        values["areas"] = ()  # a broken list of areas could take labels the maintainer left out: off instead
     if "threshold" in values and "target_precision" not in values:  # a threshold set alone is meant flat
         values["target_precision"] = None
     held = _held_reason(source, broken) if broken else None
@@ -257,9 +264,28 @@ def _label_name(key: str, value: object) -> tuple[object, str | None]:
                   f"spaces, or false, not {describe(value)}")
 
 
+def _areas(key: str, value: object) -> tuple[object, str | None]:
+    if value is False or value is None:  # `areas: false` (or empty): no own labels
+        return (), None
+    if value is True:
+        return None, None
+    if isinstance(value, list) and all(isinstance(item, str) and 0 < len(item.strip()) <= MAX_LABEL_CHARS
+                                       for item in value):
+        return tuple(item.strip() for item in value), None
+    return (), (f"areas must be a list of label names or prefixes (such as `module:`), true or false, not "
+                f"{describe(value)}; own labels are off until it is fixed")
+
+
+def _min_examples(key: str, value: object) -> tuple[object, str | None]:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000:
+        return value, None
+    return None, (f"min_examples must be a whole number from 1 to 10000 (confirmed issues before an own "
+                  f"label is applied), not {describe(value)}")
+
+
 CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "skip_authors": _names,
           "threshold": _fraction, "target_precision": _target_precision, "comment_template": _template,
-          "abstain_label": _label_name}
+          "abstain_label": _label_name, "areas": _areas, "min_examples": _min_examples}
 
 
 def template_problem(template: str) -> str | None:

@@ -117,6 +117,39 @@ class Prediction(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     issue: Mapped[IssueRecord] = relationship()
+    # the repository's own labels decided beside the kind (issue 29), one row each
+    own_labels: Mapped[list[OwnLabelDecision]] = relationship(cascade="all, delete-orphan",
+                                                              order_by="OwnLabelDecision.id")
+
+
+class OwnLabelDecision(Base):
+    """One of the repository's own labels (core.own_labels) the bot applied or suggested with a prediction,
+    its vote and threshold, and what a human made of it."""
+
+    __tablename__ = "own_label_decisions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    prediction_id: Mapped[int] = mapped_column(ForeignKey("predictions.id"), index=True)
+    label: Mapped[str] = mapped_column(StorableString(255))
+    score: Mapped[float] = mapped_column(Float)  # the confirmed issues' vote
+    threshold: Mapped[float | None] = mapped_column(Float)  # None: not served yet (a suggestion only)
+    outcome: Mapped[str] = mapped_column(StorableString(32))  # applied | suggested (nothing written)
+    decision: Mapped[str | None] = mapped_column(StorableString(16))  # accepted | rejected (by a human)
+    decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class OwnLabelExample(Base):
+    """One of a repository's own labels that a human (or its history, through the backfill) confirmed on an
+    issue: what the label's vote learns from. An issue may carry several."""
+
+    __tablename__ = "own_label_examples"
+    __table_args__ = (UniqueConstraint("issue_id", "label"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    issue_id: Mapped[int] = mapped_column(ForeignKey("issues.id"), index=True)
+    label: Mapped[str] = mapped_column(StorableString(255))
+    confirmed_by: Mapped[str | None] = mapped_column(StorableString(255))
+    confirmed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class LabelEvent(Base):

@@ -68,7 +68,7 @@ def test_no_file_or_an_empty_one_means_defaults_without_problems(text):
     ("comment_template: 42", "comment_template must be text, not int"),
     ("comment_template: 'Sorted as {kind}'", "unknown field `'kind'`"),
     ("comment_template: 'Sorted as {'", "not a format string"),
-    ("colour: blue", "unknown setting `'colour'` (known: abstain_label, allow, apply, comment_template,"),
+    ("colour: blue", "unknown setting `'colour'` (known: abstain_label, allow, apply, areas, comment"),
     ("thresold: 0.7", "unknown setting `'thresold'` (did you mean `threshold`?)"),
 ])
 def test_a_malformed_setting_that_restrains_nothing_is_named_and_its_default_applies(text, problem):
