@@ -49,8 +49,7 @@ class TrainConfig:
     # balanced: each kind's loss weighted by n / (kinds × its count), as sklearn's class_weight="balanced",
     # so a kind the mix has few of (questions) still counts as much in the loss as the others
     class_weight: str = "none"  # none | balanced
-    # CPU training precision: auto (bf16 autocast with AMX, gated against fp32: trainer.precision) | fp32 | bf16
-    precision: str = "auto"
+    precision: str = "auto"  # on CPU: auto (bf16 autocast with AMX, gated: trainer.precision) | fp32 | bf16
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:
