@@ -1,4 +1,5 @@
-"""Serving speed: a plain transformers pipeline, our PyTorch path and our fast path, same model, same issues.
+"""Serving speed per engine: a plain transformers pipeline (at its defaults and at the card's max_length),
+each engine core.engines can choose, and what load_classifier chooses on this CPU; same model, same issues.
 
 For each engine, in a process of its own (so peak memory is its own): load time (a cold process's imports
 and model load, what a worker pays at start), backfill throughput over every issue of --issues (our paths:
@@ -12,9 +13,12 @@ DIR is a registered encoder (a version directory, or a blend's `encoder/`) whose
 Engines: `pipeline` is `transformers.pipeline("text-classification", model=DIR)` at its defaults plus
 `truncation=True` (without it an issue over 512 tokens raises); `pipeline-128` also caps it at the card's
 max_length, to tell the engine's share from the token budget's; `pytorch` and `fast` are
-`core.encoder.TransformerClassifier` and what `load_classifier` serves; `torch-int8` (torch's dynamic
-quantization of the Linear layers) and `ort-fp32` (the fused fp32 graph, exported here into a copy) are the
-alternatives measured before choosing.
+`core.encoder.TransformerClassifier` and what `load_classifier` serves here (core.engines: the CPU's
+fastest engine its gate allowed); `pytorch-bf16` is PyTorch under CPU autocast to bfloat16; `ort-int8` and
+`ort-fp32` are both artefacts, exported here into a copy (the registry keeps those its gate passed);
+`torch-int8` (torch's dynamic quantization of the Linear layers) an alternative measured before choosing.
+The output names the CPU and its flags, and where one issue's time goes in what serves (tokenizer, engine,
+TF-IDF with --tfidf, the memory's vote over a full memory); the database's write is bench/latency.py's.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from tests.paths import NLBSE  # the shared data's location, one definition
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-ENGINES = ("pipeline", "pipeline-128", "pytorch", "torch-int8", "ort-fp32", "ort-int8", "fast")
-DEFAULT_ENGINES = "pipeline,pipeline-128,pytorch,torch-int8,ort-int8,fast"  # ort-fp32: when fast is int8
+ENGINES = ("pipeline", "pipeline-128", "pytorch", "pytorch-bf16", "torch-int8", "ort-fp32", "ort-int8", "fast")
+DEFAULT_ENGINES = "pipeline,pipeline-128,pytorch,pytorch-bf16,ort-fp32,ort-int8,fast"
 
 
 def main() -> int:
@@ -47,6 +51,8 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"some of {','.join(ENGINES)}")
+    parser.add_argument("--limit", type=int, help="only the first N issues of --issues")
+    parser.add_argument("--tfidf", type=Path, help="a blend's tfidf/ member: its share of one issue's time")
     parser.add_argument("--json", type=Path, help="write every figure here too")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)  # one engine, in this process
     parser.add_argument("--onnx", type=Path, help=argparse.SUPPRESS)  # the folder export_copy wrote
@@ -56,8 +62,9 @@ def main() -> int:
         return 0
     results = run_all(args)
     print(table(results, args))
+    print(cpu_line())
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        args.json.write_text(json.dumps(results | {"cpu": cpu_line()}, indent=2) + "\n")
     return 0
 
 
@@ -72,6 +79,8 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
             command = [sys.executable, "-m", "bench.serving", "--worker", engine, "--model", str(args.model),
                        "--issues", str(args.issues), "--single", str(args.single),
                        "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
+            command += ["--limit", str(args.limit)] if args.limit else []
+            command += ["--tfidf", str(args.tfidf)] if args.tfidf else []
             if onnx:
                 command += ["--onnx", str(onnx)]
             done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO_ROOT,
@@ -79,8 +88,6 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
             if done.returncode:
                 raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
             results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
-            if engine == "fast":
-                results[engine]["engine"] = _served_engine(args.model)
             print(f"{engine}: {results[engine]['backfill_per_s']:.1f} issues/s", file=sys.stderr)
     reference = results.get("pytorch", {}).get("top")
     for result in results.values():
@@ -90,10 +97,13 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
     return results
 
 
-def _served_engine(model: Path) -> str:
-    from core.card import read_card
+def cpu_line() -> str:
+    """The CPU's model name and the flags that decide the engine (core.engines.cpu_summary)."""
+    from core.engines import cpu_flags, cpu_summary
 
-    return read_card(model)["fast_path"]["serves"]
+    names = [line.partition(":")[2].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+             if line.startswith("model name")] if Path("/proc/cpuinfo").is_file() else []
+    return f"CPU: {names[0] if names else 'unknown'} ({len(names)} cores), flags {cpu_summary(cpu_flags())}"
 
 
 def export_copy(model: Path, scratch: Path) -> Path:
@@ -106,9 +116,9 @@ def export_copy(model: Path, scratch: Path) -> Path:
 
 def measure(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
-    predict_one, predict_all = load_engine(args)
+    predict_one, predict_all, classifier = load_engine(args)
     load_seconds = time.perf_counter() - started
-    texts = issue_texts(args.issues)
+    texts = issue_texts(args.issues)[:args.limit]
     predict_one(texts[0])  # warm-up: the first call pays for lazy initialisation
     started = time.perf_counter()
     top = predict_all(texts)
@@ -119,9 +129,40 @@ def measure(args: argparse.Namespace) -> dict:
         predict_one(text)
         latencies.append((time.perf_counter() - started) * 1000)
     latencies.sort()
-    return {"load_s": load_seconds, "backfill_per_s": len(texts) / backfill, "issues": len(texts),
-            "p50_ms": statistics.median(latencies), "p99_ms": latencies[int(0.99 * (len(latencies) - 1))],
-            "peak_rss_mb": peak_rss_mb(), "top": top}
+    result = {"load_s": load_seconds, "backfill_per_s": len(texts) / backfill, "issues": len(texts),
+              "p50_ms": statistics.median(latencies), "p99_ms": latencies[int(0.99 * (len(latencies) - 1))],
+              "peak_rss_mb": peak_rss_mb(), "top": top, "engine": getattr(classifier, "engine", args.worker)}
+    if args.worker == "fast":
+        result["breakdown_ms"] = breakdown(classifier, texts[:args.single], args.tfidf)
+    return result
+
+
+def breakdown(classifier, texts: list[str], tfidf_dir: Path | None) -> dict[str, float]:
+    """Median ms per issue, one at a time, of each step an issue's scoring takes in what serves."""
+    import numpy as np
+
+    from core.classifier import load_classifier
+    from core.memory import MEMORY_SIZE, Memory
+
+    def median_ms(step) -> float:
+        timings = []
+        for text in texts:
+            started = time.perf_counter()
+            step(text)
+            timings.append((time.perf_counter() - started) * 1000)
+        return statistics.median(timings)
+
+    steps = {"tokenizer": median_ms(lambda text: classifier._encode([text], "np")),
+             "tokenizer + engine": median_ms(lambda text: classifier.predict_and_embed([text]))}
+    if tfidf_dir:
+        tfidf = load_classifier(tfidf_dir)
+        steps["tfidf"] = median_ms(lambda text: tfidf.predict([text]))
+    vectors = np.random.default_rng(0).normal(size=(MEMORY_SIZE, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    memory = Memory(vectors, [classifier.labels[i % len(classifier.labels)] for i in range(MEMORY_SIZE)])
+    scores = dict.fromkeys(classifier.labels, 1 / len(classifier.labels))
+    steps[f"memory ({MEMORY_SIZE} issues)"] = median_ms(lambda text: memory.adjust(scores, vectors[0]))
+    return {name: round(ms, 2) for name, ms in steps.items()}
 
 
 def peak_rss_mb() -> float:
@@ -143,13 +184,11 @@ def load_engine(args: argparse.Namespace):
     """(one text → top label, texts → top labels) for args.worker, loaded in this process."""
     engine = args.worker
     if engine.startswith("pipeline"):
-        return load_pipeline(args.model, args.threads, capped=engine == "pipeline-128")
+        return (*load_pipeline(args.model, args.threads, capped=engine == "pipeline-128"), None)
     if engine == "fast":
         from core.classifier import load_classifier
 
         classifier = load_classifier(args.model, threads=args.threads)
-        if classifier.engine == "pytorch":
-            raise SystemExit(f"{args.model} has no fast path that serves: see `fast_path` in its card")
     elif engine.startswith("ort-"):
         from core.card import ModelCard
         from core.encoder import FAST_FILE, FP32_FILE, OnnxClassifier
@@ -163,7 +202,8 @@ def load_engine(args: argparse.Namespace):
         from core.encoder import TransformerClassifier
 
         torch.set_num_threads(args.threads)
-        classifier = TransformerClassifier.from_directory(args.model, ModelCard.read(args.model), device="cpu")
+        classifier = TransformerClassifier.from_directory(args.model, ModelCard.read(args.model), device="cpu",
+                                                          bf16=engine == "pytorch-bf16")
         if engine == "torch-int8":
             classifier.model = torch.ao.quantization.quantize_dynamic(classifier.model, {torch.nn.Linear},
                                                                       dtype=torch.qint8)
@@ -172,7 +212,7 @@ def load_engine(args: argparse.Namespace):
         return [max(row, key=row.get) for row in rows]
 
     return (lambda text: top(classifier.predict([text]))[0],
-            lambda texts: top(classifier.predict(texts, batch_size=args.batch_size)))
+            lambda texts: top(classifier.predict(texts, batch_size=args.batch_size)), classifier)
 
 
 def load_pipeline(model: Path, threads: int, *, capped: bool):
@@ -189,17 +229,20 @@ def load_pipeline(model: Path, threads: int, *, capped: bool):
 
 
 def table(results: dict[str, dict], args: argparse.Namespace) -> str:
-    base = results.get("pipeline")
-    lines = ["| engine | load (s) | backfill (issues/s) | vs pipeline | single p50 (ms) | p99 (ms) | vs pipeline "
-             "(p50) | peak RSS (MB) | top label = PyTorch path's |", "|---" * 9 + "|"]
+    """One row per engine, its ratios to the pipeline at its defaults and at the card's max_length."""
+    bases = [(name, results[name]) for name in ("pipeline", "pipeline-128") if name in results]
+    ratios = "".join(f" | backfill vs {name} | p50 vs {name}" for name, _ in bases)
+    lines = [f"| engine | load (s) | backfill (issues/s) | single p50 (ms) | p99 (ms){ratios} | peak RSS (MB) | "
+             "top label = PyTorch path's |", "|---" * (7 + 2 * len(bases)) + "|"]
     for engine, r in results.items():
-        speedup = f"{r['backfill_per_s'] / base['backfill_per_s']:.2f}x" if base else ""
-        latency = f"{base['p50_ms'] / r['p50_ms']:.2f}x" if base else ""
-        lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {speedup} | {r['p50_ms']:.1f} | "
-                     f"{r['p99_ms']:.1f} | {latency} | {r['peak_rss_mb']:.0f} | {r.get('agreement', 0):.1%} |")
+        speedups = "".join(f" | {r['backfill_per_s'] / base['backfill_per_s']:.2f}x | "
+                           f"{base['p50_ms'] / r['p50_ms']:.2f}x" for _, base in bases)
+        lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {r['p50_ms']:.1f} | "
+                     f"{r['p99_ms']:.1f}{speedups} | {r['peak_rss_mb']:.0f} | {r.get('agreement', 0):.1%} |")
     first = next(iter(results.values()))
     if "fast" in results:
-        lines.append(f"\nfast = {results['fast']['engine']}, what load_classifier serves for this model")
+        lines.append(f"\nfast = {results['fast']['engine']}, what load_classifier chooses on this CPU for this "
+                     f"model; one issue's steps (median ms): {results['fast']['breakdown_ms']}")
     lines.append(f"\n{first['issues']} issues ({args.issues.name}), {args.single} timed one at a time, "
                  f"batch {args.batch_size}, {args.threads} threads")
     return "\n".join(lines)
