@@ -12,10 +12,10 @@ import dataclasses
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.feedback import Actor, is_known_label, record_label_event, record_review_verdict
-from bot.review.decisions import CHOICES
-from core import store
+from bot.review.decisions import CHOICES, OWN_CHOICES
+from core import own_labels, store
 from core.db import session_scope
-from core.tables import IssueRecord, Prediction
+from core.tables import IssueRecord, Prediction, utcnow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +45,10 @@ def refusal(prediction: Prediction | None, issue: IssueRecord | None, review: Re
     if prediction is None or issue is None or issue.repository.full_name != review.repo \
             or issue.number != review.number:
         return "refused: no such prediction on this issue"
+    if review.choice in OWN_CHOICES:
+        if not any(own.label == review.label and own.decision is None for own in prediction.own_labels):
+            return f"refused: {review.label!r} is no undecided own label of this prediction"
+        return None
     if prediction.decision is not None or issue.confirmed_label is not None:
         return f"refused: already decided ({prediction.decision or f'labelled {issue.confirmed_label!r}'})"
     if review.choice not in CHOICES:
@@ -66,6 +70,8 @@ def carry_out(sessions: sessionmaker[Session], github, review: Review) -> str:
             return refused
         ours = prediction.label
         classes = list(getattr(store.serving_model_for(session, review.repo), "labels", None) or [])
+    if review.choice in OWN_CHOICES:
+        return _own_label(sessions, github, review, classes)
     if review.choice == "relabel" and not (review.label in github.list_labels(review.repo)
                                            and is_known_label(review.label, classes)):
         return f"refused: {review.label!r} is not a label of {review.repo} that the bot knows"
@@ -76,6 +82,26 @@ def carry_out(sessions: sessionmaker[Session], github, review: Review) -> str:
     if added:
         github.add_labels(review.repo, review.number, added)
     return _record(sessions, review, classes, current, added, removed)
+
+
+def _own_label(sessions, github, review: Review, classes: list[str]) -> str:
+    """One own label accepted (put on, if it is a suggestion) or rejected (taken off, if the bot put it on),
+    stored as the reviewer's label event; a click that changes no label is the verdict itself."""
+    current = github.get_issue(review.repo, review.number).labels
+    accept = review.choice == "own-accept"
+    if accept and review.label not in current:
+        github.add_labels(review.repo, review.number, [review.label])
+        return _record(sessions, review, classes, current, [review.label], [])
+    if not accept and review.label in current:
+        github.remove_label(review.repo, review.number, review.label)
+        return _record(sessions, review, classes, current, [], [review.label])
+    with session_scope(sessions) as session:
+        prediction = session.get(Prediction, review.prediction_id)
+        own = next(own for own in prediction.own_labels if own.label == review.label and own.decision is None)
+        own.decision, own.decided_at = ("accepted" if accept else "rejected"), utcnow()
+        if accept:
+            own_labels.confirm(session, prediction.issue, review.label, review.reviewer_login)
+    return f"own label {review.label!r}: {own.decision} by {review.reviewer_login}"
 
 
 def _record(sessions, review: Review, classes: list[str], current: tuple[str, ...], added: list[str],

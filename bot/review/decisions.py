@@ -17,6 +17,7 @@ FILTERS = ("waiting", "corrected", "all")  # the page's tabs; "waiting" first, a
 WAITING_OUTCOMES = ("suggested", "abstained", "shadow")  # the bot wrote nothing: a human has to decide
 REVIEWABLE_OUTCOMES = ("applied", "suggested", "abstained", "shadow")
 CHOICES = ("accept", "relabel", "reject")  # a review: keep the bot's label, pick another, or reject it
+OWN_CHOICES = ("own-accept", "own-reject")  # a review of one own label beside the kind (issue 29)
 SORTS = ("newest", "confidence")  # newest first, or the least confident first
 OUTCOMES = ("applied", "suggested", "abstained", "shadow")  # the outcomes the outcome filter offers
 BORDERLINE = 0.1  # a top score at most this far above its threshold is marked borderline
@@ -97,6 +98,16 @@ _Timeline = list[tuple[dt.datetime, HumanAction]]
 
 
 @dataclasses.dataclass(frozen=True)
+class OwnRow:
+    """One of the repository's own labels the bot applied or suggested with a prediction."""
+
+    label: str
+    score: float
+    outcome: str  # applied | suggested
+    decision: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class DecisionRow:
     prediction_id: int
     number: int
@@ -117,6 +128,7 @@ class DecisionRow:
     model_version: str | None = None
     author: str | None = None
     excerpt: str = ""
+    own: list[OwnRow] = dataclasses.field(default_factory=list)  # own labels applied or suggested beside it
 
     @property
     def score(self) -> float:
@@ -268,7 +280,9 @@ def _row(prediction: Prediction, issue: IssueRecord, since: list[HumanAction], *
                        issue.confirmed_label, issue.confirmed_by, _aware(prediction.created_at), since,
                        model_scores=model, voters=voters, threshold=prediction.threshold,
                        model_version=(versions or {}).get(prediction.model_version_id),
-                       author=issue.author_login, excerpt=excerpt)
+                       author=issue.author_login, excerpt=excerpt,
+                       own=[OwnRow(own.label, own.score, own.outcome, own.decision)
+                            for own in prediction.own_labels])
 
 
 def _aware(moment: dt.datetime) -> dt.datetime:

@@ -14,7 +14,16 @@ from bot.stats import as_utc, summarize
 from core import store
 from core.kinds import kind_of_label
 from core.repository_thresholds import ThresholdStats, last_target, repository_thresholds
-from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Prediction, Repository, TrainingRun
+from core.tables import (
+    GLOBAL_SCOPE,
+    IssueRecord,
+    ModelVersion,
+    OwnLabelDecision,
+    OwnLabelExample,
+    Prediction,
+    Repository,
+    TrainingRun,
+)
 from core.thresholds import DEFAULT_TARGET_PRECISION, MIN_SUPPORT
 
 MANAGING_ROLES = ("admin", "maintain")  # who may promote, roll back and retrain: the slash command's rule
@@ -116,6 +125,59 @@ def model_history(session: Session, repo: str) -> list[ModelRow]:
     return [ModelRow(v.version, v.scope, v.created_at, v.metrics.get("macro_f1"), v.metrics.get("mean_repo_macro_f1"),
                      (v.metrics.get("unseen") or {}).get("mean_repo_macro_f1"), gates.get(v.id),
                      serving is not None and serving.id == v.id) for v in versions]
+
+
+OWN_COUNTS = ("applied", "accepted", "rejected", "suggested")
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnLabelQuality:
+    """One own label on the repository's predicted issues: how often the bot was right, how much it found."""
+
+    label: str
+    applied: int
+    accepted: int
+    rejected: int
+    suggested: int
+    carried: int  # predicted issues that carry it, as confirmed by a human (or put on and kept)
+    found: int  # of those, the ones the bot applied it to
+
+    @property
+    def precision(self) -> float | None:
+        judged = self.accepted + self.rejected
+        return self.accepted / judged if judged else None
+
+    @property
+    def coverage(self) -> float | None:
+        return self.found / self.carried if self.carried else None
+
+
+def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
+    """Each own label's precision (applied and judged) and coverage (confirmed issues it was applied to)."""
+    predicted = _repo_predictions(repo).with_only_columns(Prediction.id, Prediction.issue_id)
+    issue_of = dict(session.execute(predicted).all())
+    rows = session.scalars(select(OwnLabelDecision).where(
+        OwnLabelDecision.prediction_id.in_(list(issue_of)))) if issue_of else []
+    counts: dict[str, dict[str, int]] = {}
+    applied_on: set[tuple[int, str]] = set()
+    for row in rows:
+        count = counts.setdefault(row.label, dict.fromkeys(OWN_COUNTS, 0))
+        count[row.outcome] = count.get(row.outcome, 0) + 1
+        if row.outcome == "applied":
+            applied_on.add((issue_of[row.prediction_id], row.label))
+            if row.decision in ("accepted", "rejected"):
+                count[row.decision] += 1
+    carried: dict[str, list[int]] = {}
+    if issue_of:
+        for issue_id, label in session.execute(select(OwnLabelExample.issue_id, OwnLabelExample.label).where(
+                OwnLabelExample.issue_id.in_(set(issue_of.values())))):
+            carried.setdefault(label, []).append(issue_id)
+    labels = sorted(set(counts) | set(carried))
+    empty = dict.fromkeys(OWN_COUNTS, 0)
+    return [OwnLabelQuality(label, **{key: counts.get(label, empty)[key] for key in empty},
+                            carried=len(carried.get(label, [])),
+                            found=sum((issue, label) in applied_on for issue in carried.get(label, [])))
+            for label in labels]
 
 
 def may_manage(role: str) -> bool:

@@ -32,6 +32,7 @@ from bot.review import admins, display, pending
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import (
     CHOICES,
+    OWN_CHOICES,
     FILTERS,
     OUTCOMES,
     BadView,
@@ -298,7 +299,8 @@ def _queue_review(repo: RepositoryAccess, row, choice: str | None, label: str | 
         return result | {"message": problem}
     job = {"review_id": uuid.uuid4().hex, "installation_id": repo.installation_id, "repo": repo.full_name,
            "number": row.number, "prediction_id": row.prediction_id, "choice": choice,
-           "label": label if choice == "relabel" else None, "reviewer_login": g.reviewer.login}
+           "label": label if choice in ("relabel", *OWN_CHOICES) else None,
+           "reviewer_login": g.reviewer.login}
     if not pending.mark_queued(_redis(), row.prediction_id, {"choice": choice, "label": job["label"],
                                                                "by": g.reviewer.login}):
         return result | {"message": f"A review of #{row.number} is queued already."}
@@ -313,6 +315,10 @@ def _queue_review(repo: RepositoryAccess, row, choice: str | None, label: str | 
 
 
 def _review_problem(row, choice: str | None, label: str | None, repo: str) -> str | None:
+    if choice in OWN_CHOICES:  # an own label is judged on its own, whatever became of the kind
+        if not any(own.label == label and own.decision is None for own in row.own):
+            return f"{label!r} is no undecided own label of #{row.number}."
+        return None
     if choice not in CHOICES:
         return "Pick accept, another label, or reject."
     if not row.reviewable:
@@ -325,7 +331,8 @@ def _review_problem(row, choice: str | None, label: str | None, repo: str) -> st
 
 
 def _describe(choice: str, ours: str | None, picked: str | None) -> str:
-    return {"accept": f"accept {ours!r}", "relabel": f"label {picked!r}", "reject": "reject"}[choice]
+    return {"accept": f"accept {ours!r}", "relabel": f"label {picked!r}", "reject": "reject",
+            "own-accept": f"accept {picked!r}", "own-reject": f"reject {picked!r}"}[choice]
 
 
 # ---- the operator's page: the instance's admins only (ISSUE_SORTER_ADMINS); anyone else gets 404 -----
@@ -372,8 +379,10 @@ def quality_page(owner: str, name: str):
         weeks, models = quality.weekly(db, repo.full_name), quality.model_history(db, repo.full_name)
         target = quality.precision_target(db, repo.full_name, default_threshold=_settings().threshold)
         shadow = is_shadow_mode(db, repo.full_name)
+        own = quality.own_label_quality(db, repo.full_name)
     jobs = model_jobs.states(_redis(), repo.full_name)
     return render_template("review/quality.html", repo=repo, weeks=weeks, models=models, target=target,
+                           own=own,
                            manage=quality.may_manage(repo.role), shadow=shadow, jobs=jobs,
                            min_week=quality.MIN_WEEK_DECISIONS,
                            preview=preview.last_preview(_redis(), repo.full_name),

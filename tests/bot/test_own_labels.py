@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from bot import labeling
 from bot.backfill import backfill
+from bot.review import decide, quality
 from bot.repo_config import parse_config
 from core import memory, own_labels, store
 from core.db import session_scope
@@ -22,6 +23,7 @@ from tests.bot.rules import (
     repository,
     run_job,
     snapshot,
+    stored_issue,
     use_config,
 )
 from tests.fakes import FakeEncoder, FakeGitHub
@@ -291,3 +293,47 @@ def test_the_policy_carries_areas_and_min_examples():
     assert (policy.areas, policy.min_examples) == (("module:",), 7)
     typed, _ = parse_config("apply: type\n")
     assert labeling.policy_for(labeling.Settings(webhook_secret="s"), typed, dry_run=False).areas == ()
+
+
+# ---- the review page's click on one own label -----------------------------------------------------------
+
+def review_own(sessions, github, choice: str, own: str, number: int = 1) -> str:
+    prediction = next(p for p in predictions(sessions) if p.issue_id == stored_issue(sessions, number).id)
+    return decide.carry_out(sessions, github, decide.Review(f"r-{choice}-{own}", prediction.id, REPO, number,
+                                                            choice, own, "reviewer"))
+
+
+def test_a_reviewer_accepts_a_suggested_own_label_in_one_click(sessions, github):
+    confirmed_history(sessions, streaming=3)
+    streaming_issue(sessions, github)
+    assert "suggestion accepted" in review_own(sessions, github, "own-accept", "streaming")
+    assert github.writes()[-1] == ("add_labels", REPO, 1, ("streaming",))
+    assert own_decisions(sessions) == [("streaming", "suggested", "accepted")]
+    assert examples(sessions, 1) == ["streaming"]
+    assert review_own(sessions, github, "own-reject", "streaming").startswith("refused")  # decided once
+
+
+def test_a_reviewer_rejects_an_applied_own_label_and_it_comes_off(sessions, github):
+    confirmed_history(sessions)
+    streaming_issue(sessions, github)
+    assert "rejected" in review_own(sessions, github, "own-reject", "streaming")
+    assert github.writes()[-1] == ("remove_label", REPO, 1, "streaming")
+    assert own_decisions(sessions) == [("streaming", "applied", "rejected")]
+    assert review_own(sessions, github, "own-accept", "vision").startswith("refused")  # never decided here
+
+
+def test_the_quality_page_counts_each_own_labels_precision_and_coverage(sessions, github):
+    confirmed_history(sessions)
+    streaming_issue(sessions, github, 1)
+    streaming_issue(sessions, github, 2)
+    label(sessions, github, 3, classifier=ENCODER, title="Image crash", body="")
+    record(sessions, event("closed", 1, labels=["bug", "streaming"]))  # kept
+    record(sessions, event("unlabeled", 2, labels=["bug"], label="streaming"))  # removed
+    # found by a human, not the bot
+    record(sessions, event("labeled", 3, labels=["bug", "vision", "streaming"], label="streaming"))
+    with session_scope(sessions) as session:
+        rows = {row.label: row for row in quality.own_label_quality(session, REPO)}
+    streaming = rows["streaming"]
+    assert (streaming.applied, streaming.accepted, streaming.rejected) == (2, 1, 1)
+    assert streaming.precision == 0.5
+    assert (streaming.found, streaming.carried) == (1, 2)  # issue 1 kept it; issue 3 got it from a human
