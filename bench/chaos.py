@@ -64,10 +64,11 @@ LABELS = ["bug", "enhancement", "question", "documentation"]
 COMMENT_MODE = "mode: comment\n"  # the config of one repository per installation: a label and a comment
 
 
-def real_issues(n: int, installations: int = 1) -> list[dict]:
+def real_issues(n: int, installations: int = 1, *, together: int | None = None) -> list[dict]:
     """N distinct NLBSE issues (train, then test); past the 3,000 a number makes each title distinct. With
     several installations the repositories take turns, each five issues (one of each repository) go to the
-    next installation, and a repository is renamed owner-K/name in installation K."""
+    next installation (`together` issues, when given), and a repository is renamed owner-K/name in
+    installation K."""
     csv.field_size_limit(sys.maxsize)
     rows = []
     for name in ("issues_train.csv", "issues_test.csv"):
@@ -78,7 +79,7 @@ def real_issues(n: int, installations: int = 1) -> list[dict]:
         for row in rows:
             by_repo.setdefault(row["repo"], []).append(row)
         rows = [row for turn in itertools.zip_longest(*by_repo.values()) for row in turn if row is not None]
-        per_turn = len(by_repo)
+        per_turn = together or len(by_repo)
     numbers: dict[str, int] = {}
     picked = []
     for i in range(n):

@@ -1,0 +1,259 @@
+"""Scale-out: what 1, 2 and 4 labelling workers of `issue-sorter run` label per second, in one run.
+
+    .venv/bin/python -m bench.scale --configs 1x1 1x2 2x1 4x1 --n 400
+
+Each configuration, workers x inference threads each (ISSUE_SORTER_LABELLING_WORKERS x
+ISSUE_SORTER_WORKER_THREADS), is `issue-sorter run` (bench.chaos's Service) on a fresh PostgreSQL database
+of its own (`--postgres`, an admin URL; dropped after) and its embedded Redis, against the fake GitHub on
+loopback. Once its workers are up, N signed deliveries of distinct NLBSE issues go out at `--rate` per
+second over `--installations` installations, so that GitHub's write spacing (1 s per installation) never
+binds: a worker's waiting is its own. Throughput: N over the time from the first delivery to the last label
+GitHub saw.
+
+What a labelling worker's time goes to, over the same window: on a CPU, waiting for one, asleep (every
+thread of the process, /proc/PID/task/*/schedstat); of the time on a CPU, the model's share (the same model
+predicting the same issues alone in this process beforehand, per issue, times the issues each worker
+labelled on average); of the wall time, the share in jobs (the jobs' duration histogram, core.metrics) and
+the rest, waiting on the queue. The asleep time in jobs is GitHub's answers, the database and Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+from bench.chaos import (APP_ID, LABELS, SECRET, SHAPE, Service, delivery_body, environment, prepare_model,
+                         real_issues)
+from bot.signatures import sign_body
+from simulation.fake_github import FakeGitHub
+
+LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"
+
+
+def task_times(pid: int) -> tuple[float, float]:
+    """Seconds on a CPU and waiting for one, summed over every thread of `pid` (0, 0 once it is gone)."""
+    on_cpu = waiting = 0.0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return 0.0, 0.0
+    for task in tasks:
+        try:
+            ran, waited, _ = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()
+        except (FileNotFoundError, ValueError):
+            continue
+        on_cpu, waiting = on_cpu + int(ran) / 1e9, waiting + int(waited) / 1e9
+    return on_cpu, waiting
+
+
+def model_alone(model_dir: Path, texts: list[str], threads: int) -> float:
+    """Seconds per issue the model takes alone here, one issue per call as a job asks."""
+    from core.classifier import load_classifier
+
+    classifier = load_classifier(model_dir, threads=threads)
+    ask = getattr(classifier, "predict_and_embed", classifier.predict)
+    for text in texts[:5]:
+        ask([text])
+    started = time.perf_counter()
+    for text in texts:
+        ask([text])
+    return (time.perf_counter() - started) / len(texts)
+
+
+def fresh_database(admin_url: str) -> str:
+    from sqlalchemy import create_engine, text
+
+    name = f"scale_{uuid.uuid4().hex[:10]}"
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return admin_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def drop_database(admin_url: str, url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    engine.dispose()
+
+
+def wait_for_workers(service: Service, count: int, seconds: float = 180) -> None:
+    """Until `count` labelling workers are registered in Redis (their model loaded: it is loaded first)."""
+    from redis import Redis
+    from rq import Worker
+
+    redis = Redis.from_url(service.redis_url())
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        labelling = [w for w in Worker.all(connection=redis) if "labeling" in w.queue_names()]
+        if len(labelling) >= count:
+            time.sleep(3)  # the warm-up prediction, after RQ's scheduler has started
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"{count} labelling workers did not start:\n" + service.log_path.read_text()[-3000:])
+
+
+def job_seconds(service: Service) -> dict[str, tuple[int, float]]:
+    """Per job name: how many ran and their summed seconds (core.metrics's histogram)."""
+    from redis import Redis
+
+    from core.metrics import JOB_KEY, JOBS_KEY
+
+    redis = Redis.from_url(service.redis_url())
+    out = {}
+    for name in redis.smembers(JOBS_KEY):
+        fields = redis.hgetall(JOB_KEY.format(name.decode()))
+        out[name.decode()] = (int(fields.get(b"count", 0)), float(fields.get(b"sum", 0.0)))
+    return out
+
+
+def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float) -> dict:
+    database_url = fresh_database(args.postgres)
+    workdir = Path(tempfile.mkdtemp(prefix=f"scale-{workers}x{threads}-"))
+    (workdir / "var").mkdir()
+    fake = FakeGitHub(app_id=APP_ID).start()
+    try:
+        repos = {i["repo"]: i["installation"] for i in issues}
+        for repo, installation in sorted(repos.items()):
+            fake.add_repo(repo, labels=LABELS, installation_id=installation)
+        for issue in issues:
+            fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
+        repo_ids = {repo: fake.repo_id(repo) for repo in repos}
+        os.environ["DATABASE_URL"] = database_url
+        env = environment(argparse.Namespace(sweep_interval=900, write_interval=1.0, labelling_workers=workers),
+                          fake, workdir)
+        env["ISSUE_SORTER_WORKER_THREADS"] = str(threads)
+        env.pop("REDIS_URL", None)
+        prepare_model(database_url, Path(env["MODEL_DIR"]), model)
+        service = Service(workdir, env)
+        try:
+            service.wait_healthy()
+            wait_for_workers(service, workers)
+            return _run(args, service, fake, issues, repo_ids, workers, threads, per_issue)
+        finally:
+            service.stop()
+    finally:
+        fake.stop()
+        drop_database(args.postgres, database_url)
+
+
+def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> dict:
+    from bench.chaos import LABELLING_WORKER
+
+    pids = service.child_pids(LABELLING_WORKER)
+    before = {pid: task_times(pid) for pid in pids}
+    shape = json.loads(SHAPE.read_text())
+    started_wall, started = time.time(), time.monotonic()
+
+    def send(issue: dict) -> None:
+        body = delivery_body(shape, issue, repo_ids[issue["repo"]])
+        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
+                   "Content-Type": "application/json", "X-Hub-Signature-256": sign_body(body, SECRET)}
+        requests.post(f"{service.base}/webhook", data=body, headers=headers, timeout=30).raise_for_status()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for i, issue in enumerate(issues):
+            time.sleep(max(0.0, started + i / args.rate - time.monotonic()))
+            pool.submit(send, issue)
+    deadline = time.monotonic() + args.timeout
+    while len(fake.calls("POST", LABEL_POST)) < len(issues) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    window = time.monotonic() - started
+    after = {pid: task_times(pid) for pid in pids}
+    posts = fake.calls("POST", LABEL_POST)
+    done = {(p.path.split("/")[2], p.path.split("/")[3], p.path.split("/")[5]) for p in posts}
+    last = max(p.received_at for p in posts) - started_wall if posts else window
+    on_cpu = [after[p][0] - before[p][0] for p in pids]
+    waiting = [after[p][1] - before[p][1] for p in pids]
+    jobs = job_seconds(service)
+    in_jobs = sum(seconds for name, (_, seconds) in jobs.items() if "label" in name or "issue" in name)
+    labelled_each = len(done) / workers
+    share = lambda seconds: round(100 * seconds / window, 1)  # noqa: E731 - a percentage of the window
+    return {
+        "workers": workers, "threads_each": threads, "n": len(issues), "labelled": len(done),
+        "labels_per_s": round(len(done) / last, 2), "window_s": round(window, 1),
+        "github_requests_per_issue": round(len(fake.requests) / max(1, len(done)), 1),
+        "per_worker_percent_of_wall": {
+            "on_cpu": share(statistics.mean(on_cpu)), "waiting_for_cpu": share(statistics.mean(waiting)),
+            "asleep": share(window - statistics.mean(on_cpu) - statistics.mean(waiting)),
+            "model_alone_cpu": share(labelled_each * per_issue * threads),
+            "in_jobs": share(in_jobs / workers), "between_jobs": share(window - in_jobs / workers)},
+        "model_alone_ms_per_issue": round(per_issue * 1000, 1),
+        "jobs": {name: {"count": count, "mean_ms": round(1000 * seconds / max(1, count), 1)}
+                 for name, (count, seconds) in jobs.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--configs", nargs="+", default=["1x1", "1x2", "2x1", "4x1"],
+                        help="labelling workers x inference threads each")
+    parser.add_argument("--n", type=int, default=400, help="deliveries per configuration")
+    parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second (above any throughput)")
+    parser.add_argument("--installations", type=int, default=200)
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--max-length", type=int, default=128, help="tokens the trained model reads")
+    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
+    parser.add_argument("--postgres", default=os.environ.get(
+        "POSTGRES_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    issues = real_issues(args.n, args.installations, together=1)  # next issues, other installations
+    model = args.model or train_small(args.max_length)
+    texts = [f"{i['title']}\n\n{i['body']}" for i in issues[:60]]
+    alone = {threads: model_alone(model, texts, threads) for threads in sorted({
+        int(c.split("x")[1]) for c in args.configs})}
+    results = []
+    for config in args.configs:
+        workers, threads = (int(part) for part in config.split("x"))
+        results.append(measure(args, workers, threads, issues, model, alone[threads]))
+        print(json.dumps(results[-1]), flush=True)
+    report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
+              "load_before": os.getloadavg(), "results": results}
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+def train_small(max_length: int) -> Path:
+    """all-MiniLM-L6-v2 fine-tuned briefly on 48 NLBSE issues at `max_length` tokens: what is measured is
+    the model's cost, which its accuracy does not change."""
+    from bench.chaos import NLBSE
+    from trainer.config import TrainConfig
+    from trainer.dataset import load_file
+    from trainer.train import fine_tune
+
+    examples = load_file(NLBSE / "issues_train.csv")
+    picked = []
+    for label in ("bug", "feature", "question"):
+        picked += [e for e in examples if e.label == label][:16]
+    trained = fine_tune(TrainConfig(max_length=max_length, epochs=1, batch_size=16, lr=1e-4), picked,
+                        progress=False)
+    folder = Path(tempfile.mkdtemp(prefix="scale-model-")) / "model"
+    trained.save(folder, version="scale", metrics={}, thresholds={}, data_fingerprint="")
+    return folder
+
+
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
