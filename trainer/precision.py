@@ -1,11 +1,12 @@
-"""Training precision on CPU: bf16 autocast where the CPU has AMX, kept only if it trains as well as fp32.
+"""Training precision on CPU: bf16 autocast where the CPU has bf16 instructions, kept only if it trains as
+well as fp32.
 
-With AMX (flag `amx_bf16`) torch's CPU autocast trains MiniLM about 1.3x faster (issue 30); without it the
-bf16 matrix products are converted to and from fp32 (AVX-512 BF16) or emulated, and bf16 is not worth it
-(docs/BENCHMARKS.md, "Training precision"). Rounding the activations to bf16 may cost quality, so a model
-trained in bf16 is kept only when its macro-F1 on the registration's held-out issues is within noise of an
-fp32 training of the same recipe (`bf16_holds`); otherwise the fp32 one is. The card records the precision
-used and the gate's figures (`training.precision`, `training.precision_gate`).
+With AMX (flag `amx_bf16`) torch's CPU autocast trains MiniLM about 1.3x faster (issue 30); with AVX-512 BF16
+alone (Zen 4) it trained 2.0x faster here (bench.training_precision: docs/BENCHMARKS.md, "Training
+precision"); without either, bf16 is emulated and fp32 trains. Rounding the activations to bf16 may cost
+quality, so a model trained in bf16 is kept only when its macro-F1 on the registration's held-out issues is
+within noise of an fp32 training of the same recipe (`bf16_holds`); otherwise the fp32 one is. The card
+records the precision used and the gate's figures (`training.precision`, `training.precision_gate`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 
-from core.engines import cpu_flags as this_cpu, has_amx
+from core.engines import cpu_flags as this_cpu, has_bf16
 from trainer.config import TrainConfig
 from trainer.dataset import Example
 from trainer.evaluate import evaluate_classifier
@@ -27,10 +28,11 @@ MIN_STANDARD_ERROR = 0.005  # half a point, whatever the issue count: the floor 
 
 
 def precision_for(config: TrainConfig, flags: frozenset[str] | None = None) -> str:
-    """fp32 or bf16 for `config` on a CPU with `flags` (None: this machine's): auto is bf16 only with AMX."""
+    """fp32 or bf16 for `config` on a CPU with `flags` (None: this machine's): auto is bf16 where the CPU
+    has bf16 instructions (AMX or AVX-512 BF16)."""
     if config.precision != "auto":
         return config.precision
-    return "bf16" if has_amx(this_cpu() if flags is None else flags) else "fp32"
+    return "bf16" if has_bf16(this_cpu() if flags is None else flags) else "fp32"
 
 
 def noise(f1: float, issues: int) -> float:
