@@ -205,7 +205,8 @@ def review_prediction(**review) -> str:
     else:
         try:
             outcome = decide.carry_out(ctx.sessionmaker, github, decide.Review(
-                **{key: review[key] for key in decide.Review.__dataclass_fields__}))
+                **{key: review[key] for key in decide.Review.__dataclass_fields__}),
+                embedder=_embedder(ctx, review["repo"]))
             _refresh_thresholds(ctx, review["repo"])
         except TransientGitHubError as error:
             outcome = _reschedule(ctx, REVIEW_PREDICTION, review, error)
@@ -300,8 +301,10 @@ def _record_issue_event(ctx: WorkerContext, event: dict) -> str:
         fresh = github.get_issue(event["repo"], event["number"])
         event = {**event, "snapshot": {**event["snapshot"], "title": fresh.title, "body": fresh.body}}
     with session_scope(ctx.sessionmaker) as session:
+        embedder = _embedder(ctx, event["repo"])
         outcome = feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
-                                              app_id=ctx.settings.app_id, embedder=_embedder(ctx, event["repo"]))
+                                              app_id=ctx.settings.app_id, embedder=embedder)
+        memory_fill.follow_issue(session, event["repo"], event["number"], embedder)  # an own label's too
     _refresh_thresholds(ctx, event["repo"])
     return outcome
 

@@ -244,8 +244,10 @@ def clear_unconfirmed(session: Session, *, older_than_days: int, now: dt.datetim
     """Retention: clear the title and body of issues nobody confirmed a label for, last seen that long ago."""
     cutoff = (now or utcnow()) - dt.timedelta(days=older_than_days)
     seen = func.coalesce(IssueRecord.last_event_at, IssueRecord.opened_at)
+    own = select(OwnLabelExample.issue_id)  # an own label confirmed is a label too: the memory embeds it
     result = session.execute(update(IssueRecord).where(and_(
-        IssueRecord.confirmed_label.is_(None), seen < cutoff, or_(IssueRecord.title != "", IssueRecord.body != "")))
+        IssueRecord.confirmed_label.is_(None), IssueRecord.id.not_in(own), seen < cutoff,
+        or_(IssueRecord.title != "", IssueRecord.body != "")))
         .values(title="", body="").execution_options(synchronize_session=False))
     log.info("retention: cleared the text of %d unconfirmed issues older than %d days", result.rowcount,
              older_than_days)

@@ -4,6 +4,9 @@ The fill (core.memory.fill) runs as bot.jobs.fill_memory on the feedback queue. 
 backfill has stored a repository's labelled history, and when a worker first serves a repository with a
 version (a promotion, or a worker's start): at most one fill of a repository by a version waits in the
 queue at a time. A running one does not count, since it may already have passed the issues stored since.
+The confirmed issues are those of a kind and those that carry only the repository's own labels (the backfill
+keeps them; core.memory stores them under NO_KIND, outside every kind's vote). After each decision, the
+decided issue's row follows it at once (`follow_issue`).
 """
 
 from __future__ import annotations
@@ -53,3 +56,12 @@ def fill_repository(sessions: sessionmaker[Session], repo: str, embedder, *, bat
             return f"skipped: {repo} is not stored"
         progress = memory.fill(session, repository.id, embedder, batch=batch, checkpoint=session.commit)
     return f"memory of {repo}: {progress.describe()}"
+
+
+def follow_issue(session: Session, repo: str, number: int, embedder) -> None:
+    """After a decision on `repo`#`number`: its memory row follows what humans confirmed of it, the kind or
+    only own labels (core.memory.follow_confirmation); nothing when the issue is not stored there (moved)."""
+    repository = store.find_repository(session, full_name=repo)
+    issue = store.find_issue(session, repository, number) if repository is not None else None
+    if issue is not None:
+        memory.follow_confirmation(session, issue, embedder)

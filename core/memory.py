@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, exists, func, select
 from sqlalchemy.orm import Session
 
 from core import store
 from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
-from core.tables import IssueRecord, MemoryEntry, Repository
+from core.tables import IssueRecord, MemoryEntry, OwnLabelExample, Repository
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +208,10 @@ def to_bytes(vector: Sequence[float]) -> bytes:
 # ---- storage -----------------------------------------------------------------------------------------
 
 FILL_BATCH = 64  # confirmed issues embedded between two commits of a fill: what a crash can cost again
+# The label of the row of an issue a human confirmed only own labels of (core.own_labels), no kind: no class
+# of any model (class_of names none), so the kind's vote and thresholds never count it; the own labels'
+# vote does. Such rows are kept MEMORY_SIZE of their own, so they never push a kind's row out.
+NO_KIND = ""
 
 
 def recall(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
@@ -253,10 +257,12 @@ def remember(session: Session, issue: IssueRecord, label: str, version: str, vec
         entry.scores = {c: float(v) for c, v in scores.items()}
     session.flush()
     # the newest MEMORY_SIZE by confirmation, as the fill chooses them (_is_missing): by row id, a fill that
-    # stores newest-first would trim what it just stored
+    # stores newest-first would trim what it just stored; rows of a kind and NO_KIND rows apart
+    own_only = label == NO_KIND
     stale = select(MemoryEntry.id).join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id) \
-        .where(MemoryEntry.repository_id == issue.repository_id, MemoryEntry.model_version == version) \
-        .order_by(*_newest_confirmed_first()).offset(MEMORY_SIZE)
+        .where(MemoryEntry.repository_id == issue.repository_id, MemoryEntry.model_version == version,
+               (MemoryEntry.label == NO_KIND) if own_only else (MemoryEntry.label != NO_KIND)) \
+        .order_by(*(_newest_own_first() if own_only else _newest_confirmed_first())).offset(MEMORY_SIZE)
     session.execute(delete(MemoryEntry).where(MemoryEntry.id.in_(stale.scalar_subquery())))
 
 
@@ -277,14 +283,29 @@ def _is_missing(repository_id: int, version: str):
     newest = select(IssueRecord.id).where(IssueRecord.repository_id == repository_id,
                                           IssueRecord.confirmed_label.is_not(None)) \
         .order_by(*_newest_confirmed_first()).limit(MEMORY_SIZE)
+    newest_own = select(IssueRecord.id).where(IssueRecord.repository_id == repository_id,
+                                              _only_own_labels()).order_by(*_newest_own_first()).limit(MEMORY_SIZE)
     embedded = select(MemoryEntry.issue_id).where(MemoryEntry.model_version == version,
                                                   MemoryEntry.repository_id == repository_id)
-    return IssueRecord.id.in_(newest.scalar_subquery()) & IssueRecord.id.not_in(embedded.scalar_subquery())
+    return (IssueRecord.id.in_(newest.scalar_subquery()) | IssueRecord.id.in_(newest_own.scalar_subquery())) \
+        & IssueRecord.id.not_in(embedded.scalar_subquery())
+
+
+def _only_own_labels():
+    """An issue with no confirmed kind that a human confirmed one of the repository's own labels of."""
+    return IssueRecord.confirmed_label.is_(None) & exists().where(OwnLabelExample.issue_id == IssueRecord.id)
 
 
 def _newest_confirmed_first() -> tuple:
     # NULLS LAST spelt out: PostgreSQL sorts NULL first in DESC, SQLite last
     return IssueRecord.confirmed_at.desc().nulls_last(), IssueRecord.id.desc()
+
+
+def _newest_own_first() -> tuple:
+    """Issues of own labels only, by when their first own label was confirmed, newest first."""
+    first = select(func.min(OwnLabelExample.confirmed_at)).where(OwnLabelExample.issue_id == IssueRecord.id) \
+        .scalar_subquery()
+    return first.desc().nulls_last(), IssueRecord.id.desc()
 
 
 def _oldest_confirmed_first() -> tuple:
@@ -311,7 +332,25 @@ def embed_and_remember(session: Session, issues: Sequence[IssueRecord], embedder
     else:
         scores, vectors = [None] * len(texts), embedder.embed(texts)
     for issue, row, vector in zip(issues, scores, vectors, strict=True):
-        remember(session, issue, issue.confirmed_label, embedder.version, vector, scores=row)
+        label = issue.confirmed_label if issue.confirmed_label is not None else NO_KIND
+        remember(session, issue, label, embedder.version, vector, scores=row)
+
+
+def follow_confirmation(session: Session, issue: IssueRecord, embedder) -> None:
+    """The issue's rows follow what humans confirmed of it, its kind or its own labels: gone once nothing
+    is confirmed any more; embedded by `embedder`'s version where that version lacks it or holds it under
+    another label (None, or TF-IDF alone: nothing embedded, the next fill catches up)."""
+    label = issue.confirmed_label if issue.confirmed_label is not None else NO_KIND
+    if label == NO_KIND and not session.scalar(select(exists().where(OwnLabelExample.issue_id == issue.id))):
+        forget(session, issue)
+        return
+    if not can_embed(embedder):
+        return
+    stored = session.scalar(select(MemoryEntry.label).where(MemoryEntry.issue_id == issue.id,
+                                                            MemoryEntry.model_version == embedder.version))
+    if stored != label:
+        forget(session, issue)  # every version's row: the others hold the old label too
+        embed_and_remember(session, [issue], embedder)
 
 
 @dataclass(frozen=True)
@@ -363,8 +402,9 @@ def fill(session: Session, repository_id: int, embedder, *, batch: int = FILL_BA
 def record_progress(session: Session, repository: Repository, version: str) -> FillProgress:
     """Count `version`'s share of the repository's memory and store it on the repository (the review page
     shows it)."""
-    of = min(MEMORY_SIZE, session.scalar(select(func.count(IssueRecord.id)).where(
-        IssueRecord.repository_id == repository.id, IssueRecord.confirmed_label.is_not(None))) or 0)
+    of = sum(min(MEMORY_SIZE, session.scalar(select(func.count(IssueRecord.id)).where(
+        IssueRecord.repository_id == repository.id, confirmed)) or 0)
+        for confirmed in (IssueRecord.confirmed_label.is_not(None), _only_own_labels()))
     missing = session.scalar(select(func.count(IssueRecord.id)).where(_is_missing(repository.id, version))) or 0
     repository.memory_version, repository.memory_embedded, repository.memory_of = version, of - missing, of
     session.flush()

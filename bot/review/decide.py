@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.feedback import Actor, is_known_label, record_label_event, record_review_verdict
 from bot.review.decisions import CHOICES, OWN_CHOICES
-from core import own_labels, store
+from core import memory, own_labels, store
 from core.db import session_scope
 from core.tables import IssueRecord, Prediction, utcnow
 
@@ -60,8 +60,9 @@ def refusal(prediction: Prediction | None, issue: IssueRecord | None, review: Re
     return None
 
 
-def carry_out(sessions: sessionmaker[Session], github, review: Review) -> str:
-    """Write the review's label changes on GitHub, then store them as the reviewer's label events."""
+def carry_out(sessions: sessionmaker[Session], github, review: Review, *, embedder=None) -> str:
+    """Write the review's label changes on GitHub, then store them as the reviewer's label events; the
+    issue's memory row follows what is confirmed of it then (`embedder`: the serving model, or None)."""
     with session_scope(sessions) as session:
         prediction = session.get(Prediction, review.prediction_id)
         issue = prediction.issue if prediction else None
@@ -71,7 +72,16 @@ def carry_out(sessions: sessionmaker[Session], github, review: Review) -> str:
         ours = prediction.label
         classes = list(getattr(store.serving_model_for(session, review.repo), "labels", None) or [])
     if review.choice in OWN_CHOICES:
-        return _own_label(sessions, github, review, classes)
+        outcome = _own_label(sessions, github, review, classes)
+    else:
+        outcome = _kind(sessions, github, review, classes, ours)
+    with session_scope(sessions) as session:
+        memory.follow_confirmation(session, session.get(Prediction, review.prediction_id).issue, embedder)
+    return outcome
+
+
+def _kind(sessions, github, review: Review, classes: list[str], ours: str | None) -> str:
+    """The bot's kind `ours` accepted, replaced by the label picked, or rejected."""
     if review.choice == "relabel" and not (review.label in github.list_labels(review.repo)
                                            and is_known_label(review.label, classes)):
         return f"refused: {review.label!r} is not a label of {review.repo} that the bot knows"

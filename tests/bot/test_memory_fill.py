@@ -154,3 +154,23 @@ def test_the_thresholds_follow_the_memory_on_the_feedback_queue_and_the_labellin
     deliver(client, "issues", issue_payload(payload, "opened", 42, title="Crash again"), "open-42")
     run_worker(redis, queues=(LABELING_QUEUE,))
     assert stored_thresholds(bare_context.sessionmaker) == refreshed  # read as stored, not recomputed
+
+
+def test_an_own_label_a_maintainer_puts_on_an_issue_without_kind_reaches_the_memory_at_once(
+        bare_context, encoder, fake_github, client, payload, redis):
+    """Issue 29: the feedback job embedded a newly confirmed kind only; an issue given nothing but an own
+    label waited for a fill, and kept its row once the label was taken off again."""
+    from rq import SimpleWorker
+
+    labeled = issue_payload(payload, "labeled", 7, title="Stream stops", body="It stops",
+                            labels=["streaming"], label="streaming", sender="maintainer")
+    assert deliver(client, "issues", labeled, "label-7").status_code == 202
+    SimpleWorker([FEEDBACK_QUEUE], connection=redis, serializer=SERIALIZER).work(burst=True, max_jobs=1)
+    assert memory_rows(bare_context.sessionmaker) == {7: (memory.NO_KIND, "fake-1")}  # the event's job did it
+    assert encoder.embedded == ["Stream stops\n\nIt stops"]
+    unlabeled = issue_payload(payload, "unlabeled", 7, title="Stream stops", body="It stops", labels=[],
+                              label="streaming", sender="maintainer")
+    assert deliver(client, "issues", unlabeled, "unlabel-7").status_code == 202
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert memory_rows(bare_context.sessionmaker) == {}
+    assert encoder.embedded == ["Stream stops\n\nIt stops"]  # the fill that was queued found nothing to do

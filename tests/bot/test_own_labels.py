@@ -6,13 +6,13 @@ kind (a label they remove is never put back), and learnt from the backfill with 
 import pytest
 from sqlalchemy import select
 
-from bot import labeling
+from bot import labeling, memory_fill
 from bot.backfill import backfill
 from bot.review import decide, quality
 from bot.repo_config import parse_config
 from core import memory, own_labels, store
 from core.db import session_scope
-from core.tables import IssueRecord, OwnLabelDecision, OwnLabelExample
+from core.tables import IssueRecord, MemoryEntry, OwnLabelDecision, OwnLabelExample
 from tests.bot.rules import (
     LABELS,
     REPO,
@@ -337,3 +337,129 @@ def test_the_quality_page_counts_each_own_labels_precision_and_coverage(sessions
     assert (streaming.applied, streaming.accepted, streaming.rejected) == (2, 1, 1)
     assert streaming.precision == 0.5
     assert (streaming.found, streaming.carried) == (1, 2)  # issue 1 kept it; issue 3 got it from a human
+
+
+# ---- the memory: issues confirmed with own labels only (no kind) ----------------------------------------
+
+KINDS = ["bug", "feature", "question"]
+
+
+def own_only_history(sessions, count: int = 6, title: str = "Stream {} stops", labels=("streaming",)):
+    """Issues a human confirmed own labels of and no kind (a maintainer's `streaming` on an issue nobody
+    gave a kind; the backfill's issues with several own labels and no kind)."""
+    with session_scope(sessions) as session:
+        repo = store.ensure_repository(session, REPO, 1)
+        for number in range(300, 300 + count):
+            issue = store.upsert_issue(session, repo, number, title=title.format(number), body="",
+                                       author_login="x", state="closed")
+            session.flush()
+            for name in labels:
+                own_labels.confirm(session, issue, name, "maintainer")
+
+
+def fill(sessions, embedder=ENCODER) -> memory.FillProgress:
+    with session_scope(sessions) as session:
+        return memory.fill(session, store.find_repository(session, full_name=REPO).id, embedder)
+
+
+def memory_labels(sessions) -> dict[int, str]:
+    """issue number → the label of its memory row by ENCODER's version."""
+    with session_scope(sessions) as session:
+        return dict(session.execute(select(IssueRecord.number, MemoryEntry.label)
+                                    .join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
+                                    .where(MemoryEntry.model_version == ENCODER.version)).all())
+
+
+def test_the_fill_embeds_issues_confirmed_with_own_labels_only_and_they_vote_for_them(sessions, github):
+    """Issue 29 stored the backfill's issues that carry only own labels, but the fill embedded only issues
+    with a kind: their examples were counted and never voted, so the label stayed unapplied."""
+    confirmed_history(sessions, streaming=0)  # `vision` on issues of a kind, already in the memory
+    own_only_history(sessions)  # `streaming` on issues nobody gave a kind
+    assert fill(sessions).describe() == f"12 of 12 issues embedded by {ENCODER.version}"
+    rows = memory_labels(sessions)
+    assert {n: rows[n] for n in range(300, 306)} == {n: memory.NO_KIND for n in range(300, 306)}
+    streaming_issue(sessions, github)
+    assert github.writes() == [("add_labels", REPO, 1, ("bug", "streaming"))]
+    assert own_decisions(sessions) == [("streaming", "applied", None)]
+
+
+def test_the_kinds_vote_never_counts_an_issue_of_own_labels_only(sessions, github):
+    confirmed_history(sessions)
+    label(sessions, github, 1, classifier=ENCODER, title="Stream stops with a crash", body="")
+    own_only_history(sessions, 20, title="Stream {} stops with a crash")  # nearer than any issue of a kind
+    fill(sessions)
+    label(sessions, github, 2, classifier=ENCODER, title="Stream stops with a crash", body="")
+    first, second = predictions(sessions)
+    assert second.scores == first.scores and second.threshold == first.threshold
+    assert second.neighbours == first.neighbours and all(n["number"] < 300 for n in second.neighbours)
+    with session_scope(sessions) as session:
+        repository_id = store.find_repository(session, full_name=REPO).id
+        kind = memory.recall(session, repository_id, ENCODER.version, KINDS)
+        assert len(kind) == 12 and set(kind.labels) == {"bug"}
+
+
+def test_an_own_label_a_maintainer_confirms_on_an_issue_without_kind_gives_it_its_memory_row(sessions):
+    """What the feedback job does after each event (bot.jobs): the issue's row follows what is confirmed."""
+    def recorded(data):
+        outcome = record(sessions, data)
+        with session_scope(sessions) as session:
+            memory_fill.follow_issue(session, REPO, 1, ENCODER)
+        return outcome
+
+    recorded(event("labeled", 1, labels=["streaming"], label="streaming", title="Stream stops"))
+    assert memory_labels(sessions) == {1: memory.NO_KIND}
+    assert "Stream stops" in ENCODER.embedded[-1]  # its stored text, by the serving version
+    recorded(event("labeled", 1, labels=["streaming", "bug"], label="bug", title="Stream stops"))
+    assert memory_labels(sessions) == {1: "bug"}  # a kind now: the kind's vote counts it
+    recorded(event("unlabeled", 1, labels=["streaming"], label="bug", title="Stream stops"))
+    assert memory_labels(sessions) == {1: memory.NO_KIND}
+    embedded = len(ENCODER.embedded)
+    recorded(event("labeled", 1, labels=["streaming", "vision"], label="vision", title="Stream stops"))
+    assert len(ENCODER.embedded) == embedded  # nothing changed for the memory: not embedded again
+    recorded(event("unlabeled", 1, labels=["vision"], label="streaming", title="Stream stops"))
+    recorded(event("unlabeled", 1, labels=[], label="vision", title="Stream stops"))
+    assert memory_labels(sessions) == {}  # nothing confirmed any more: no row
+
+
+def test_a_reviewers_click_on_an_own_label_of_an_issue_without_kind_gives_it_its_memory_row(sessions, github):
+    confirmed_history(sessions)
+    assert label(sessions, github, 1, classifier=ENCODER, title="Stream stops", body="")[0] == "abstained"
+    prediction = predictions(sessions)[-1]
+    outcome = decide.carry_out(sessions, github, decide.Review("r-1", prediction.id, REPO, 1, "own-accept",
+                                                               "streaming", "reviewer"), embedder=ENCODER)
+    assert "accepted" in outcome and examples(sessions, 1) == ["streaming"]
+    assert memory_labels(sessions)[1] == memory.NO_KIND
+
+
+def test_issues_of_own_labels_only_keep_a_memory_of_their_own_size(sessions, monkeypatch):
+    """They never push an issue of a kind out of the kind's memory (kind quality stays as it was)."""
+    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
+    with session_scope(sessions) as session:
+        repo = store.ensure_repository(session, REPO, 1)
+        for number in range(1, 4):
+            store.upsert_issue(session, repo, number, title=f"Crash {number}", body="", author_login="x",
+                               state="closed").confirmed_label = "bug"
+    own_only_history(sessions, 5)
+    assert fill(sessions).describe() == f"6 of 6 issues embedded by {ENCODER.version}"
+    rows = memory_labels(sessions)
+    assert sorted(n for n, kind in rows.items() if kind == "bug") == [1, 2, 3]
+    assert sorted(n for n, kind in rows.items() if kind == memory.NO_KIND) == [302, 303, 304]  # the newest
+
+
+def test_the_retention_keeps_the_text_of_an_issue_confirmed_with_own_labels_only(sessions):
+    import datetime as dt
+
+    from bot import lifecycle
+
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    with session_scope(sessions) as session:
+        repo = store.ensure_repository(session, REPO, 1)
+        for number in (1, 2):
+            store.upsert_issue(session, repo, number, title=f"Stream {number}", body="b", author_login="a",
+                               state="open", event_at=now - dt.timedelta(days=40))
+        own_labels.confirm(session, store.find_issue(session, repo, 2), "streaming", "maintainer")
+    with session_scope(sessions) as session:
+        assert lifecycle.clear_unconfirmed(session, older_than_days=30, now=now) == 1
+        issues = session.scalars(select(IssueRecord).order_by(IssueRecord.number))
+        assert [(issue.number, issue.title) for issue in issues] == [(1, ""), (2, "Stream 2")]
+
