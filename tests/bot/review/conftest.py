@@ -48,6 +48,13 @@ def review_app(review_settings, redis):
     return create_app(review_settings, redis=redis)
 
 
+@pytest.fixture
+def client(review_app, sessions):
+    """The review page's test client (the instance's admins: ("boss",)), its database's tables created:
+    every page reads them."""
+    return review_app.test_client()
+
+
 def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | None,
          scores: dict[str, float] | None = None, repo: str = REPO, installation: int = INSTALLATION,
          reason: str = "the repository has this label", body: str = "body", **why) -> Seeded:

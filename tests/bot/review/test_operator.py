@@ -16,11 +16,6 @@ def broken_job():
     raise RuntimeError("the database refused the row")
 
 
-@pytest.fixture
-def client(review_app, sessions):
-    return review_app.test_client()  # the instance's admins: ("boss",)
-
-
 def test_a_maintainer_who_is_no_instance_admin_gets_404(client, review_github):
     sign_in(client, review_github, "maintainer")
     assert client.get("/review/operator").status_code == 404

@@ -23,11 +23,6 @@ PAGE = f"/review/{REPO}"
 
 
 @pytest.fixture
-def client(review_app):
-    return review_app.test_client()
-
-
-@pytest.fixture
 def seeded(sessions, review_github):
     return {"suggested": seed(sessions, review_github, 1, TITLE, outcome="suggested", label="bug"),
             "applied": seed(sessions, review_github, 2, "Add a dark mode", outcome="applied",

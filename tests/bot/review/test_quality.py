@@ -23,11 +23,6 @@ CLASSES = ["bug", "feature", "question"]
 
 
 @pytest.fixture
-def client(review_app, sessions):
-    return review_app.test_client()
-
-
-@pytest.fixture
 def decided(sessions, review_github):
     applied = seed(sessions, review_github, 1, "Crash on start", outcome="applied", label="bug")
     seed(sessions, review_github, 2, "How do I?", outcome="abstained", label=None)

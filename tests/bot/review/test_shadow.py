@@ -16,11 +16,6 @@ PAGE = f"/review/{REPO}"
 
 
 @pytest.fixture
-def client(review_app):
-    return review_app.test_client()
-
-
-@pytest.fixture
 def shadowed(sessions, review_github):
     """Three issues the bot classified in shadow mode: two it would have labelled, one it would not."""
     return {"accept": seed(sessions, review_github, 1, "Crash on save", outcome="shadow", label="bug"),

@@ -15,11 +15,6 @@ PAGE = f"/review/{REPO}"
 
 
 @pytest.fixture
-def client(review_app):
-    return review_app.test_client()
-
-
-@pytest.fixture
 def seeded(sessions, review_github):
     return {"sure": seed(sessions, review_github, 1, "Crash on save", outcome="suggested", label="bug",
                          scores={"bug": 0.92, "feature": 0.05, "question": 0.03}, threshold=0.5),
