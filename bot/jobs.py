@@ -200,6 +200,10 @@ def review_prediction(**review) -> str:
     """A click on the review page: write the label as the App, store the decision as the reviewer's."""
     ctx = context.current()
     github = ctx.github(review["installation_id"])
+    if not pending.is_turn(ctx.redis, review["prediction_id"], review["review_id"]):
+        job = get_current_job()  # an earlier click on the prediction is still queued: this one comes after it
+        wait = pending.NotItsTurn(pending.turn_wait(int(job.meta.get("deferrals", 0)) if job else 0))
+        return _reschedule(ctx, REVIEW_PREDICTION, review, wait)
     if github is None:
         outcome = "skipped: dry-run cannot write to GitHub"
     else:
@@ -214,7 +218,8 @@ def review_prediction(**review) -> str:
                 return outcome  # the page keeps saying "queued" until the retry
         except PermanentGitHubError as error:
             outcome = f"failed: GitHub answered {error.status} ({error})"
-    pending.finish(ctx.redis, review["prediction_id"], outcome)
+    pending.finish(ctx.redis, review["prediction_id"], outcome,
+                   subject=pending.subject_of(review["choice"], review["label"]), review_id=review["review_id"])
     log.info("review of %s#%s by %s: %s", review["repo"], review["number"], review["reviewer_login"], outcome)
     return outcome
 

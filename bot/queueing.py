@@ -163,7 +163,8 @@ def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: fl
         **job_options(job_id=new_id, retry=CRASH_RETRY,
                       meta={"attempt": attempt if deferral else attempt + 1, "deferrals": deferrals + deferral}))
     if deferral:
-        log.info("%s waits for its installation's write slot; again in %.1f s", kwargs.get("delivery_id"), delay)
-        return f"deferred {delay:.1f} s: the installation's writes are spaced"
+        waits_for = getattr(why, "waits_for", "its installation's write slot")  # or a review's turn
+        log.info("%s waits for %s; again in %.1f s", kwargs.get("delivery_id"), waits_for, delay)
+        return f"deferred {delay:.1f} s: waiting for {waits_for}"
     log.warning("GitHub error on %s; retry %d in %.0f s: %s", kwargs.get("delivery_id"), attempt, delay, why)
     return f"rescheduled in {delay:.0f} s"

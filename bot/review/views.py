@@ -226,9 +226,10 @@ def repository(owner: str, name: str):
     return render_template("review/repository.html", repo=repo, found=found, which=which, filters=FILTERS,
                            states=states, labels=labels, web_url=_settings().web_url, fill=fill,
                            shadow=shadow, view=view, outcomes=OUTCOMES, names=labels_for_kinds(labels),
+                           idle=pending.ReviewState(),
                            # while a review is queued the page's script watches its rows (no reload, so
                            # no lost selection or place); without script, the page reloads itself
-                           watch=any("queued" in state for state in states.values()))
+                           watch=any(state.queued for state in states.values()))
 
 
 @blueprint.get("/<path:unknown>")
@@ -301,13 +302,16 @@ def _queue_review(repo: RepositoryAccess, row, choice: str | None, label: str | 
            "number": row.number, "prediction_id": row.prediction_id, "choice": choice,
            "label": label if choice in ("relabel", *OWN_CHOICES) else None,
            "reviewer_login": g.reviewer.login}
-    if not pending.mark_queued(_redis(), row.prediction_id, {"choice": choice, "label": job["label"],
-                                                               "by": g.reviewer.login}):
-        return result | {"message": f"A review of #{row.number} is queued already."}
+    subject = pending.subject_of(choice, label)  # the kind, or one own label: each reviewed on its own
+    result["subject"] = subject
+    shown = {"choice": choice, "label": job["label"], "by": g.reviewer.login, "review_id": job["review_id"]}
+    if not pending.mark_queued(_redis(), row.prediction_id, shown, subject=subject):
+        what = f"{label!r} on #{row.number}" if subject != pending.KIND else f"#{row.number}"
+        return result | {"message": f"A review of {what} is queued already."}
     try:
         enqueue(_redis(), REVIEW_PREDICTION, job, retry=CRASH_RETRY)
     except RedisError:
-        pending.unmark(_redis(), row.prediction_id)
+        pending.unmark(_redis(), row.prediction_id, subject)
         raise
     state = f"{choice}{' ' + job['label'] if job['label'] else ''} by {g.reviewer.login}"
     return result | {"queued": True, "state": state,

@@ -12,13 +12,14 @@ import requests
 from bot.app import create_app
 from core import store
 from core.db import session_scope
-from core.tables import Prediction
+from core.tables import OwnLabelDecision, Prediction
 from tests.bot.conftest import INSTALLATION, REPO
 
 CLIENT_ID, CLIENT_SECRET = "Iv1.review-test", "review-client-secret"
 SESSION_SECRET = "a-session-secret-of-at-least-32-characters"
 OTHER_REPO, OTHER_INSTALLATION = "OtherOrg/private-repo", 2
 XSS_TITLE = "<script>alert(1)</script>"
+OWN_TITLE = "Streaming stops on large images"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +73,20 @@ def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | 
         session.add(prediction)
         session.flush()
         return Seeded(prediction.id, number, title)
+
+
+def seed_own_labels(sessions, fake, number: int = 5, *, applied=("vision",), suggested=("streaming",)
+                    ) -> Seeded:
+    """A suggestion of the kind `bug` with the repository's own labels beside it, as the labelling job stores
+    them (issue 29): those `applied` are on the issue, those `suggested` are not."""
+    row = seed(sessions, fake, number, OWN_TITLE, outcome="suggested", label="bug")
+    fake.add_issue(REPO, number, OWN_TITLE, "body", labels=list(applied))
+    with session_scope(sessions) as session:
+        session.add_all([OwnLabelDecision(prediction_id=row.prediction_id, label=name, score=0.9,
+                                          threshold=0.6, outcome="applied") for name in applied])
+        session.add_all([OwnLabelDecision(prediction_id=row.prediction_id, label=name, score=0.7,
+                                          threshold=None, outcome="suggested") for name in suggested])
+    return row
 
 
 def sign_in(client, fake, login: str):

@@ -90,7 +90,7 @@ def test_a_single_click_answers_json_to_the_script_and_a_redirect_to_its_row_oth
     answer = client.post(f"{PAGE}/predictions/{edge}", headers={"Accept": "application/json"},
                          data={"csrf_token": csrf_token(client), "choice": "reject"})
     assert answer.get_json() == {"results": [{"prediction_id": edge, "number": 2, "queued": True,
-                                              "state": "reject by helper",
+                                              "subject": "kind", "state": "reject by helper",
                                               "message": "Queued: reject on #2."}]}
     sure = seeded["sure"].prediction_id
     plain = client.post(f"{PAGE}/predictions/{sure}", data={
