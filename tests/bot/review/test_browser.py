@@ -20,7 +20,7 @@ from core import store
 from core.db import session_scope
 from core.tables import GLOBAL_SCOPE, IssueRecord, LabelEvent, ModelVersion, Prediction
 from tests.bot.conftest import REPO, run_worker
-from tests.bot.review.conftest import XSS_TITLE, seed
+from tests.bot.review.conftest import XSS_TITLE, seed, seed_own_labels
 from tests.conftest import IN_CI
 
 pytestmark = pytest.mark.browser
@@ -440,3 +440,45 @@ def test_on_a_400_px_screen_the_list_is_cards_and_the_page_never_scrolls_sideway
         images = browser.find_elements("css selector", "main img")
         assert images and all(image.rect["width"] <= 400 for image in images)  # the charts fit
         screenshot(browser, "quality-400")
+
+
+def test_one_own_label_is_accepted_and_another_rejected_with_two_clicks_on_one_issue(
+        signed_out, served, review_github, sessions, bare_context, redis):
+    """Issue 29 on the page: each own label beside the kind has its own Accept and Reject; the first click
+    hid every other form of the issue, and a second click on it was refused as "queued already"."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser = signed_out
+    row = seed_own_labels(sessions, review_github, 5, applied=("vision",), suggested=("streaming",))
+    sign_in(browser, served, review_github, "helper")
+    browser.get(f"{served}/review/{REPO}")
+    browser.execute_script("window.notReloaded = true")
+    own = f"#prediction-{row.prediction_id} .own-label"
+    browser.find_element("css selector", f'{own}[data-own="streaming"] button[value=own-accept]').click()
+    WebDriverWait(browser, 10).until(lambda driver: driver.find_elements(
+        "css selector", f'{own}[data-own="streaming"] .tag.queued'))
+    reject = browser.find_element("css selector", f'{own}[data-own="vision"] button[value=own-reject]')
+    reject.click()  # the other own label is still there to click
+    WebDriverWait(browser, 10).until(lambda driver: driver.find_elements(
+        "css selector", f'{own}[data-own="vision"] .tag.queued'))
+    flashes = [element.text for element in browser.find_elements("css selector", "#messages .flash")]
+    assert flashes == ["Queued: reject 'vision' on #5."]
+    kind = browser.find_element("css selector", f"#prediction-{row.prediction_id} .kind-review")
+    assert kind.find_elements("css selector", "button[value=accept]")  # the kind is still to review
+    assert redis.llen("rq:queue:feedback") == 2
+    screenshot(browser, "repository-own-labels")
+
+    run_worker(redis)
+    # the page watches the row: both decisions appear without a reload
+    WebDriverWait(browser, 10).until(lambda driver: not driver.find_elements(
+        "css selector", f"#prediction-{row.prediction_id} .tag.queued"))
+    assert browser.find_element("css selector", f'{own}[data-own="streaming"] .own-review').text == "accepted"
+    assert browser.find_element("css selector", f'{own}[data-own="vision"] .own-review').text == "rejected"
+    assert browser.execute_script("return window.notReloaded") is True
+    assert review_github.issue_labels(REPO, 5) == ["streaming"]
+    with session_scope(sessions) as session:
+        decisions = {own.label: own.decision for own in session.get(Prediction, row.prediction_id).own_labels}
+        events = [(e.action, e.label, e.actor_login) for e in session.scalars(select(LabelEvent)
+                                                                                .order_by(LabelEvent.id))]
+    assert decisions == {"streaming": "accepted", "vision": "rejected"}
+    assert events == [("labeled", "streaming", "helper"), ("unlabeled", "vision", "helper")]
