@@ -25,20 +25,27 @@ def label_comment(label: str, score: float, scores: dict[str, float], template: 
                   similar: Sequence[int] = (), own: Sequence[str] = ()) -> str:
     """The comment of comment mode, after labelling; the default one names the repository's `own` labels
     applied beside the kind and links the most `similar` confirmed issues (a repository's own template
-    says only what it says)."""
+    says only what it says: {own_labels} names them there)."""
     text = (template or DEFAULT_COMMENT).format(label=code_span(label), score=score,
-                                                suggestions=suggestion_lines(scores))
+                                                suggestions=suggestion_lines(scores),
+                                                own_labels=own_label_list(own))
     return text if template else text + own_applied_line(own) + similar_line(similar)
 
 
 def suggestion_comment(scores: dict[str, float], template: str | None = None,
                        similar: Sequence[int] = (), own: Sequence[tuple[str, float]] = ()) -> str:
     """The comment of suggest mode: the top kinds with their scores (and, by default, the repository's own
-    labels that may fit and similar issues)."""
+    labels that may fit and similar issues; a template's {own_labels} names those labels)."""
     top, score = max(scores.items(), key=lambda item: item[1])
     text = (template or SUGGEST_COMMENT).format(label=code_span(top), score=score,
-                                                suggestions=suggestion_lines(scores))
+                                                suggestions=suggestion_lines(scores),
+                                                own_labels=own_label_list([label for label, _ in own]))
     return text if template else text + own_suggested_lines(own) + similar_line(similar)
+
+
+def own_label_list(labels: Sequence[str]) -> str:
+    """A template's {own_labels}: "`streaming`, `vision`", or "none"."""
+    return ", ".join(code_span(label) for label in labels) if labels else "none"
 
 
 def own_applied_line(labels: Sequence[str]) -> str:

@@ -43,7 +43,8 @@ MAX_TEMPLATE_CHARS = 4000
 MAX_TEMPLATE_FIELDS = 20  # with short specs this keeps a comment far below GitHub's 65536 characters
 MAX_SPEC_CHARS = 10
 LONG_NUMBER = re.compile(r"\d{4}")  # a width or precision of 4+ digits ("{score:>999999999}") is refused
-TEMPLATE_SAMPLES = {"label": "`bug`", "score": 0.9, "suggestions": "- `bug`: 90%"}  # the types at format time
+TEMPLATE_SAMPLES = {"label": "`bug`", "score": 0.9, "suggestions": "- `bug`: 90%",  # the types at format time
+                    "own_labels": "`streaming`"}
 
 
 class _ShortRepr(reprlib.Repr):
@@ -70,7 +71,7 @@ class RepoConfig:
     threshold: float | None = None  # overrides ISSUE_SORTER_THRESHOLD
     # per-kind thresholds that keep this share of applied labels right (core.thresholds); None: off
     target_precision: float | None = DEFAULT_TARGET_PRECISION
-    comment_template: str | None = None  # {label}, {score}, {suggestions}
+    comment_template: str | None = None  # {label}, {score}, {suggestions}, {own_labels}
     skip_authors: tuple[str, ...] = ()  # e.g. dependabot[bot]
     abstain_label: str | None = None  # put on issues the bot abstains on; "" (false): none; None: the App's
     # the repository's own labels beside the kind (core.own_labels): None every candidate, () none (off),
@@ -289,8 +290,9 @@ CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "s
 
 
 def template_problem(template: str) -> str | None:
-    """What is wrong with a comment template, or None: fields {label}, {score}, {suggestions} only, each
-    with no attribute, index or conversion and a short format; checked by parsing, in linear time."""
+    """What is wrong with a comment template, or None: fields {label}, {score}, {suggestions} and
+    {own_labels} only, each with no attribute, index or conversion and a short format; checked by parsing,
+    in linear time."""
     if len(template) > MAX_TEMPLATE_CHARS:
         return f"longer than {MAX_TEMPLATE_CHARS} characters"
     try:
@@ -302,7 +304,8 @@ def template_problem(template: str) -> str | None:
         return f"more than {MAX_TEMPLATE_FIELDS} fields"
     for name, spec, conversion in fields:
         if name not in TEMPLATE_SAMPLES:  # also "{label.upper}", "{label[2]}", "{0}" and "{}"
-            return f"unknown field {describe(name)}: use only {{label}}, {{score}} and {{suggestions}}"
+            return (f"unknown field {describe(name)}: use only {{label}}, {{score}}, {{suggestions}} and "
+                    "{own_labels}")
         if conversion is not None:
             return f"{{{name}}} takes no conversion such as !r or !s"
         if len(spec) > MAX_SPEC_CHARS or "{" in spec or LONG_NUMBER.search(spec):

@@ -463,3 +463,23 @@ def test_the_retention_keeps_the_text_of_an_issue_confirmed_with_own_labels_only
         issues = session.scalars(select(IssueRecord).order_by(IssueRecord.number))
         assert [(issue.number, issue.title) for issue in issues] == [(1, ""), (2, "Stream 2")]
 
+
+# ---- comments: a repository's own template names its own labels too --------------------------------------
+
+@pytest.mark.parametrize("mode,said", [("comment", "Sorted as `bug`; areas: `streaming`."),
+                                       ("suggest", "Sorted as `bug`; areas: `streaming`.")])
+def test_a_comment_template_names_the_own_labels_applied_or_suggested(sessions, github, mode, said):
+    """A repository's template said only {label}, {score} and {suggestions}: its comments never mentioned
+    the own labels the bot applied (comment mode) or suggested (suggest mode)."""
+    confirmed_history(sessions)
+    template = 'comment_template: "Sorted as {label}; areas: {own_labels}."'
+    streaming_issue(sessions, github, config=f"mode: {mode}\n{template}\n")
+    (comment,) = github.comments(REPO, 1)
+    assert comment.splitlines()[0] == said  # then the hidden marker of its decision
+
+
+def test_a_comment_template_says_none_when_no_own_label_fits(sessions, github):
+    confirmed_history(sessions, streaming=0, vision=0)
+    template = 'comment_template: "{label}; areas: {own_labels}"'
+    streaming_issue(sessions, github, config=f"mode: comment\n{template}\n")
+    assert [comment.splitlines()[0] for comment in github.comments(REPO, 1)] == ["`bug`; areas: none"]
