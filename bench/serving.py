@@ -194,7 +194,8 @@ def load_engine(args: argparse.Namespace):
         from core.encoder import FAST_FILE, FP32_FILE, OnnxClassifier
 
         path = args.onnx / (FP32_FILE if engine == "ort-fp32" else FAST_FILE)
-        classifier = OnnxClassifier.from_file(args.model, path, ModelCard.read(args.model), threads=args.threads)
+        classifier = OnnxClassifier.from_file(args.model, path, ModelCard.read(args.model), threads=args.threads,
+                                              engine=f"onnxruntime-{engine.removeprefix('ort-')}")
     else:
         import torch
 
