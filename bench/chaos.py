@@ -297,7 +297,8 @@ def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log:
         entry = {"at_s": round(moment - started, 1), "fault": kind}
         log.append(entry)
         if kind == "rolling_restart":  # a minute or more: in its own thread, the plan goes on
-            watchers.append(threading.Thread(target=_timed, args=(faults, entry, moment), daemon=True))
+            watchers.append(threading.Thread(target=_timed, args=(faults, entry, moment), daemon=True,
+                                             name="rolling_restart"))
         else:
             entry["what"] = getattr(faults, kind)()
             watchers.append(threading.Thread(target=_recovery, args=(fake, before, moment, entry),
@@ -307,7 +308,10 @@ def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log:
 
 
 def _timed(faults: Faults, entry: dict, moment: float) -> None:
-    entry["what"] = faults.rolling_restart()
+    try:
+        entry["what"] = faults.rolling_restart()
+    except Exception as exc:  # noqa: BLE001 - the report says the fault failed instead of losing the run
+        entry["what"] = f"failed: {exc!r}"
     entry["took_s"] = round(time.monotonic() - moment, 1)
 
 
@@ -524,8 +528,13 @@ def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_
     injector.start()
     answers = send_all(service, fake, issues, args.rate, repo_ids)
     sent = time.monotonic() - started
-    waited = settle(fake, issues, args.settle, commented)
-    injector.join(timeout=5)
+    # The plan ends before the last issue is sent, but a rolling restart may outlast the sending (each of
+    # its steps waits up to 90 s for a successor): the drain is measured once it is over, and its entry is whole.
+    injector.join()
+    for watcher in watchers:
+        if watcher.name == "rolling_restart":
+            watcher.join()
+    waited = time.monotonic() - started - sent + settle(fake, issues, args.settle, commented)
     for watcher in watchers:
         watcher.join(timeout=5)
     result = check(fake, issues, env["DATABASE_URL"], service.redis_url(), commented)
