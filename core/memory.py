@@ -214,21 +214,49 @@ FILL_BATCH = 64  # confirmed issues embedded between two commits of a fill: what
 NO_KIND = ""
 
 
+@dataclass(frozen=True)
+class MemoryRows:
+    """A repository's memory rows as `version` embedded them, oldest confirmed first, every label kept: one
+    read serves the kind's memory (`to_memory`) and the own labels' (core.own_labels.memory_of)."""
+
+    issue_ids: list[int]
+    labels: list[str]  # the label a human confirmed, as stored
+    vectors: np.ndarray  # (n, d) float32, rows L2-normalised; (0, 0) when empty
+    numbers: list[int]
+    scores: list[Mapping[str, float] | None]
+
+    def __len__(self) -> int:
+        return len(self.issue_ids)
+
+    def to_memory(self, classes: Sequence[str]) -> Memory:
+        """The kind's memory: labels mapped onto `classes`, rows of other labels left out."""
+        kept = [i for i, label in enumerate(self.labels) if class_of(label, classes) is not None]
+        if not kept:
+            return Memory(np.zeros((0, 0), dtype=np.float32), [])
+        return Memory(self.vectors[kept], [class_of(self.labels[i], classes) for i in kept],
+                      [self.numbers[i] for i in kept], [model_label(self.scores[i], classes) for i in kept])
+
+
+def read_rows(session: Session, repository_id: int, version: str, *, exclude_issue: int | None = None
+              ) -> MemoryRows:
+    """The repository's memory as `version` embedded it, in the order its issues were confirmed (the
+    self-check's "latest" are the last rows), one query."""
+    rows = session.execute(select(MemoryEntry.issue_id, MemoryEntry.label, MemoryEntry.embedding, IssueRecord.number,
+                                  MemoryEntry.scores)
+                           .join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id).where(
+        MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
+        MemoryEntry.issue_id != (exclude_issue or -1)).order_by(*_oldest_confirmed_first())).all()
+    vectors = (np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob, _, _ in rows]) if rows
+               else np.zeros((0, 0), dtype=np.float32))
+    return MemoryRows([row[0] for row in rows], [row[1] for row in rows], vectors, [row[3] for row in rows],
+                      [row[4] for row in rows])
+
+
 def recall(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
            exclude_issue: int | None = None) -> Memory:
     """The repository's memory as `version` embedded it, labels mapped onto `classes` (others left out), in
     the order its issues were confirmed (the self-check's "latest" are the last rows)."""
-    rows = session.execute(select(MemoryEntry.label, MemoryEntry.embedding, IssueRecord.number, MemoryEntry.scores)
-                           .join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id).where(
-        MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
-        MemoryEntry.issue_id != (exclude_issue or -1)).order_by(*_oldest_confirmed_first())).all()
-    kept = [(class_of(label, classes), blob, number, scores) for label, blob, number, scores in rows]
-    kept = [row for row in kept if row[0] is not None]
-    if not kept:
-        return Memory(np.zeros((0, 0), dtype=np.float32), [])
-    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob, _, _ in kept])
-    return Memory(vectors, [label for label, _, _, _ in kept], [number for _, _, number, _ in kept],
-                  [model_label(scores, classes) for _, _, _, scores in kept])
+    return read_rows(session, repository_id, version, exclude_issue=exclude_issue).to_memory(classes)
 
 
 def model_label(scores: Mapping[str, float] | None, classes: Sequence[str]) -> str | None:
