@@ -15,7 +15,14 @@ from bot.issues import IssueSnapshot
 from bot.repo_config import RepoConfig
 from core.kinds import kind_of_label, labels_for_kinds
 from core.memory import Memory
-from core.own_labels import DEFAULT_MIN_EXAMPLES, SUGGEST_SCORE, OwnLabelMemory, candidates, in_areas
+from core.own_labels import (
+    DEFAULT_MIN_EXAMPLES,
+    SUGGEST_SCORE,
+    OwnLabelMemory,
+    OwnLabelRules,
+    candidates,
+    in_areas,
+)
 from core.settings import Settings
 from core.thresholds import DEFAULT_TARGET_PRECISION
 
@@ -171,6 +178,7 @@ class LabelingInputs:
     repo_labels: list[str] = field(default_factory=list)  # labels (issue types with `apply: type`) to map to
     issue_types: list[str] = field(default_factory=list)  # the organisation's types, with `apply: both`
     own_memory: OwnLabelMemory | None = None  # the memory's issues with the own labels each carries
+    own_rules: OwnLabelRules | None = None  # own labels' heads and thresholds, as the feedback queue fitted them
 
 
 @dataclass(frozen=True)
@@ -235,8 +243,8 @@ def decide(inputs: LabelingInputs) -> Plan:
 
 
 def own_label_decisions(inputs: LabelingInputs, kind_label: str | None = None) -> tuple[OwnDecision, ...]:
-    """The repository's own labels for the issue, one decision each (core.own_labels' vote): applied where
-    the label has min_examples confirmed examples and its vote reaches the threshold that keeps the target
+    """The repository's own labels for the issue, one decision each (core.own_labels' rules): applied where
+    the label has min_examples confirmed examples and its score reaches the threshold that keeps the target
     precision on the repository's memory, else suggested from SUGGEST_SCORE on. Never a label the
     config's areas leave out, one a maintainer removed from this issue, or one the allowlist lacks."""
     policy = inputs.policy
@@ -246,9 +254,9 @@ def own_label_decisions(inputs: LabelingInputs, kind_label: str | None = None) -
     names = [name for name in candidates(inputs.repo_labels) if in_areas(name, policy.areas)
              and name not in taken and name not in policy.never_again]
     writes = policy.mode in ("label", "comment") and not policy.held and not policy.dry_run
+    rules = inputs.own_rules or OwnLabelRules(dict(inputs.own_memory.examples), {})  # none fitted: suggestions
     decisions = []
-    for scored in inputs.own_memory.score(inputs.vector, names, min_examples=policy.min_examples,
-                                          target=policy.own_target):
+    for scored in rules.score(inputs.vector, names, inputs.own_memory, examples=inputs.own_memory.examples):
         allowed = not policy.allow or scored.label in policy.allow
         if scored.threshold is not None and scored.score >= scored.threshold and allowed:
             decisions.append(OwnDecision(scored.label, scored.score, scored.threshold,

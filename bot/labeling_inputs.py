@@ -24,7 +24,7 @@ from bot.issues import IssueSnapshot, event_time, has_text
 from bot.labeling import PENDING, LabelingInputs, PendingDecision, policy_for, skip_reason
 from bot.repo_config import RepoConfig, load_config
 from bot.serving import NO_MODEL
-from core import memory, own_labels, store
+from core import memory, own_label_fits, own_labels, store
 from core.classifier import Classifier
 from core.issue_text import format_issue_text
 from core.repository_thresholds import repository_thresholds
@@ -97,13 +97,16 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         policy = replace(policy, per_label_thresholds=thresholds)
         base = replace(base, policy=policy)
     # the model's scores, and this repository's memory (this one's only) with the issue's embedding
-    text, recalled, vector, own = format_issue_text(issue.title, issue.body), None, None, None
+    text, recalled, vector, own, rules = format_issue_text(issue.title, issue.body), None, None, None, None
     if policy.memory and hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
         (scores,), (vector,) = classifier.predict_and_embed([text])
-        recalled = memory.recall(session, row.repository_id, classifier.version, classifier.labels,
-                                 exclude_issue=row.id) or None
-        if policy.areas != ():  # the same rows, with the own labels each carries
-            own = own_labels.recall(session, row.repository_id, classifier.version, exclude_issue=row.id)
+        rows = memory.read_rows(session, row.repository_id, classifier.version, exclude_issue=row.id)  # once
+        recalled = rows.to_memory(classifier.labels) or None
+        if policy.areas != ():  # the same rows, with the own labels each carries, and the rules fitted on them
+            own = own_labels.memory_of(session, rows, row.repository_id, exclude_issue=row.id)
+            rules = own_label_fits.stored_rules(session, row.repository_id, classifier.version,
+                                                target=policy.own_target, min_examples=policy.min_examples,
+                                                memory=lambda: own)
     else:
         (scores,) = classifier.predict([text])
     # what the kind maps to: the repository's labels, or its issue types with `apply: type`; dry-run
@@ -114,7 +117,7 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         names = github.list_issue_types(repo) if policy.apply == "type" else github.list_labels(repo)
         types = github.list_issue_types(repo) if policy.apply == "both" and not policy.held else []
     return Gathered(replace(base, scores=scores, memory=recalled, vector=vector, repo_labels=names,
-                            issue_types=types, own_memory=own), row, version_id)
+                            issue_types=types, own_memory=own, own_rules=rules), row, version_id)
 
 
 def _config(github, repo: str) -> tuple[RepoConfig, str | None]:

@@ -33,6 +33,7 @@ from core.tables import (
     ModelVersion,
     OwnLabelDecision,
     OwnLabelExample,
+    OwnLabelFit,
     Prediction,
     Repository,
     TrainingRun,
@@ -201,6 +202,7 @@ def _purge_one(session: Session, repository: Repository, model_dir: Path) -> Pur
     prediction_ids = select(Prediction.id).where(Prediction.issue_id.in_(issue_ids))
     _delete(session, OwnLabelDecision, OwnLabelDecision.prediction_id.in_(prediction_ids))
     _delete(session, OwnLabelExample, OwnLabelExample.issue_id.in_(issue_ids))  # its own labels' examples
+    _delete(session, OwnLabelFit, OwnLabelFit.repository_id == repository.id)  # and what was fitted on them
     purged.predictions = _delete(session, Prediction, Prediction.issue_id.in_(issue_ids))
     purged.label_events = _delete(session, LabelEvent, LabelEvent.issue_id.in_(issue_ids))
     purged.issues = _delete(session, IssueRecord, IssueRecord.repository_id == repository.id)

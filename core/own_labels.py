@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,8 +17,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from core.kinds import RULES
-from core.tables import IssueRecord, MemoryEntry, OwnLabelExample
-from core.thresholds import lowest_threshold
+from core.memory import MemoryRows, read_rows
+from core.tables import IssueRecord, OwnLabelExample
 
 # Process labels, by the words GitHub's defaults and large projects use for them.
 PROCESS = re.compile(
@@ -74,6 +74,31 @@ def vote(similarities: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
     return votes / np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
 
 
+def loo_votes(vectors: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
+    """(rows, labels): each memory row's vote by the k nearest *other* rows (no row votes for itself)."""
+    similarities = vectors @ vectors.T
+    np.fill_diagonal(similarities, -np.inf)
+    return vote(similarities, carries, k)
+
+
+PSEUDO_COUNTS = 0.0  # a right and a wrong pseudo-label per threshold's count: (right + a) / (labelled + 2a)
+
+
+def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> float:
+    """The lowest threshold at which rows scored `scores` (each without itself), labelled where carried,
+    are right at `target` precision, counted with PSEUDO_COUNTS (a few rows above a threshold prove less
+    than many); inf where none is (a score of 0 never applies a label)."""
+    values = np.asarray(scores, dtype=float)
+    if values.size == 0:
+        return np.inf
+    order = np.argsort(-values, kind="stable")
+    values, hits = values[order], np.cumsum(np.asarray(carried, dtype=bool)[order])
+    kept = np.arange(1, values.size + 1)
+    last_of_tie = np.append(values[1:] < values[:-1], True)  # "score >= t" keeps every tie of t
+    reaches = last_of_tie & (hits + PSEUDO_COUNTS >= target * (kept + 2 * PSEUDO_COUNTS) - 1e-9)
+    return max(float(values[reaches][-1]), 1e-9) if reaches.any() else np.inf
+
+
 def thresholds_on_memory(vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, k: int,
                          target: float) -> np.ndarray:
     """Per label, the lowest threshold at which the memory's own rows, each scored by the others, are
@@ -81,19 +106,67 @@ def thresholds_on_memory(vectors: np.ndarray, carries: np.ndarray, served: np.nd
     result = np.full(carries.shape[1], np.inf)
     if len(vectors) < 2 or not served.any():
         return result
-    similarities = vectors @ vectors.T
-    np.fill_diagonal(similarities, -np.inf)
-    scores = vote(similarities, carries, k)
+    scores = loo_votes(vectors, carries, k)
     for label in np.flatnonzero(served):
-        # the rows most likely to carry it: every row scored, correct when it does carry it
-        found = lowest_threshold(scores[:, label].tolist(), carries[:, label].astype(bool).tolist(), target)
-        result[label] = np.inf if found is None else max(found, 1e-9)  # a score of 0 never applies a label
+        result[label] = threshold_at(scores[:, label], carries[:, label], target)
     return result
+
+
+# ---- the head: one logistic regression per label on the memory's embeddings ---------------------------
+
+HEAD_C = 1.0  # inverse L2 strength of a label's logistic regression (sklearn's default)
+HEAD_FOLDS = 5  # folds of the cross-fit that scores each memory row by a head fitted without it
+PRIOR_SCALE = 4.0  # the label's prior similarity as a head's feature, scaled: its weight costs less L2
+
+
+@dataclass(frozen=True)
+class LabelHead:
+    """One label's logistic regression: P(label | embedding) = sigmoid(features · weights + bias)."""
+
+    weights: np.ndarray
+    bias: float
+
+    def score(self, features) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(np.asarray(features @ self.weights).ravel() + self.bias)))
+
+
+def _regression():
+    from sklearn.linear_model import LogisticRegression
+
+    # balanced: a label on 2 % of the issues weighs as much as the rest; thresholds set the precision
+    return LogisticRegression(C=HEAD_C, class_weight="balanced", max_iter=1000)
+
+
+def fit_head(features, carried: np.ndarray) -> LabelHead:
+    """The label's head fitted on every row (`carried`: the rows that carry it)."""
+    model = _regression().fit(features, np.asarray(carried, dtype=bool))
+    return LabelHead(model.coef_[0].astype(np.float64), float(model.intercept_[0]))
+
+
+def cross_fitted(features, carried: np.ndarray, folds: int = HEAD_FOLDS, seed: int = 0) -> np.ndarray:
+    """Each row's head probability from a head fitted on the other folds: what the threshold is chosen on."""
+    from sklearn.model_selection import StratifiedKFold
+
+    carried = np.asarray(carried, dtype=bool)
+    folds = min(folds, int(carried.sum()), int((~carried).sum()))
+    scores = np.zeros(len(carried))
+    if folds < 2:
+        return scores
+    for train, held in StratifiedKFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(carried)),
+                                                                                    carried):
+        scores[held] = fit_head(features[train], carried[train]).score(features[held])
+    return scores
+
+
+def label_text(name: str, description: str | None) -> str:
+    """What a label's prior embeds: its name, and its GitHub description where it has one."""
+    words = name.replace("-", " ").replace("_", " ").replace(":", ": ").replace("/", " / ")
+    return f"{words}: {description}" if description else words
 
 
 @dataclass(frozen=True)
 class OwnScore:
-    """One own label's decision input: its vote, the threshold it needs (None: not served) and examples."""
+    """One own label's decision input: its score, the threshold it needs (None: not served) and examples."""
 
     label: str
     score: float
@@ -112,30 +185,27 @@ class OwnLabelMemory:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def score(self, vector: Sequence[float], candidates: Sequence[str], *, min_examples: int,
-              target: float, k: int = NEIGHBOURS) -> list[OwnScore]:
-        """Each candidate's vote for the issue embedded as `vector`, and its threshold at `target`."""
-        if not candidates:
-            return []
-        carries = np.array([[name in row for name in candidates] for row in self.labels], dtype=np.float32)
-        examples = [self.examples.get(name, 0) for name in candidates]
-        if not len(self):
-            return [OwnScore(name, 0.0, None, n) for name, n in zip(candidates, examples, strict=True)]
-        query = np.asarray(vector, dtype=np.float32)
-        query = query / (float(np.linalg.norm(query)) or 1.0)
-        scores = vote((self.vectors @ query)[None, :], carries, k)[0]
-        served = np.array([n >= min_examples for n in examples]) & (carries.sum(axis=0) > 0)
-        thresholds = thresholds_on_memory(self.vectors, carries, served, k, target)
-        return [OwnScore(name, round(float(score), 4), None if not np.isfinite(t) else float(t), n)
-                for name, score, t, n in zip(candidates, scores, thresholds, examples, strict=True)]
+    def carries(self, names: Sequence[str]) -> np.ndarray:
+        """(rows, names) 0/1: which row carries which label."""
+        return np.array([[name in row for name in names] for row in self.labels], dtype=np.float32
+                        ).reshape(len(self), len(names))
+
+    def votes(self, vector: Sequence[float], names: Sequence[str], k: int = NEIGHBOURS) -> np.ndarray:
+        """Each of `names`' vote for the issue embedded as `vector` (0 for an empty memory)."""
+        if not len(self) or not names:
+            return np.zeros(len(names))
+        return vote((self.vectors @ _normalised(vector))[None, :], self.carries(names), k)[0]
 
 
-def recall(session: Session, repository_id: int, version: str, *, exclude_issue: int | None = None
-           ) -> OwnLabelMemory:
-    """The repository's memory rows (core.memory, as `version` embedded them) with their own labels."""
-    rows = session.execute(select(MemoryEntry.issue_id, MemoryEntry.embedding).where(
-        MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
-        MemoryEntry.issue_id != (exclude_issue or -1)).order_by(MemoryEntry.id)).all()
+def _normalised(vector: Sequence[float]) -> np.ndarray:
+    query = np.asarray(vector, dtype=np.float32)
+    return query / (float(np.linalg.norm(query)) or 1.0)
+
+
+def memory_of(session: Session, rows: MemoryRows, repository_id: int, *, exclude_issue: int | None = None
+              ) -> OwnLabelMemory:
+    """The memory's rows (core.memory.read_rows, read once for the kind too) with the own labels each
+    carries: only the examples table is read here."""
     carried: dict[int, set[str]] = {}
     for issue_id, label in session.execute(
             select(OwnLabelExample.issue_id, OwnLabelExample.label).join(
@@ -144,11 +214,76 @@ def recall(session: Session, repository_id: int, version: str, *, exclude_issue:
         carried.setdefault(issue_id, set()).add(label)
     examples = Counter(label for issue_id, labels in carried.items() if issue_id != exclude_issue
                        for label in labels)
-    if not rows:
+    if not len(rows):
         return OwnLabelMemory(np.zeros((0, 0), dtype=np.float32), [], dict(examples))
-    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in rows])
-    labels = [frozenset(carried.get(issue_id, ())) for issue_id, _ in rows]
-    return OwnLabelMemory(vectors, labels, dict(examples))
+    return OwnLabelMemory(rows.vectors, [frozenset(carried.get(issue_id, ())) for issue_id in rows.issue_ids],
+                          dict(examples))
+
+
+def recall(session: Session, repository_id: int, version: str, *, exclude_issue: int | None = None
+           ) -> OwnLabelMemory:
+    """The repository's memory rows (core.memory, as `version` embedded them) with their own labels."""
+    rows = read_rows(session, repository_id, version, exclude_issue=exclude_issue)
+    return memory_of(session, rows, repository_id, exclude_issue=exclude_issue)
+
+
+# ---- the rules a labelling job applies, fitted on the memory by the feedback queue -------------------
+
+@dataclass(frozen=True)
+class OwnLabelRules:
+    """Each own label's threshold at the target precision and, where it is served, its head: fitted on the
+    repository's memory (`fit_rules`), stored as data (core.own_label_fits), applied per issue (`score`)."""
+
+    examples: dict[str, int]  # label → confirmed examples when fitted
+    thresholds: dict[str, float]  # served labels only; inf: no threshold kept the target
+    heads: dict[str, LabelHead] = field(default_factory=dict)
+
+    def score(self, vector: Sequence[float], names: Sequence[str], memory: OwnLabelMemory | None = None,
+              *, examples: Mapping[str, int] | None = None, k: int = NEIGHBOURS) -> list[OwnScore]:
+        """Each of `names`' score for the issue embedded as `vector` and the threshold it needs: a served
+        label's by SCORING, any other's (a suggestion at most) by the memory's vote. `examples`: the counts
+        to show (the memory's, newer than the fit's)."""
+        examples = {**self.examples, **(examples or {})}
+        votes = memory.votes(vector, names, k) if memory is not None else np.zeros(len(names))
+        query = _normalised(vector).astype(np.float64)
+        result = []
+        for name, voted in zip(names, votes, strict=True):
+            threshold = self.thresholds.get(name)
+            score = float(voted)
+            if threshold is not None and name in self.heads:
+                score = _combine(float(self.heads[name].score(query[None, :])[0]), float(voted))
+            served = threshold is not None and np.isfinite(threshold)
+            result.append(OwnScore(name, round(score, 4), float(threshold) if served else None,
+                                   examples.get(name, 0)))
+        return result
+
+
+SCORING = "head+vote"  # what a served label is scored by (bench.own_labels measured every variant)
+
+
+def _combine(head: float, voted: float) -> float:
+    return (head + voted) / 2 if SCORING == "head+vote" else head
+
+
+def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: int = NEIGHBOURS) -> OwnLabelRules:
+    """The rules for every label with `min_examples` confirmed examples that the memory's rows carry: each
+    threshold chosen on the memory's own rows, each scored without itself (the vote leave-one-out, the head
+    cross-fitted in HEAD_FOLDS folds), the head then fitted on every row."""
+    names = sorted(name for name, n in memory.examples.items() if n >= min_examples)
+    carries = memory.carries(names)
+    served = [i for i, name in enumerate(names) if carries[:, i].any() and not carries[:, i].all()]
+    thresholds, heads = {name: np.inf for name in names}, {}
+    if len(memory) < 2 or not served:
+        return OwnLabelRules(dict(memory.examples), thresholds)
+    vectors = memory.vectors.astype(np.float64)
+    votes = loo_votes(memory.vectors, carries, k)
+    for i in served:
+        carried = carries[:, i] > 0
+        scores = (_combine(cross_fitted(vectors, carried), votes[:, i]) if SCORING != "vote" else votes[:, i])
+        thresholds[names[i]] = threshold_at(scores, carried, target)
+        if SCORING != "vote":
+            heads[names[i]] = fit_head(vectors, carried)
+    return OwnLabelRules(dict(memory.examples), thresholds, heads)
 
 
 def confirm(session: Session, issue: IssueRecord, label: str, actor: str | None) -> None:

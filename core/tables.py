@@ -152,6 +152,22 @@ class OwnLabelExample(Base):
     confirmed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class OwnLabelFit(Base):
+    """A repository's own labels as fitted on its memory by one model version (core.own_label_fits): each
+    label's threshold at the target precision and its head, computed by the feedback queue and read as
+    stored by the labelling job. Data only: the heads' weights are float64 rows, the rest JSON."""
+
+    __tablename__ = "own_label_fits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), unique=True)
+    model_version: Mapped[str] = mapped_column(StorableString(64))  # whose embeddings it was fitted on
+    key: Mapped[list[Any]] = mapped_column(JSON)  # what it was computed from (inputs, then the counts that move)
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON)  # label → examples, threshold, bias, weights' row
+    weights: Mapped[bytes | None] = mapped_column(LargeBinary)  # (heads, dimensions) float64, little-endian
+    fitted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class LabelEvent(Base):
     """A label added to or removed from an issue, by whom, and whether that was a human."""
 

@@ -4,7 +4,15 @@ process's labels no, and a kind label that says more than its kind (an area's bu
 import numpy as np
 import pytest
 
-from core.own_labels import OwnLabelMemory, candidates, in_areas, is_candidate
+from core.own_labels import (
+    OwnLabelMemory,
+    candidates,
+    cross_fitted,
+    fit_rules,
+    in_areas,
+    is_candidate,
+    loo_votes,
+)
 
 
 @pytest.mark.parametrize("label", ["dataset request", "dataset-viewer", "streaming", "vision", "module:linear_model",
@@ -39,14 +47,64 @@ def test_areas_take_names_and_prefixes(label, areas, taken):
     assert in_areas(label, areas) is taken
 
 
-def test_a_label_is_scored_by_the_confirmed_issues_that_carry_it_and_served_from_min_examples():
-    near, far = np.array([1.0, 0.0]), np.array([0.0, 1.0])
-    memory = OwnLabelMemory(np.stack([near] * 6 + [far] * 6).astype(np.float32),
-                            [frozenset({"streaming"})] * 6 + [frozenset({"vision"})] * 6,
-                            {"streaming": 6, "vision": 6})
-    streaming, vision = memory.score(near, ["streaming", "vision"], min_examples=5, target=0.85)
-    assert streaming.score == 1.0 and streaming.threshold is not None
-    assert streaming.score >= streaming.threshold
-    assert vision.score == 0.0
-    (unserved,) = memory.score(near, ["streaming"], min_examples=7, target=0.85)
-    assert unserved.threshold is None and unserved.examples == 6
+def separable_memory(rng, *, carried: int, rows: int, dimensions: int = 16) -> OwnLabelMemory:
+    """`carried` rows about one topic (around a direction of their own) carry `streaming`; the rest don't."""
+    topic = np.zeros(dimensions)
+    topic[0] = 1.0
+    vectors = rng.normal(size=(rows, dimensions)) * 0.25
+    vectors[:carried] += topic
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    labels = [frozenset({"streaming"})] * carried + [frozenset()] * (rows - carried)
+    return OwnLabelMemory(vectors.astype(np.float32), labels, {"streaming": carried})
+
+
+@pytest.mark.parametrize("carried,rows", [(30, 300), (500, 2000)])
+def test_a_served_label_is_applied_near_its_examples_and_not_elsewhere(carried, rows):
+    """The same rule for a label with 30 confirmed examples and one with 500: its head and vote score an
+    issue about its topic above the threshold fitted on the memory, an issue about nothing below."""
+    rng = np.random.default_rng(3)
+    memory = separable_memory(rng, carried=carried, rows=rows)
+    rules = fit_rules(memory, min_examples=20, target=0.85)
+    near, far = np.eye(16)[0], np.eye(16)[5]
+    (about,), (other,) = rules.score(near, ["streaming"], memory), rules.score(far, ["streaming"], memory)
+    assert about.threshold is not None and about.examples == carried
+    assert about.score >= about.threshold > other.score
+
+
+def test_below_min_examples_a_label_has_no_threshold_and_is_scored_by_its_vote_alone():
+    rng = np.random.default_rng(3)
+    memory = separable_memory(rng, carried=30, rows=300)
+    rules = fit_rules(memory, min_examples=31, target=0.85)
+    (scored,) = rules.score(np.eye(16)[0], ["streaming"], memory)
+    assert scored.threshold is None and rules.heads == {}
+    assert scored.score == round(float(memory.votes(np.eye(16)[0], ["streaming"])[0]), 4) > 0.5
+
+
+def test_a_threshold_is_chosen_on_scores_of_rows_fitted_without_them():
+    """A label that has nothing to do with the text: a head fitted on all rows scores its own rows high
+    (in-sample AUC about 0.9 here) and would set a threshold it cannot keep on new issues; each row scored
+    by a head fitted without it ranks no better than chance, and the label gets no threshold."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(120, 64))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    carried = rng.random(120) < 0.3
+    assert roc_auc_score(carried, cross_fitted(vectors, carried)) < 0.6
+    memory = OwnLabelMemory(vectors.astype(np.float32), [frozenset({"vision"}) if c else frozenset() for c in carried],
+                            {"vision": int(carried.sum())})
+    rules = fit_rules(memory, min_examples=20, target=0.85)
+    assert rules.thresholds == {"vision": np.inf}
+    assert all(s.threshold is None for v in rng.normal(size=(50, 64)) for s in rules.score(v, ["vision"], memory))
+
+
+def test_no_label_is_served_that_no_memory_row_carries():
+    memory = OwnLabelMemory(np.eye(4, dtype=np.float32), [frozenset()] * 4, {"streaming": 25})
+    (scored,) = fit_rules(memory, min_examples=20, target=0.85).score(np.eye(4)[0], ["streaming"], memory)
+    assert scored.threshold is None and scored.score == 0.0
+
+
+def test_each_memory_row_is_voted_on_by_the_others_only():
+    vectors = np.eye(3, dtype=np.float32)
+    votes = loo_votes(vectors, np.array([[1.0], [0.0], [0.0]], dtype=np.float32), k=2)
+    assert votes[0, 0] == 0.0  # the only row carrying the label does not vote for itself

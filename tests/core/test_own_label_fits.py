@@ -1,0 +1,117 @@
+"""The own labels' rules stored as data (core.own_label_fits): fitted once for a model version, target and
+min_examples, read as stored by the labelling job however the memory moved, refitted by the feedback
+queue's refresh when it did."""
+
+import contextlib
+
+import numpy as np
+import pytest
+from sqlalchemy import event, select
+
+from core import memory, own_label_fits, own_labels, store
+from core.db import session_scope
+from core.tables import OwnLabelFit
+
+VERSION = "v1"
+TOPIC = np.eye(8)[0]
+
+
+@pytest.fixture
+def repo(sessions) -> int:
+    with session_scope(sessions) as session:
+        return store.ensure_repository(session, "octo/widgets", 1).id
+
+
+def remember(session, repo: int, first: int, count: int, *, streaming: bool, version: str = VERSION) -> None:
+    """`count` confirmed issues from number `first` on: about streams (and carrying `streaming`) or not."""
+    rng = np.random.default_rng(first)
+    repository = store.find_repository(session, full_name="octo/widgets")
+    for number in range(first, first + count):
+        issue = store.upsert_issue(session, repository, number, title=f"issue {number}", body="",
+                                   author_login="x", state="closed")
+        issue.confirmed_label = "bug"
+        session.flush()
+        vector = rng.normal(size=8) * 0.5 + (TOPIC if streaming else np.eye(8)[3])
+        memory.remember(session, issue, "bug", version, vector)
+        if streaming:
+            own_labels.confirm(session, issue, "streaming", "maintainer")
+
+
+@contextlib.contextmanager
+def statements(sessions):
+    engine, seen = sessions.kw["bind"], []
+
+    def record(conn, cursor, statement, *args):
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def read(session, repo, *, target=0.85, min_examples=5, version=VERSION, stale_ok=True, fitted=None):
+    def memory_now():
+        if fitted is not None:
+            fitted.append(version)
+        return own_labels.recall(session, repo, version)
+    return own_label_fits.stored_rules(session, repo, version, target=target, min_examples=min_examples,
+                                       memory=memory_now, stale_ok=stale_ok)
+
+
+def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo):
+    with session_scope(sessions) as session:
+        remember(session, repo, 1, 12, streaming=True)
+        remember(session, repo, 20, 30, streaming=False)
+        fitted = read(session, repo)
+    with session_scope(sessions) as session:
+        row = session.scalars(select(OwnLabelFit)).one()
+        assert set(row.labels) == {"streaming"} and len(row.weights) == 8 * 8  # one head: 8 float64
+        stored = own_label_fits.decode(row)
+        mem = own_labels.recall(session, repo, VERSION)
+    for vector in (TOPIC, np.eye(8)[3], np.ones(8)):
+        assert stored.score(vector, ["streaming"], mem) == fitted.score(vector, ["streaming"], mem)
+    assert stored.thresholds == fitted.thresholds and np.isfinite(stored.thresholds["streaming"])
+
+
+def test_the_labelling_read_serves_what_is_stored_and_the_refresh_refits_where_the_memory_moved(sessions, repo):
+    with session_scope(sessions) as session:
+        remember(session, repo, 1, 12, streaming=True)
+        remember(session, repo, 20, 30, streaming=False)
+        first = read(session, repo)
+        remember(session, repo, 60, 8, streaming=True)  # eight more examples: the stored fit is stale
+    fitted = []
+    with session_scope(sessions) as session, statements(sessions) as seen:
+        assert read(session, repo, fitted=fitted).examples == first.examples == {"streaming": 12}
+    assert fitted == [] and not [sql for sql in seen if "memory_entries" in sql]  # read, not refitted
+    with session_scope(sessions) as session:
+        refreshed = own_label_fits.refresh_stored(session, repo)
+        assert refreshed.examples == {"streaming": 20}
+        assert own_label_fits.refresh_stored(session, repo) is not None
+    fitted = []
+    with session_scope(sessions) as session:
+        assert read(session, repo, stale_ok=False, fitted=fitted).examples == {"streaming": 20}
+    assert fitted == []  # the refresh stored what the memory holds now
+
+
+def test_another_target_min_examples_or_version_is_fitted_not_read(sessions, repo):
+    with session_scope(sessions) as session:
+        remember(session, repo, 1, 12, streaming=True)
+        remember(session, repo, 20, 30, streaming=False)
+        read(session, repo)
+        fitted = []
+        read(session, repo, target=0.95, fitted=fitted)
+        assert read(session, repo, target=0.95, min_examples=13, fitted=fitted).thresholds == {}
+        assert fitted == [VERSION, VERSION]
+        remember(session, repo, 1, 12, streaming=True, version="v2")
+        remember(session, repo, 20, 30, streaming=False, version="v2")
+        assert own_label_fits.refresh_stored(session, repo, "v2").examples == {"streaming": 12}
+        assert session.scalars(select(OwnLabelFit)).one().model_version == "v2"
+
+
+def test_nothing_is_refreshed_before_a_labelling_job_fitted_own_labels(sessions, repo):
+    with session_scope(sessions) as session:
+        remember(session, repo, 1, 12, streaming=True)
+        assert own_label_fits.refresh_stored(session, repo) is None
+        assert session.scalars(select(OwnLabelFit)).all() == []
