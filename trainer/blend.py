@@ -19,7 +19,8 @@ from trainer.baseline import BASE_MODEL as TFIDF_BASE_MODEL
 from trainer.baseline import TrainedBaseline, train_tfidf_borrowing
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example
-from trainer.train import TrainedModel, fine_tune
+from trainer.precision import fine_tune_gated
+from trainer.train import TrainedModel
 
 
 @dataclass
@@ -60,9 +61,17 @@ class TrainedBlend:
                    base_model=self.encoder.base_model, max_length=self.config.max_length,
                    thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
                    train_config=self.config.to_dict(), tfidf_share=self.tfidf_share,
-                   training={"seconds": round(self.seconds, 2), "steps": self.steps,
-                             "final_loss": self.encoder.losses[-1] if self.encoder.losses else None})
+                   training=self.training_record())
         return directory
+
+    def training_record(self) -> dict:
+        """The card's `training`: time, steps, loss, and the encoder's precision with its gate's verdict."""
+        record = {"seconds": round(self.seconds, 2), "steps": self.steps,
+                  "final_loss": self.encoder.losses[-1] if self.encoder.losses else None,
+                  "precision": self.encoder.precision}
+        if self.encoder.precision_gate is not None:
+            record["precision_gate"] = self.encoder.precision_gate
+        return record
 
     def classifier(self, version: str = "unregistered") -> BlendedClassifier:
         """This blend as the classifier the bot serves, without saving it first."""
@@ -78,10 +87,14 @@ Trained = TrainedModel | TrainedBlend | TrainedBaseline  # what train_model retu
 
 def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None, *,
                 progress: bool = True, tfidf_also: Sequence[Example] = (),
-                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT) -> Trained:
+                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT, held_out: Sequence[Example] = (),
+                cpu_flags: frozenset[str] | None = None) -> Trained:
     """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two. A
     `config.base_model` of "tfidf-logreg" fits the TF-IDF baseline alone (`select`'s bar), with its seed.
 
+    The encoder trains in the precision the CPU (`cpu_flags`; None: this machine's) should use: auto is
+    bf16 autocast where it has bf16 instructions, kept only if it scores within noise of fp32 training on
+    `held_out` (trainer.precision.fine_tune_gated), else fp32 alone.
     `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each
     weighted `tfidf_also_weight` against one of `examples`; those of a class the encoder lacks are left out.
     """
@@ -92,7 +105,7 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
         known = list(labels) if labels is not None else sorted({example.label for example in examples})
         return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known,
                                      seed=config.seed)
-    encoder = fine_tune(config, examples, labels, progress=progress)
+    encoder = fine_tune_gated(config, examples, labels, held_out, flags=cpu_flags, progress=progress)
     if config.tfidf_share == 0:
         return encoder
     tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=encoder.labels,

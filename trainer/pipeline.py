@@ -43,7 +43,7 @@ def train_and_register(registry: Registry, config: TrainConfig, examples: Sequen
     Either way the held-out issues gate the fast path where NLBSE'24's test split is not there.
     """
     trained = train_model(config, examples, labels, progress=progress, tfidf_also=tfidf_also,
-                          tfidf_also_weight=tfidf_also_weight)
+                          tfidf_also_weight=tfidf_also_weight, held_out=held_out)  # they gate bf16 training too
     if evaluate and held_out:
         metrics = evaluate_classifier(trained.classifier(), held_out)
     row = add_to_registry(registry, trained, scope=scope, metrics=metrics,
