@@ -104,10 +104,10 @@ def record_issue_event(session: Session, event: dict, *, bot_login: str | None, 
 
 
 def update_memory(session: Session, issue: IssueRecord, embedder) -> None:
-    """The issue's entry in its repository's memory follows its confirmed label: replaced, or dropped."""
-    memory.forget(session, issue)
-    if issue.confirmed_label is not None and memory.can_embed(embedder):
-        memory.embed_and_remember(session, [issue], embedder)
+    """The issue's entry in its repository's memory follows what is confirmed of it, its kind or its own
+    labels (core.memory.follow_confirmation): relabelled, embedded where missing, or dropped. Before, a kind
+    removed from an issue that keeps own labels dropped its row and embedded it again."""
+    memory.follow_confirmation(session, issue, embedder)
 
 
 def transfer_issue(session: Session, source: Repository, event: dict, snapshot: IssueSnapshot, actor: Actor,

@@ -284,11 +284,14 @@ def remember(session: Session, issue: IssueRecord, label: str, version: str, vec
     if scores is not None:
         entry.scores = {c: float(v) for c, v in scores.items()}
     session.flush()
-    # the newest MEMORY_SIZE by confirmation, as the fill chooses them (_is_missing): by row id, a fill that
-    # stores newest-first would trim what it just stored; rows of a kind and NO_KIND rows apart
-    own_only = label == NO_KIND
+    _keep_newest(session, issue.repository_id, version, own_only=label == NO_KIND)
+
+
+def _keep_newest(session: Session, repository_id: int, version: str, *, own_only: bool) -> None:
+    """The newest MEMORY_SIZE by confirmation, as the fill chooses them (_is_missing): by row id, a fill that
+    stores newest-first would trim what it just stored; rows of a kind and NO_KIND rows apart."""
     stale = select(MemoryEntry.id).join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id) \
-        .where(MemoryEntry.repository_id == issue.repository_id, MemoryEntry.model_version == version,
+        .where(MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
                (MemoryEntry.label == NO_KIND) if own_only else (MemoryEntry.label != NO_KIND)) \
         .order_by(*(_newest_own_first() if own_only else _newest_confirmed_first())).offset(MEMORY_SIZE)
     session.execute(delete(MemoryEntry).where(MemoryEntry.id.in_(stale.scalar_subquery())))
@@ -366,18 +369,20 @@ def embed_and_remember(session: Session, issues: Sequence[IssueRecord], embedder
 
 def follow_confirmation(session: Session, issue: IssueRecord, embedder) -> None:
     """The issue's rows follow what humans confirmed of it, its kind or its own labels: gone once nothing
-    is confirmed any more; embedded by `embedder`'s version where that version lacks it or holds it under
-    another label (None, or TF-IDF alone: nothing embedded, the next fill catches up)."""
+    is confirmed any more; relabelled where a version holds it under another label (an embedding is of the
+    text, not of its label: not embedded again); embedded by `embedder`'s version where that version lacks
+    it (None, or TF-IDF alone: nothing embedded, the next fill catches up)."""
     label = issue.confirmed_label if issue.confirmed_label is not None else NO_KIND
     if label == NO_KIND and not session.scalar(select(exists().where(OwnLabelExample.issue_id == issue.id))):
         forget(session, issue)
         return
-    if not can_embed(embedder):
-        return
-    stored = session.scalar(select(MemoryEntry.label).where(MemoryEntry.issue_id == issue.id,
-                                                            MemoryEntry.model_version == embedder.version))
-    if stored != label:
-        forget(session, issue)  # every version's row: the others hold the old label too
+    rows = session.scalars(select(MemoryEntry).where(MemoryEntry.issue_id == issue.id)).all()
+    for entry in rows:
+        if entry.label != label:
+            entry.label = label
+            session.flush()
+            _keep_newest(session, issue.repository_id, entry.model_version, own_only=label == NO_KIND)
+    if can_embed(embedder) and all(entry.model_version != embedder.version for entry in rows):
         embed_and_remember(session, [issue], embedder)
 
 
