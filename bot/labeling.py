@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from bot import comments
 from bot.issues import IssueSnapshot
 from bot.repo_config import RepoConfig
+from core.issue_text import format_issue_text
 from core.kinds import kind_of_label, labels_for_kinds
 from core.memory import Memory
 from core.own_labels import (
@@ -256,7 +257,9 @@ def own_label_decisions(inputs: LabelingInputs, kind_label: str | None = None) -
     writes = policy.mode in ("label", "comment") and not policy.held and not policy.dry_run
     rules = inputs.own_rules or OwnLabelRules(dict(inputs.own_memory.examples), {})  # none fitted: suggestions
     decisions = []
-    for scored in rules.score(inputs.vector, names, inputs.own_memory, examples=inputs.own_memory.examples):
+    text = format_issue_text(inputs.issue.title, inputs.issue.body)  # what the model read, for heads of words
+    for scored in rules.score(inputs.vector, names, inputs.own_memory, text=text,
+                              examples=inputs.own_memory.examples):
         allowed = not policy.allow or scored.label in policy.allow
         if scored.threshold is not None and scored.score >= scored.threshold and allowed:
             decisions.append(OwnDecision(scored.label, scored.score, scored.threshold,

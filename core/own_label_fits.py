@@ -7,7 +7,9 @@ thresholds alone on every labelling job cost it 0.21 s. So, as with the kinds' t
 (`stale_ok`); it fits only when nothing is stored for its model version, target and min_examples.
 
 Stored as data: each label's examples, threshold and bias as JSON, the heads' weights as one
-array (float64, so a stored head scores exactly as the fitted one; OwnLabelFit); nothing executable.
+array (float64, so a stored head scores exactly as the fitted one; OwnLabelFit), and where the heads read
+words (core.own_labels.SCORING with tfidf) their TF-IDF vocabulary, terms and idf as JSON
+(core.own_label_words); nothing executable. The scoring is part of the key: another one is fitted anew.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from core import own_labels
+from core.own_label_words import WordFeatures
 from core.own_labels import LabelHead, OwnLabelMemory, OwnLabelRules
 from core.tables import IssueRecord, MemoryEntry, OwnLabelExample, OwnLabelFit, utcnow
 
@@ -53,14 +56,17 @@ def refresh_stored(session: Session, repository_id: int, version: str | None = N
 
 def _fit_and_store(session: Session, repository_id: int, inputs: list, memory: OwnLabelMemory,
                    row: OwnLabelFit | None) -> OwnLabelRules:
-    version, target, min_examples = inputs
+    version, target, min_examples, scoring = inputs
     key = inputs + _moved(session, repository_id, version)  # counted before the fit: a newer move refits
+    if own_labels.uses_words(scoring) and memory.texts is None:
+        memory = own_labels.with_texts(session, memory)
     rules = own_labels.fit_rules(memory, min_examples=min_examples, target=target)
     labels, weights = encode(rules)
     if row is None:
         row = OwnLabelFit(repository_id=repository_id)
         session.add(row)
     row.model_version, row.key, row.labels, row.weights, row.fitted_at = version, key, labels, weights, utcnow()
+    row.words = rules.words.to_json() if rules.words is not None else None
     session.flush()
     return rules
 
@@ -87,7 +93,8 @@ def decode(row: OwnLabelFit) -> OwnLabelRules:
         thresholds={name: math.inf if entry["threshold"] is None else entry["threshold"]
                     for name, entry in row.labels.items() if entry["served"]},
         heads={name: LabelHead(weights[entry["row"]], entry["bias"]) for name, entry in row.labels.items()
-               if entry["row"] is not None})
+               if entry["row"] is not None},
+        words=WordFeatures.from_json(row.words) if row.words else None, scoring=row.key[3])
 
 
 def _finite(value: float | None) -> float | None:
@@ -95,8 +102,8 @@ def _finite(value: float | None) -> float | None:
 
 
 def _inputs(version: str, target: float, min_examples: int) -> list:
-    """The first part of the key, as stored JSON reads back."""
-    return [version, float(target), int(min_examples)]
+    """The first part of the key, as stored JSON reads back: what the fit depends on besides the memory."""
+    return [version, float(target), int(min_examples), own_labels.SCORING]
 
 
 def _moved(session: Session, repository_id: int, version: str) -> list:

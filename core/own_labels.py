@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sqlalchemy import delete, select
@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from core.kinds import RULES
 from core.memory import MemoryRows, read_rows
+from core.own_label_words import WordFeatures
 from core.tables import IssueRecord, OwnLabelExample
 
 # Process labels, by the words GitHub's defaults and large projects use for them.
@@ -181,6 +182,8 @@ class OwnLabelMemory:
     vectors: np.ndarray  # (n, d) float32, rows L2-normalised (core.memory's rows)
     labels: list[frozenset[str]]  # the own labels a human confirmed on each row's issue
     examples: dict[str, int] = field(default_factory=dict)  # label → confirmed examples in the repository
+    issue_ids: list[int] = field(default_factory=list)  # each row's issue (core.tables.IssueRecord.id)
+    texts: list[str] | None = None  # each row's issue text, read only where rules are fitted (with_texts)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -217,7 +220,17 @@ def memory_of(session: Session, rows: MemoryRows, repository_id: int, *, exclude
     if not len(rows):
         return OwnLabelMemory(np.zeros((0, 0), dtype=np.float32), [], dict(examples))
     return OwnLabelMemory(rows.vectors, [frozenset(carried.get(issue_id, ())) for issue_id in rows.issue_ids],
-                          dict(examples))
+                          dict(examples), list(rows.issue_ids))
+
+
+def with_texts(session: Session, memory: OwnLabelMemory) -> OwnLabelMemory:
+    """`memory` with each row's issue text (what the model read: core.issue_text), for a fit that uses the
+    words (SCORING with tfidf); the labelling job's scoring never needs them."""
+    from core.issue_text import format_issue_text
+
+    stored = {issue_id: (title, body) for issue_id, title, body in session.execute(
+        select(IssueRecord.id, IssueRecord.title, IssueRecord.body).where(IssueRecord.id.in_(memory.issue_ids)))}
+    return replace(memory, texts=[format_issue_text(*stored.get(issue_id, ("", ""))) for issue_id in memory.issue_ids])
 
 
 def recall(session: Session, repository_id: int, version: str, *, exclude_issue: int | None = None
@@ -237,53 +250,79 @@ class OwnLabelRules:
     examples: dict[str, int]  # label → confirmed examples when fitted
     thresholds: dict[str, float]  # served labels only; inf: no threshold kept the target
     heads: dict[str, LabelHead] = field(default_factory=dict)
+    words: WordFeatures | None = None  # the heads' TF-IDF vocabulary, where SCORING uses the words
+    scoring: str = "vote"  # the SCORING they were fitted for (stored with them)
 
     def score(self, vector: Sequence[float], names: Sequence[str], memory: OwnLabelMemory | None = None,
-              *, examples: Mapping[str, int] | None = None, k: int = NEIGHBOURS) -> list[OwnScore]:
-        """Each of `names`' score for the issue embedded as `vector` and the threshold it needs: a served
-        label's by SCORING, any other's (a suggestion at most) by the memory's vote. `examples`: the counts
-        to show (the memory's, newer than the fit's)."""
+              *, text: str | None = None, examples: Mapping[str, int] | None = None,
+              k: int = NEIGHBOURS) -> list[OwnScore]:
+        """Each of `names`' score for the issue embedded as `vector` (its text `text`, needed where the heads
+        read words) and the threshold it needs: a served label's by the scoring it was fitted for, any
+        other's (a suggestion at most) by the memory's vote. `examples`: the counts to show (the memory's,
+        newer than the fit's)."""
         examples = {**self.examples, **(examples or {})}
         votes = memory.votes(vector, names, k) if memory is not None else np.zeros(len(names))
-        query = _normalised(vector).astype(np.float64)
+        features = _normalised(vector).astype(np.float64)[None, :]
+        if self.words is not None and self.heads:
+            if text is None:
+                raise ValueError("these own-label rules read the issue's words: score(..., text=) is needed")
+            features = self.words.features(features, [text])
         result = []
         for name, voted in zip(names, votes, strict=True):
             threshold = self.thresholds.get(name)
             score = float(voted)
             if threshold is not None and name in self.heads:
-                score = _combine(float(self.heads[name].score(query[None, :])[0]), float(voted))
+                score = _combine(float(self.heads[name].score(features)[0]), float(voted), self.scoring)
             served = threshold is not None and np.isfinite(threshold)
             result.append(OwnScore(name, round(score, 4), float(threshold) if served else None,
                                    examples.get(name, 0)))
         return result
 
 
-SCORING = "head+vote"  # what a served label is scored by (bench.own_labels measured every variant)
+# What a served label is scored by (bench.own_labels replays each): the memory's `vote`; a `head` per label
+# (logistic regression) on the embeddings, with `tfidf` on the text's words too; `+vote`: the mean of the
+# head's probability and the vote.
+SCORINGS = ("vote", "head", "head+vote", "head+tfidf", "head+tfidf+vote")
+SCORING = "head+vote"
 
 
-def _combine(head: float, voted: float) -> float:
-    return (head + voted) / 2 if SCORING == "head+vote" else head
+def uses_words(scoring: str) -> bool:
+    return "tfidf" in scoring
+
+
+def _combine(head, voted, scoring: str):
+    return (head + voted) / 2 if scoring.endswith("+vote") else head
 
 
 def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: int = NEIGHBOURS) -> OwnLabelRules:
     """The rules for every label with `min_examples` confirmed examples that the memory's rows carry: each
     threshold chosen on the memory's own rows, each scored without itself (the vote leave-one-out, the head
     cross-fitted in HEAD_FOLDS folds), the head then fitted on every row."""
+    scoring = SCORING
+    if scoring not in SCORINGS:
+        raise ValueError(f"core.own_labels.SCORING is {scoring!r}: one of {', '.join(SCORINGS)}")
     names = sorted(name for name, n in memory.examples.items() if n >= min_examples)
     carries = memory.carries(names)
     served = [i for i, name in enumerate(names) if carries[:, i].any() and not carries[:, i].all()]
     thresholds, heads = {name: np.inf for name in names}, {}
     if len(memory) < 2 or not served:
-        return OwnLabelRules(dict(memory.examples), thresholds)
-    vectors = memory.vectors.astype(np.float64)
+        return OwnLabelRules(dict(memory.examples), thresholds, scoring=scoring)
+    features, words = memory.vectors.astype(np.float64), None
+    if uses_words(scoring):
+        if memory.texts is None:
+            raise ValueError(f"scoring {scoring} reads the memory's texts: fit on with_texts(session, memory)")
+        words = WordFeatures.fit(memory.texts)
+        if words is not None:
+            features = words.features(features, memory.texts)
     votes = loo_votes(memory.vectors, carries, k)
     for i in served:
         carried = carries[:, i] > 0
-        scores = (_combine(cross_fitted(vectors, carried), votes[:, i]) if SCORING != "vote" else votes[:, i])
+        scores = (_combine(cross_fitted(features, carried), votes[:, i], scoring) if scoring != "vote"
+                  else votes[:, i])
         thresholds[names[i]] = threshold_at(scores, carried, target)
-        if SCORING != "vote":
-            heads[names[i]] = fit_head(vectors, carried)
-    return OwnLabelRules(dict(memory.examples), thresholds, heads)
+        if scoring != "vote":
+            heads[names[i]] = fit_head(features, carried)
+    return OwnLabelRules(dict(memory.examples), thresholds, heads, words, scoring)
 
 
 def confirm(session: Session, issue: IssueRecord, label: str, actor: str | None) -> None:

@@ -165,6 +165,7 @@ class OwnLabelFit(Base):
     key: Mapped[list[Any]] = mapped_column(JSON)  # what it was computed from (inputs, then the counts that move)
     labels: Mapped[dict[str, Any]] = mapped_column(JSON)  # label → examples, threshold, bias, weights' row
     weights: Mapped[bytes | None] = mapped_column(LargeBinary)  # (heads, dimensions) float64, little-endian
+    words: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # the heads' TF-IDF terms and idf, if they read words
     fitted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -1,4 +1,4 @@
-"""add own_label_fits: a repository's own labels' thresholds and heads, fitted off the labelling path
+"""add own_label_fits: a repository's own labels' thresholds and heads (with their words), fitted off the labelling path
 
 Revision ID: 0010
 Revises: 0009
@@ -26,6 +26,7 @@ def upgrade() -> None:
     sa.Column('key', sa.JSON(), nullable=False),
     sa.Column('labels', sa.JSON(), nullable=False),
     sa.Column('weights', sa.LargeBinary(), nullable=True),
+    sa.Column('words', sa.JSON(), nullable=True),
     sa.Column('fitted_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['repository_id'], ['repositories.id'],
                             name=op.f('fk_own_label_fits_repository_id_repositories')),

@@ -81,7 +81,11 @@ def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refit
     assert moved == {"streaming": 7, "vision": 6} and moved_key != key
 
 
-def test_the_stored_rules_are_what_the_decision_applies(sessions, github):  # noqa: F811 - the fixture
+@pytest.mark.parametrize("scoring", own_labels.SCORINGS)
+def test_the_stored_rules_are_what_the_decision_applies(sessions, github, scoring, monkeypatch):  # noqa: F811
+    """Whatever the scoring (the words' heads read the issue's text as the model did), the decision stored is
+    the stored rules' score and threshold."""
+    monkeypatch.setattr(own_labels, "SCORING", scoring)
     confirmed_history(sessions)
     streaming_issue(sessions, github, 1)
     with session_scope(sessions) as session:
@@ -91,7 +95,9 @@ def test_the_stored_rules_are_what_the_decision_applies(sessions, github):  # no
         mem = own_labels.recall(session, repository.id, ENCODER.version, exclude_issue=stored.id)
         prediction = store.latest_prediction(session, stored)
         (row,) = prediction.own_labels
-        (scored,) = rules.score(ENCODER.embed(["Stream stops with a crash"])[0], ["streaming"], mem)
+        assert rules.scoring == scoring and (rules.words is not None) == own_labels.uses_words(scoring)
+        (scored,) = rules.score(ENCODER.embed(["Stream stops with a crash"])[0], ["streaming"], mem,
+                                text="Stream stops with a crash")
         assert (row.label, row.score, row.threshold) == ("streaming", scored.score, scored.threshold)
 
 

@@ -27,7 +27,8 @@ def remember(session, repo: int, first: int, count: int, *, streaming: bool, ver
     rng = np.random.default_rng(first)
     repository = store.find_repository(session, full_name="octo/widgets")
     for number in range(first, first + count):
-        issue = store.upsert_issue(session, repository, number, title=f"issue {number}", body="",
+        issue = store.upsert_issue(session, repository, number, body="",
+                                   title=f"the stream stops, issue {number}" if streaming else f"issue {number}",
                                    author_login="x", state="closed")
         issue.confirmed_label = "bug"
         session.flush()
@@ -115,3 +116,34 @@ def test_nothing_is_refreshed_before_a_labelling_job_fitted_own_labels(sessions,
         remember(session, repo, 1, 12, streaming=True)
         assert own_label_fits.refresh_stored(session, repo) is None
         assert session.scalars(select(OwnLabelFit)).all() == []
+
+
+def test_rules_that_read_words_are_stored_with_their_vocabulary_and_score_as_fitted(sessions, repo, monkeypatch):
+    monkeypatch.setattr(own_labels, "SCORING", "head+tfidf+vote")
+    with session_scope(sessions) as session:
+        remember(session, repo, 1, 12, streaming=True)
+        remember(session, repo, 20, 30, streaming=False)
+        fitted = read(session, repo)  # the texts are read from the issues for this fit
+    assert fitted.words is not None and "stream" in fitted.words.terms
+    with session_scope(sessions) as session:
+        row = session.scalars(select(OwnLabelFit)).one()
+        assert row.key[3] == "head+tfidf+vote" and len(row.words["terms"]) == len(row.words["idf"])
+        assert len(row.weights) == 8 * (8 + len(row.words["terms"]))  # one head over embedding and words
+        stored = own_label_fits.decode(row)
+        mem = own_labels.recall(session, repo, VERSION)
+    for vector, text in ((TOPIC, "the stream stops"), (np.eye(8)[3], "issue 99"), (np.ones(8), "")):
+        assert stored.score(vector, ["streaming"], mem, text=text) == fitted.score(vector, ["streaming"], mem,
+                                                                                 text=text)
+    with pytest.raises(ValueError, match="text="):
+        stored.score(TOPIC, ["streaming"], mem)
+
+
+def test_another_scoring_is_fitted_anew_not_read(sessions, repo, monkeypatch):
+    with session_scope(sessions) as session:
+        remember(session, repo, 1, 12, streaming=True)
+        remember(session, repo, 20, 30, streaming=False)
+        monkeypatch.setattr(own_labels, "SCORING", "vote")
+        assert read(session, repo).heads == {}
+        monkeypatch.setattr(own_labels, "SCORING", "head")
+        fitted = []
+        assert set(read(session, repo, fitted=fitted).heads) == {"streaming"} and fitted == [VERSION]
