@@ -1,59 +1,87 @@
-"""A repository's own labels from its memory (issue 29): huggingface/datasets replayed by its dates.
+"""A repository's own labels (issue 29): huggingface/datasets replayed by its dates, every scoring side by side.
 
-Before building own labels into the service, this measures the rule it would serve: each own label
-(core.own_labels.is_candidate) is scored by the repository's memory alone, as the similarity-weighted
-share of the issue's `k` nearest earlier issues that carry it, and applied from a threshold per label
-chosen on the memory itself (every earlier issue scored leave-one-out by the others, the lowest threshold
-whose precision there reaches `--target`; none reached: the label is not applied). A label is served once
-the memory holds `--min-examples` issues carrying it (before that it is at most a suggestion, not counted
-here). The first `--history` issues are the history at install; every later issue is scored, then joins
-the memory with all its labels (the simulated maintainer confirms what GitHub shows).
+Each own label (core.own_labels.is_candidate) is scored by one of these variants, all fitted on the
+history only (the issues before the one scored), refitted every REFIT_EVERY new issues:
 
-The vote and the thresholds are the service's own (core.own_labels.vote, thresholds_on_memory), so this
-replays what a labelling job decides. The embeddings are the frozen all-MiniLM-L6-v2's (the served encoder
-before fine-tuning): a stand-in for the served model's, which a fine-tune moves. The kind is not touched:
-own labels are decided beside it.
+- `vote`: the similarity-weighted share of the issue's `k` nearest earlier issues that carry it;
+- `prior`: the issue's cosine similarity to the label's own name and GitHub description, embedded;
+- `head`: a logistic regression per label on the embeddings (core.own_labels.fit_head), fitted on every
+  earlier issue (those without the label are its negatives);
+- `head+tfidf`: the same head on the embeddings and the TF-IDF of the text (a vocabulary of the history);
+- `head+prior`: the head with the label's prior similarity as one more feature;
+- `head+vote`: the mean of the head's probability and the vote;
+- `head+tfidf+vote`: the mean of the `head+tfidf` head's probability and the vote;
+- `served`: what the service serves, through its own code (core.own_labels.fit_rules on the history as an
+  OwnLabelMemory, OwnLabelRules.score per issue; core.own_labels.SCORING names the variant it is).
 
-    nice .venv/bin/python -m bench.own_labels [--history 500] [--target 0.85] [--neighbours 10,20]
+Every variant's threshold per label is the lowest whose precision reaches `--target` on the history's
+own scores, each history issue scored without itself: leave-one-out for the vote, cross-fitted
+(HEAD_FOLDS folds) for a head (core.own_labels.lowest_threshold_on). A label is served once the history
+holds `--min-examples` issues carrying it; a later issue is scored, then joins the history with all its
+labels (the simulated maintainer confirms what GitHub shows). The kind is decided separately (bot.labeling
+decides it before the own labels, from its own inputs); `--kinds` replays it through bot.labeling.decide
+with and without own labels and reports both.
 
-Writes docs/quality/own-labels.json and .md (micro and per-label precision, recall, labels applied, by
-window of new issues).
+The embeddings are the frozen all-MiniLM-L6-v2's (the served encoder before fine-tuning): a stand-in for
+the served model's. They are cached under var/bench-cache/ (keyed by the texts and max_length), so a
+second run costs the fits only.
+
+    nice -n 19 .venv/bin/python -m bench.own_labels [--history 500] [--target 0.85] [--variants vote,head]
+
+Writes docs/quality/own-labels.json and .md (micro and per-label precision, recall, labels applied per
+variant, and by window of new issues for each).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
+import os
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from core.own_labels import is_candidate, thresholds_on_memory, vote
+from core import own_labels
+from core.kinds import kind_of_label
+from core.own_labels import is_candidate
 from tests.paths import SHARED
 from trainer.dataset import github_objects, parse_time
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HF_FILE = SHARED / "data" / "huggingface-datasets-issues" / "datasets-issues.zip"
-REFIT_EVERY = 100  # new issues between two threshold choices (they are chosen on the memory, leave-one-out)
+CACHE = REPO_ROOT / "var" / "bench-cache"
+REFIT_EVERY = 100  # new issues between two fits (each on the history only)
+VARIANTS = ("vote", "prior", "head", "head+tfidf", "head+prior", "head+vote", "head+tfidf+vote", "served")
 
 
-def load_issues(path: Path) -> list[dict]:
-    """Issues (no pull requests) oldest first: text, created_at and the candidate own labels it carries."""
-    issues = []
+def load_issues(path: Path) -> tuple[list[dict], dict[str, str]]:
+    """(issues, no pull requests, oldest first: text, created_at and the candidate own labels each carries;
+    every label's GitHub description as the issues' label objects give it)."""
+    issues, descriptions = [], {}
     for issue in github_objects(path):
+        for label in issue.get("labels") or []:
+            descriptions[label["name"]] = label.get("description") or ""
         if issue.get("pull_request"):
             continue
         labels = [label["name"] for label in issue.get("labels") or []]
         issues.append({"number": issue["number"], "created_at": parse_time(issue["created_at"]),
                        "text": f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}",
-                       "own": sorted({label for label in labels if is_candidate(label)})})
-    return sorted(issues, key=lambda issue: (issue["created_at"], issue["number"]))
+                       "own": sorted({label for label in labels if is_candidate(label)}),
+                       "kinds": sorted({kind for label in labels if (kind := kind_of_label(label))})})
+    return sorted(issues, key=lambda issue: (issue["created_at"], issue["number"])), descriptions
 
 
 def embed(texts: list[str], max_length: int) -> np.ndarray:
+    """The frozen encoder's normalised embeddings, from var/bench-cache/ when these texts were embedded."""
+    key = hashlib.sha256(json.dumps([max_length, texts]).encode()).hexdigest()[:16]
+    cached = CACHE / f"own-labels-{key}.npy"
+    if cached.exists():
+        return np.load(cached)
     import torch
     import transformers
 
@@ -63,43 +91,198 @@ def embed(texts: list[str], max_length: int) -> np.ndarray:
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(2)
     encoder = FrozenEncoder(TrainConfig(device="cpu", max_length=max_length))
-    return np.asarray(encoder.vectors(texts), dtype=np.float32)
+    vectors = np.asarray(encoder.vectors(texts), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(cached, vectors)
+    return vectors
 
 
-def replay(issues: list[dict], vectors: np.ndarray, *, history: int, k: int, target: float,
-           min_examples: int, window: int) -> dict:
+class Replay:
+    """The history's fits at one refit, and the scores of the issues after it, for one variant."""
+
+    def __init__(self, variant: str, k: int, target: float, texts: list[str], priors: np.ndarray):
+        self.variant, self.k, self.target, self.texts, self.priors = variant, k, target, texts, priors
+        self.seconds = 0.0
+
+    def fit(self, vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, history: int) -> None:
+        """Fit on rows [:history]; thresholds from the history's scores, each without itself."""
+        started = time.perf_counter()
+        self.history_vectors, self.history_carries = vectors[:history], carries[:history]
+        features, self.tfidf = vectors[:history], None
+        if self.variant.startswith("head+tfidf"):
+            features, self.tfidf = self._with_tfidf(vectors[:history], self.texts[:history])
+        self.heads, self.thresholds = {}, np.full(carries.shape[1], np.inf)
+        for label in np.flatnonzero(served):
+            carried = carries[:history, label] > 0
+            own = self._history_scores(features, carried, label)
+            self.thresholds[label] = own_labels.threshold_at(own, carried, self.target)
+            if self.variant.startswith("head"):
+                self.heads[label] = own_labels.fit_head(self._label_features(features, label, history), carried)
+        self.seconds += time.perf_counter() - started
+
+    def score(self, vectors: np.ndarray, i: int, labels: np.ndarray) -> np.ndarray:
+        """Each label's score for issue i (rows of `labels` only; the others 0)."""
+        scores = np.zeros(self.history_carries.shape[1])
+        if self.variant.endswith("vote"):
+            vote = own_labels.vote((vectors[i] @ self.history_vectors.T)[None, :], self.history_carries, self.k)[0]
+        if self.variant == "vote":
+            return vote
+        if self.variant == "prior":
+            return self.priors @ vectors[i]
+        features = vectors[i][None, :]
+        if self.tfidf is not None:
+            features = self._with_tfidf(features, [self.texts[i]], vectorizer=self.tfidf)[0]
+        for label in labels:
+            head = self.heads.get(label)
+            if head is not None:
+                scores[label] = head.score(self._label_features(features, label, None))[0]
+        if self.variant.endswith("+vote"):
+            scores = (scores + vote) / 2
+        return scores
+
+    def _history_scores(self, features, carried: np.ndarray, label: int) -> np.ndarray:
+        if self.variant == "prior":
+            return self.history_vectors @ self.priors[label]
+        if self.variant == "vote":
+            return self._loo_votes()[:, label]
+        head = own_labels.cross_fitted(self._label_features(features, label, len(carried)), carried)
+        return (head + self._loo_votes()[:, label]) / 2 if self.variant.endswith("+vote") else head
+
+    def _loo_votes(self) -> np.ndarray:
+        if getattr(self, "_votes_for", None) is not self.history_vectors:
+            self._votes, self._votes_for = own_labels.loo_votes(self.history_vectors, self.history_carries,
+                                                                self.k), self.history_vectors
+        return self._votes
+
+    def _label_features(self, features, label: int, history):
+        if self.variant != "head+prior":
+            return features
+        vectors = features if self.tfidf is None else features[:, :self.priors.shape[1]]
+        return np.hstack([features, (vectors @ self.priors[label])[:, None] * own_labels.PRIOR_SCALE])
+
+    def _with_tfidf(self, vectors, texts, vectorizer=None):
+        from scipy.sparse import csr_matrix, hstack
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if vectorizer is None:
+            vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2, max_features=20000, ngram_range=(1, 2))
+            words = vectorizer.fit_transform(texts)
+        else:
+            words = vectorizer.transform(texts)
+        return hstack([csr_matrix(vectors), words]).tocsr(), vectorizer
+
+
+class Served:
+    """The service's own fit and score (core.own_labels.fit_rules, OwnLabelRules.score) on the replay."""
+
+    def __init__(self, names: list[str], k: int, target: float, min_examples: int, texts: list[str]):
+        self.names, self.k, self.target, self.min_examples, self.seconds = names, k, target, min_examples, 0.0
+        self.texts = texts
+
+    def fit(self, vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, history: int) -> None:
+        started = time.perf_counter()
+        labels = [frozenset(self.names[j] for j in np.flatnonzero(row)) for row in carries[:history]]
+        examples = {name: int(count) for name, count in zip(self.names, carries[:history].sum(axis=0),
+                                                            strict=True) if count}
+        self.memory = own_labels.OwnLabelMemory(vectors[:history], labels, examples, texts=self.texts[:history])
+        self.rules = own_labels.fit_rules(self.memory, min_examples=self.min_examples, target=self.target,
+                                          k=self.k)
+        self.thresholds = np.array([self.rules.thresholds.get(name, np.inf) for name in self.names])
+        self.last_fit = {"rows": history, "served_labels": len(self.rules.heads),
+                         "seconds": round(time.perf_counter() - started, 2)}  # one feedback-queue refit
+        self.seconds += time.perf_counter() - started
+
+    def score(self, vectors: np.ndarray, i: int, labels: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(self.names))
+        for scored in self.rules.score(vectors[i], [self.names[j] for j in labels], self.memory,
+                                       text=self.texts[i], k=self.k):
+            scores[self.names.index(scored.label)] = scored.score
+        return scores
+
+
+def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, variant: str, history: int, k: int,
+           target: float, min_examples: int, window: int) -> dict:
     names = sorted({label for issue in issues for label in issue["own"]})
     carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)
-    applied_total, correct_total, truth_total = 0, 0, 0
-    per_label = {name: Counter() for name in names}
-    windows, current = [], Counter()
-    thresholds = np.full(len(names), np.inf)
+    runner = (Served(names, k, target, min_examples, [issue["text"] for issue in issues]) if variant == "served"
+              else Replay(variant, k, target, [issue["text"] for issue in issues], priors))
+    totals, per_label, windows, current = Counter(), {name: Counter() for name in names}, [], Counter()
     for i in range(history, len(issues)):
-        if (i - history) % REFIT_EVERY == 0:
-            served = carries[:i].sum(axis=0) >= min_examples
-            thresholds = thresholds_on_memory(vectors[:i], carries[:i], served, k, target)
         served = carries[:i].sum(axis=0) >= min_examples
-        scores = vote((vectors[i] @ vectors[:i].T)[None, :], carries[:i], k)[0]
-        applied = served & (scores >= thresholds)
+        if (i - history) % REFIT_EVERY == 0:
+            runner.fit(vectors, carries, served, i)
+        scores = runner.score(vectors, i, np.flatnonzero(served))
+        applied = served & (scores >= runner.thresholds)
         truth = served & (carries[i] > 0)
         for label in np.flatnonzero(applied | truth):
-            row = per_label[names[label]]
-            row["applied"] += int(applied[label])
-            row["correct"] += int(applied[label] and truth[label])
-            row["truth"] += int(truth[label])
-        hits = int((applied & truth).sum())
-        applied_total, correct_total, truth_total = (applied_total + int(applied.sum()), correct_total + hits,
-                                                     truth_total + int(truth.sum()))
-        current.update(applied=int(applied.sum()), correct=hits, truth=int(truth.sum()), issues=1)
+            per_label[names[label]].update(applied=int(applied[label]), correct=int(applied[label] and truth[label]),
+                                           truth=int(truth[label]))
+        counts = Counter(applied=int(applied.sum()), correct=int((applied & truth).sum()), truth=int(truth.sum()))
+        totals.update(counts)
+        current.update(counts, issues=1)
         if current["issues"] == window or i == len(issues) - 1:
             windows.append({"from_issue": i + 1 - current["issues"] - history, **_rates(current),
                             "issues": current["issues"]})
             current = Counter()
     labels = {name: {**_rates(row), "examples_at_end": int(carries[:, names.index(name)].sum())}
               for name, row in per_label.items() if row["truth"] or row["applied"]}
-    return {"neighbours": k, "micro": _rates(Counter(applied=applied_total, correct=correct_total,
-                                                     truth=truth_total)),
+    return {"variant": f"served ({own_labels.SCORING})" if variant == "served" else variant, "neighbours": k, "micro": _rates(totals), "fit_seconds": round(runner.seconds, 1),
+            "last_fit": getattr(runner, "last_fit", None),
             "windows": windows, "labels": labels}
+
+
+KIND_LABELS = ["bug", "enhancement", "documentation", "question"]  # the repository's labels for the kinds
+
+
+def replay_kinds(issues: list[dict], vectors: np.ndarray, *, history: int, k: int, target: float,
+                 min_examples: int) -> dict:
+    """The kind of every new issue with one kind label, decided by bot.labeling.decide with the own labels
+    on (the served rules beside it) and off: a logistic regression on the frozen embeddings of the
+    history's kind-labelled issues stands in for the served model's scores (refitted every REFIT_EVERY)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from bot.issues import IssueSnapshot
+    from bot.labeling import LabelingInputs, LabelingPolicy, decide
+
+    names = sorted({label for issue in issues for label in issue["own"]})
+    carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)
+    served = Served(names, k, target, min_examples, [issue["text"] for issue in issues])
+    decided = {"off": [], "on": []}
+    for i in range(history, len(issues)):
+        if (i - history) % REFIT_EVERY == 0:
+            served.fit(vectors, carries, None, i)
+            known = [j for j in range(i) if len(issues[j]["kinds"]) == 1]
+            model = LogisticRegression(max_iter=1000, class_weight="balanced").fit(
+                vectors[known], [issues[j]["kinds"][0] for j in known])
+        if len(issues[i]["kinds"]) != 1:
+            continue
+        scores = dict(zip(model.classes_, map(float, model.predict_proba(vectors[i][None, :])[0]), strict=True))
+        snapshot = IssueSnapshot(issues[i]["number"], issues[i]["text"], "", "open", (), False, None, None)
+        for setting, areas in (("off", ()), ("on", None)):
+            inputs = LabelingInputs("owner/repo", issues[i]["number"], snapshot,
+                                    LabelingPolicy(memory=False, areas=areas, min_examples=min_examples,
+                                                   own_target=target),
+                                    list(model.classes_), scores=scores, vector=vectors[i],
+                                    repo_labels=KIND_LABELS + names, own_memory=served.memory,
+                                    own_rules=served.rules)
+            plan = decide(inputs)
+            decided[setting].append((issues[i]["kinds"][0], kind_of_label(plan.label) if plan.label else None,
+                                     plan.own_applied))
+    return {setting: _kind_quality(rows) for setting, rows in decided.items()} | {
+        "same_kind_decisions": sum(a[1] == b[1] for a, b in zip(decided["off"], decided["on"], strict=True)),
+        "issues": len(decided["on"])}
+
+
+def _kind_quality(rows: list[tuple]) -> dict:
+    from sklearn.metrics import f1_score
+
+    truth, predicted = [row[0] for row in rows], [row[1] or "abstained" for row in rows]
+    applied = [row for row in rows if row[1] is not None]
+    return {"accuracy": round(sum(t == p for t, p in zip(truth, predicted, strict=True)) / len(rows), 3),
+            "macro_f1": round(float(f1_score(truth, predicted, labels=sorted(set(truth)), average="macro",
+                                             zero_division=0)), 3),
+            "applied": len(applied), "own_labels_applied": sum(len(row[2]) for row in rows)}
 
 
 def _rates(row: Counter) -> dict:
@@ -108,29 +291,69 @@ def _rates(row: Counter) -> dict:
             "applied": row["applied"], "correct": row["correct"], "carried": row["truth"]}
 
 
+def cpu_name() -> str:
+    """The CPU's model name, and whether it has AVX-512 (the fits' speed depends on it)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown CPU"
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    return f"{name}, {os.cpu_count()} cores, {'AVX-512' if ' avx512f' in info else 'no AVX-512'}"
+
+
+def label_texts(names: list[str], descriptions: dict[str, str]) -> list[str]:
+    """What the prior embeds for each label: its name, and its GitHub description where it has one."""
+    return [own_labels.label_text(name, descriptions.get(name)) for name in names]
+
+
 def report_markdown(record: dict) -> str:
-    lines = [f"# Own labels from the memory: {record['repo']} by its dates", "",
+    lines = [f"# Own labels: {record['repo']} by its dates", "",
              f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
-             "frozen all-MiniLM-L6-v2 embeddings.", "",
-             f"Command: `{record['command']}`", "",
-             "| k | micro precision | micro recall | labels applied | carried (served labels) |",
-             "|---|---|---|---|---|"]
+             f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}; frozen all-MiniLM-L6-v2 embeddings.", "",
+             f"CPU: {record.get('cpu')}. Command: `{record['command']}`", "",
+             "| variant | k | micro precision | micro recall | labels applied | carried (served labels) | fits (s) |",
+             "|---|---|---|---|---|---|---|"]
     for run in record["runs"]:
         micro = run["micro"]
-        lines.append(f"| {run['neighbours']} | {micro['precision']} | {micro['recall']} | {micro['applied']} | "
-                     f"{micro['carried']} |")
-    best = max(record["runs"], key=lambda run: (run["micro"]["recall"] or 0))
-    lines += ["", f"Per label (k = {best['neighbours']}):", "",
-              "| label | precision | recall | applied | carried | examples at the end |", "|---|---|---|---|---|---|"]
-    for name, row in sorted(best["labels"].items(), key=lambda item: -item[1]["carried"]):
-        lines.append(f"| {name} | {row['precision']} | {row['recall']} | {row['applied']} | {row['carried']} | "
-                     f"{row['examples_at_end']} |")
-    lines += ["", f"By window of new issues (k = {best['neighbours']}):", "",
-              "| new issues from | precision | recall | applied | carried |", "|---|---|---|---|---|"]
-    for row in best["windows"]:
-        lines.append(f"| {row['from_issue']} | {row['precision']} | {row['recall']} | {row['applied']} | "
-                     f"{row['carried']} |")
+        lines.append(f"| {run['variant']} | {run['neighbours']} | {micro['precision']} | {micro['recall']} | "
+                     f"{micro['applied']} | {micro['carried']} | {run['fit_seconds']} |")
+    names = sorted({name for run in record["runs"] for name in run["labels"]},
+                   key=lambda name: -max(run["labels"].get(name, {}).get("carried", 0) for run in record["runs"]))
+    lines += ["", "Per label, precision / recall (applied):", "",
+              "| label | carried | " + " | ".join(run["variant"] for run in record["runs"]) + " |",
+              "|---|---|" + "---|" * len(record["runs"])]
+    for name in names:
+        cells = []
+        for run in record["runs"]:
+            row = run["labels"].get(name)
+            cells.append(f"{row['precision']} / {row['recall']} ({row['applied']})" if row else "–")
+        carried = max(run["labels"].get(name, {}).get("carried", 0) for run in record["runs"])
+        lines.append(f"| {name} | {carried} | " + " | ".join(cells) + " |")
+    lines += ["", "By window of new issues, precision / recall:", "",
+              "| new issues from | " + " | ".join(run["variant"] for run in record["runs"]) + " |",
+              "|---|" + "---|" * len(record["runs"])]
+    for position, row in enumerate(record["runs"][0]["windows"]):
+        cells = [f"{run['windows'][position]['precision']} / {run['windows'][position]['recall']}"
+                 for run in record["runs"]]
+        lines.append(f"| {row['from_issue']} | " + " | ".join(cells) + " |")
+    for run in record["runs"]:
+        if run.get("last_fit"):
+            fit = run["last_fit"]
+            lines += ["", f"The service's last refit ({run['variant']}): {fit['rows']} memory rows, "
+                      f"{fit['served_labels']} served labels, {fit['seconds']} s (what one feedback-queue "
+                      "refresh costs when the memory moved)."]
+    if record.get("kinds"):
+        kinds = record["kinds"]
+        lines += ["", f"The kind of the {kinds['issues']} new issues with one kind label, decided by "
+                  "bot.labeling.decide with own labels off and on (the same kind decided on "
+                  f"{kinds['same_kind_decisions']}):", "",
+                  "| own labels | kind accuracy | kind macro-F1 | kinds applied | own labels applied |",
+                  "|---|---|---|---|---|"]
+        for name in ("off", "on"):
+            row = kinds[name]
+            lines.append(f"| {name} | {row['accuracy']} | {row['macro_f1']} | {row['applied']} | "
+                         f"{row['own_labels_applied']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -140,26 +363,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=500)
     parser.add_argument("--target", type=float, default=0.85)
     parser.add_argument("--min-examples", type=int, default=20)
-    parser.add_argument("--neighbours", default="5,10,20")
+    parser.add_argument("--neighbours", type=int, default=own_labels.NEIGHBOURS)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--head-c", type=float, default=own_labels.HEAD_C,
+                        help="the heads' inverse L2 strength (core.own_labels.HEAD_C), to show what it moves")
+    parser.add_argument("--pseudo-counts", type=float, default=own_labels.PSEUDO_COUNTS,
+                        help="pseudo-counts of the thresholds' precision (core.own_labels.PSEUDO_COUNTS)")
+    parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
+    parser.add_argument("--scoring", choices=own_labels.SCORINGS, default=own_labels.SCORING,
+                        help="what `served` scores by (core.own_labels.SCORING, the service's by default)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     args = parser.parse_args(argv)
+    variants = args.variants.split(",")
+    own_labels.HEAD_C, own_labels.PSEUDO_COUNTS, own_labels.SCORING = args.head_c, args.pseudo_counts, args.scoring
+    if unknown := set(variants) - set(VARIANTS):
+        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)}")
     if not args.file.exists():
         parser.error(f"no {args.file}: this bench reads huggingface/datasets' issues from ../shared")
-    issues = load_issues(args.file)
+    issues, descriptions = load_issues(args.file)
     if len(issues) <= args.history:
         parser.error(f"{args.file} has {len(issues)} issues: --history {args.history} leaves none to replay")
     print(f"{len(issues)} issues, {sum(bool(i['own']) for i in issues)} with an own label; embedding", flush=True)
+    names = sorted({label for issue in issues for label in issue["own"]})
     vectors = embed([issue["text"] for issue in issues], args.max_length)
+    priors = embed(label_texts(names, descriptions), args.max_length)
     runs = []
-    for k in (int(value) for value in args.neighbours.split(",")):
-        runs.append(replay(issues, vectors, history=args.history, k=k, target=args.target,
-                           min_examples=args.min_examples, window=args.window))
-        print(f"k={k}: {runs[-1]['micro']}", flush=True)
-    record = {"repo": "huggingface/datasets", "date": dt.date.today().isoformat(), "history": args.history,
+    for variant in variants:
+        runs.append(replay(issues, vectors, priors, variant=variant, history=args.history, k=args.neighbours,
+                           target=args.target, min_examples=args.min_examples, window=args.window))
+        print(f"{variant}: {runs[-1]['micro']} ({runs[-1]['fit_seconds']} s of fits)", flush=True)
+    kinds = (replay_kinds(issues, vectors, history=args.history, k=args.neighbours, target=args.target,
+                          min_examples=args.min_examples) if args.kinds else None)
+    record = {"repo": "huggingface/datasets", "date": dt.date.today().isoformat(), "cpu": cpu_name(),
+              "history": args.history,
               "new_issues": len(issues) - args.history, "target": args.target,
-              "min_examples": args.min_examples, "runs": runs,
+              "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts, "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "own-labels.json").write_text(json.dumps(record, indent=1) + "\n")
