@@ -1,10 +1,14 @@
 """Which labels can be a repository's own labels (core.own_labels): areas and topics yes, kinds and the
 process's labels no, and a kind label that says more than its kind (an area's bugs) yes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from core import own_labels
 from core.own_labels import (
+    SCORINGS,
     OwnLabelMemory,
     candidates,
     cross_fitted,
@@ -55,18 +59,26 @@ def separable_memory(rng, *, carried: int, rows: int, dimensions: int = 16) -> O
     vectors[:carried] += topic
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     labels = [frozenset({"streaming"})] * carried + [frozenset()] * (rows - carried)
-    return OwnLabelMemory(vectors.astype(np.float32), labels, {"streaming": carried})
+    texts = [ABOUT] * carried + [OTHER] * (rows - carried)  # what heads of words read (SCORING with tfidf)
+    return OwnLabelMemory(vectors.astype(np.float32), labels, {"streaming": carried}, texts=texts)
 
 
+ABOUT, OTHER = "the stream stops while reading", "a question about something else"
+
+
+@pytest.mark.parametrize("scoring", SCORINGS)
 @pytest.mark.parametrize("carried,rows", [(30, 300), (500, 2000)])
-def test_a_served_label_is_applied_near_its_examples_and_not_elsewhere(carried, rows):
-    """The same rule for a label with 30 confirmed examples and one with 500: its head and vote score an
-    issue about its topic above the threshold fitted on the memory, an issue about nothing below."""
+def test_a_served_label_is_applied_near_its_examples_and_not_elsewhere(carried, rows, scoring, monkeypatch):
+    """The same rule for a label with 30 confirmed examples and one with 500, whatever the scoring: an
+    issue about its topic scores above the threshold fitted on the memory, an issue about nothing below."""
+    monkeypatch.setattr(own_labels, "SCORING", scoring)
     rng = np.random.default_rng(3)
     memory = separable_memory(rng, carried=carried, rows=rows)
     rules = fit_rules(memory, min_examples=20, target=0.85)
     near, far = np.eye(16)[0], np.eye(16)[5]
-    (about,), (other,) = rules.score(near, ["streaming"], memory), rules.score(far, ["streaming"], memory)
+    (about,), (other,) = (rules.score(near, ["streaming"], memory, text=ABOUT),
+                          rules.score(far, ["streaming"], memory, text=OTHER))
+    assert rules.scoring == scoring and (rules.words is not None) == own_labels.uses_words(scoring)
     assert about.threshold is not None and about.examples == carried
     assert about.score >= about.threshold > other.score
 
@@ -92,10 +104,21 @@ def test_a_threshold_is_chosen_on_scores_of_rows_fitted_without_them():
     carried = rng.random(120) < 0.3
     assert roc_auc_score(carried, cross_fitted(vectors, carried)) < 0.6
     memory = OwnLabelMemory(vectors.astype(np.float32), [frozenset({"vision"}) if c else frozenset() for c in carried],
-                            {"vision": int(carried.sum())})
+                            {"vision": int(carried.sum())}, texts=[OTHER] * 120)  # words that say nothing
     rules = fit_rules(memory, min_examples=20, target=0.85)
     assert rules.thresholds == {"vision": np.inf}
-    assert all(s.threshold is None for v in rng.normal(size=(50, 64)) for s in rules.score(v, ["vision"], memory))
+    assert all(s.threshold is None for v in rng.normal(size=(50, 64))
+               for s in rules.score(v, ["vision"], memory, text=OTHER))
+
+
+def test_heads_of_words_are_fitted_only_on_the_memory_with_its_texts(monkeypatch):
+    monkeypatch.setattr(own_labels, "SCORING", "head+tfidf")
+    memory = separable_memory(np.random.default_rng(3), carried=30, rows=300)
+    with pytest.raises(ValueError, match="with_texts"):
+        fit_rules(dataclasses.replace(memory, texts=None), min_examples=20, target=0.85)
+    monkeypatch.setattr(own_labels, "SCORING", "tfidf")
+    with pytest.raises(ValueError, match="one of vote, head"):
+        fit_rules(memory, min_examples=20, target=0.85)
 
 
 def test_no_label_is_served_that_no_memory_row_carries():
