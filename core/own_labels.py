@@ -315,13 +315,18 @@ def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: in
         if words is not None:
             features = words.features(features, memory.texts)
     votes = loo_votes(memory.vectors, carries, k)
-    for i in served:
-        carried = carries[:, i] > 0
-        scores = (_combine(cross_fitted(features, carried), votes[:, i], scoring) if scoring != "vote"
-                  else votes[:, i])
-        thresholds[names[i]] = threshold_at(scores, carried, target)
-        if scoring != "vote":
-            heads[names[i]] = fit_head(features, carried)
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: the heads' matrices are small, and two threads fitted one 7x slower than one on a
+    # shared 2-core AMD EPYC (Zen 4; 2,500 rows x 384: 1.60 s against 0.22 s, load ~5)
+    with threadpool_limits(1):
+        for i in served:
+            carried = carries[:, i] > 0
+            scores = (_combine(cross_fitted(features, carried), votes[:, i], scoring) if scoring != "vote"
+                      else votes[:, i])
+            thresholds[names[i]] = threshold_at(scores, carried, target)
+            if scoring != "vote":
+                heads[names[i]] = fit_head(features, carried)
     return OwnLabelRules(dict(memory.examples), thresholds, heads, words, scoring)
 
 
