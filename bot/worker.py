@@ -56,10 +56,9 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
 
 
 def record_engine(redis: Redis, served: Served, classifier) -> None:
-    """The engine this process serves a scope's model with, for GET /metrics (none: a TF-IDF model)."""
-    engine = engines.served_engine(classifier)
-    if engine is not None:
-        engines.record_engine(redis, served.scope, served.version, engine)
+    """The engine this process serves a scope's model with, for GET /metrics (none: a TF-IDF model); with
+    ISSUE_SORTER_ENGINE=measure, once the warm-up has measured it (core.engines.MeasuredChoice)."""
+    engines.when_served(classifier, functools.partial(engines.record_engine, redis, served.scope, served.version))
 
 
 class ServingWorker(SimpleWorker):

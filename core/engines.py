@@ -4,12 +4,15 @@ where the worker runs says which of those is fastest, and a setting may force on
 Engines, by the names the card and the logs use:
 - `onnxruntime-int8`: the fused graph with int8 weights (trainer.fast_path); VNNI runs it natively.
 - `onnxruntime-fp32`: the same fused graph in fp32: PyTorch's answers to ~1e-6, no torch in the worker.
-- `pytorch-bf16`: PyTorch under CPU autocast to bfloat16: fast where AMX multiplies bf16 tiles.
+- `pytorch-bf16`: PyTorch under CPU autocast to bfloat16: the fastest where AMX multiplies bf16 tiles; with
+  AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX Runtime; emulated, and slow, without either.
 - `pytorch`: PyTorch in fp32, the reference every gate compares with; always allowed, the last fallback.
 
 An engine serves only when its registration's gate passed (recorded in the card's `fast_path.gates`) and it
-loads here; otherwise the next one is tried and one log line says why. The choice of each worker is kept in
-Redis (ENGINES_KEY) so that GET /metrics names it, whichever machine the worker runs on.
+loads here; otherwise the next one is tried and one log line says why. Which of the allowed ones serves comes
+from the CPU's flags (`preference`), or, with ISSUE_SORTER_ENGINE=measure, from timing each of them on a few
+fixed issues once the worker has started (`MeasuredChoice`). The choice of each worker is kept in Redis
+(ENGINES_KEY) so that GET /metrics names it, whichever machine the worker runs on.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,14 +37,34 @@ log = logging.getLogger(__name__)
 ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32 = "onnxruntime-int8", "onnxruntime-fp32", "pytorch-bf16", "pytorch"
 ENGINES = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 AUTO = "auto"  # ISSUE_SORTER_ENGINE's default: the CPU's order below
+MEASURE = "measure"  # ISSUE_SORTER_ENGINE=measure: time every allowed engine at worker start, serve the fastest
+CHOICES = (AUTO, MEASURE, *ENGINES)  # what ISSUE_SORTER_ENGINE may say
 ENGINES_KEY = "issue-sorter:metrics:engines"  # field "host:pid|scope" → "version|engine" of a live worker
 WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-up took: ready for a first job
 
-# Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"): with AMX, bf16 autocast runs MiniLM at
-# ~2.9x its fp32 speed (issue 30's figures); without it bf16 is emulated by avx512_bf16 converts and loses
-# to fp32, and ORT's int8 leads (VNNI or not: 7-bit weights keep AVX2's u8s8 kernels from saturating).
+# Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"), one issue at a time as a labelling job runs:
+# - AMX: bf16 autocast runs MiniLM at ~2.9x its fp32 speed (issue 30's figures, not measured here): bf16 first.
+# - AVX-512 BF16 without AMX (Zen 4, bench.serving 2026-12-03, 2 cores): bf16 autocast beats fp32 PyTorch
+#   (p50 28 against 42 ms, 50 against 31 issues/s) but not ONNX Runtime: fp32 p50 24 ms, p99 29 against bf16's
+#   43 ms; int8 16 ms, 87 issues/s. So the ONNX engines first, bf16 before fp32 PyTorch.
+# - Neither: bf16 is emulated, 6x slower than fp32 (Zen 3, same bench): never tried unless forced or measured.
 ORDER_WITH_AMX = (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
-ORDER_WITHOUT_AMX = (ORT_INT8, ORT_FP32, TORCH_FP32)
+ORDER_WITH_AVX512_BF16 = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
+ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
+# ISSUE_SORTER_ENGINE=measure: each allowed engine labels these one at a time (as a job does), once to warm
+# up, then MEASURE_ROUNDS times; its best round counts. Short, typical and past-the-token-limit issues.
+MEASURE_TEXTS = (
+    "Crash on startup\n\nThe app exits with a segmentation fault right after launch on Windows 11.",
+    ("Add a dark mode\n\nIt would be great to have a dark theme for the settings page, following the "
+     "system preference, with a toggle to override it."),
+    ("How do I configure a proxy?\n\nI am behind a corporate proxy and cannot find in the docs where the "
+     "HTTP proxy goes. Is there an environment variable for it, or a setting in the config file?"),
+    "TypeError when saving a file with a unicode name\n\n" + "Traceback (most recent call last):\n"
+    '  File "app/storage.py", line 88, in save\n    handle.write(encode(name, payload))\n' * 12
+    + "TypeError: expected str, bytes or os.PathLike object, not NoneType",
+)
+MEASURE_ROUNDS = 3
+MEASURE_MARGIN = 0.05  # an engine earlier in the CPU's order keeps its place unless another is 5 % faster
 
 
 class EngineRefused(RuntimeError):
@@ -69,25 +94,33 @@ def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
 
 
 def has_amx(flags: Iterable[str]) -> bool:
-    """AMX's bf16 tiles: what makes bf16 autocast pay, for serving and for training."""
+    """AMX's bf16 tiles: the fastest bf16 this CPU can have."""
     return "amx_bf16" in set(flags)
 
 
 def has_bf16(flags: Iterable[str]) -> bool:
-    """Any bf16 instruction (AMX or AVX-512 BF16): a bf16 engine can at least run at a useful speed."""
+    """Any bf16 instruction (AMX or AVX-512 BF16): bf16 autocast then runs natively, not emulated; it serves
+    and trains faster than fp32 PyTorch on both (the orders above; trainer.precision)."""
     flags = set(flags)
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
 def preference(flags: Iterable[str]) -> tuple[str, ...]:
     """The engines to try on a CPU with these flags, fastest first."""
-    return ORDER_WITH_AMX if has_amx(flags) else ORDER_WITHOUT_AMX
+    flags = set(flags)
+    if has_amx(flags):
+        return ORDER_WITH_AMX
+    return ORDER_WITH_AVX512_BF16 if has_bf16(flags) else ORDER_WITHOUT_BF16
 
 
 def order(forced: str, flags: Iterable[str]) -> tuple[str, ...]:
-    """The engines to try, in turn: a forced one first, then the CPU's order; fp32 PyTorch always last."""
-    if forced not in (AUTO, *ENGINES):
-        raise ValueError(f"an engine is one of {', '.join((AUTO, *ENGINES))}, not {forced!r}")
+    """The engines to try, in turn: a forced one first, then the CPU's order; fp32 PyTorch always last.
+    With `measure`, every engine, the CPU's order first: what its gate allowed is timed, not assumed."""
+    if forced not in CHOICES:
+        raise ValueError(f"an engine is one of {', '.join(CHOICES)}, not {forced!r}")
+    if forced == MEASURE:
+        rest = [engine for engine in ENGINES if engine not in preference(flags) and engine != TORCH_FP32]
+        return (*[engine for engine in preference(flags) if engine != TORCH_FP32], *rest, TORCH_FP32)
     tried = ([] if forced == AUTO else [forced]) + [engine for engine in preference(flags) if engine != forced]
     return tuple(tried) if TORCH_FP32 in tried else (*tried, TORCH_FP32)
 
@@ -135,10 +168,16 @@ def gate_text(gate: Mapping[str, Any]) -> str:
 Loader = Callable[[str], Any]  # engine → a loaded classifier; raises to say it cannot load here
 
 
-def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, flags: Iterable[str] | None = None) -> Choice:
+def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, flags: Iterable[str] | None = None,
+           clock: Callable[[], float] = time.perf_counter) -> Choice:
     """The first engine of `order(forced, flags)` that the card allows and that loads; each one passed over
-    is logged with its reason. fp32 PyTorch, last, is allowed always: its failure to load is raised."""
+    is logged with its reason. fp32 PyTorch, last, is allowed always: its failure to load is raised.
+
+    `forced` "measure": every allowed engine is loaded, and a `MeasuredChoice` over them serves (timed with
+    `clock` at its first use); its `engine` is None until then."""
     flags = cpu_flags() if flags is None else frozenset(flags)
+    if forced == MEASURE:
+        return _choose_by_measuring(card, load, flags, clock)
     passed_over: dict[str, str] = {}
     for engine in order(forced, flags):
         why = refusal(card, engine)
@@ -159,7 +198,120 @@ def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, flags: Iterable
     raise AssertionError("unreachable: fp32 PyTorch is always tried")
 
 
+def _choose_by_measuring(card: ModelCard, load: Loader, flags: frozenset[str],
+                         clock: Callable[[], float]) -> Choice:
+    """Load every engine the card allows (a failure is passed over, fp32 PyTorch's too while another
+    loads); more than one: a MeasuredChoice decides at first use, after RQ's fork (no inference here)."""
+    loaded: dict[str, Any] = {}
+    passed_over: dict[str, str] = {}
+    failure: Exception | None = None
+    for engine in order(MEASURE, flags):
+        why = refusal(card, engine)
+        if why is None:
+            try:
+                loaded[engine] = load(engine)
+                continue
+            except Exception as error:  # noqa: BLE001 - as in choose
+                failure = error if engine == TORCH_FP32 else failure
+                why = f"it could not be loaded ({type(error).__name__}: {error})"
+        passed_over[engine] = why
+        log.warning("%s does not serve %s: %s", engine, card.version, why)
+    if not loaded:
+        raise failure or RuntimeError(f"no engine could serve {card.version}")
+    if len(loaded) == 1:
+        ((engine, classifier),) = loaded.items()
+        log.info("serving %s with %s (the only engine allowed and loaded here: nothing to measure; CPU %s)",
+                 card.version, engine, cpu_summary(flags))
+        return Choice(engine, classifier, passed_over)
+    log.info("loaded %s for %s: the fastest on %d fixed issues will serve, measured before the first job "
+             "(CPU %s)", ", ".join(loaded), card.version, len(MEASURE_TEXTS), cpu_summary(flags))
+    return Choice(MEASURE, MeasuredChoice(card.version, loaded, passed_over, clock=clock), passed_over)
+
+
+class MeasuredChoice:
+    """The engines a registration allowed, all loaded; at first use (the worker's warm-up, once RQ has
+    forked its scheduler) each labels MEASURE_TEXTS one at a time, the fastest serves and the others are
+    released. Until then `engine` is None; `when_served` callbacks learn the engine once it is known."""
+
+    def __init__(self, version: str, candidates: Mapping[str, Any], passed_over: Mapping[str, str] | None = None,
+                 *, clock: Callable[[], float] = time.perf_counter, texts: Sequence[str] = MEASURE_TEXTS,
+                 rounds: int = MEASURE_ROUNDS):
+        first = next(iter(candidates.values()))
+        self.version, self.labels, self.card = version, list(first.labels), first.card
+        self.engine: str | None = None
+        self.milliseconds: dict[str, float] = {}  # engine → its best round's time per issue
+        self.callbacks: list[Callable[[str], None]] = []
+        self._candidates, self._passed_over = dict(candidates), dict(passed_over or {})
+        self._clock, self._texts, self._rounds = clock, tuple(texts), rounds
+        self._chosen: Any = None
+        self._lock = threading.Lock()
+
+    def chosen(self) -> Any:
+        """The fastest engine's classifier, measured on the first call."""
+        with self._lock:
+            if self._chosen is None:
+                self._measure()
+            return self._chosen
+
+    def _measure(self) -> None:
+        failure: Exception | None = None
+        for engine, classifier in self._candidates.items():
+            try:
+                self.milliseconds[engine] = self._time(classifier)
+            except Exception as error:  # noqa: BLE001 - an engine that loaded yet cannot run here
+                failure = error
+                self._passed_over[engine] = f"it failed on the measurement's issues ({type(error).__name__}: {error})"
+                log.warning("%s does not serve %s: %s", engine, self.version, self._passed_over[engine])
+        if not self.milliseconds:
+            raise failure or RuntimeError(f"no engine to measure for {self.version}")
+        fastest = min(self.milliseconds.values())
+        self.engine = next(engine for engine, ms in self.milliseconds.items()
+                           if ms <= fastest * (1 + MEASURE_MARGIN))  # the CPU's order breaks near-ties
+        self._chosen = self._candidates[self.engine]
+        self._candidates = {}  # the others' sessions and weights go
+        timings = ", ".join(f"{engine} {ms:.1f} ms" for engine, ms in self.milliseconds.items())
+        passed = f"; passed over: {', '.join(self._passed_over)}" if self._passed_over else ""
+        log.info("serving %s with %s (measured on %d fixed issues, one at a time, best of %d: %s an issue%s)",
+                 self.version, self.engine, len(self._texts), self._rounds, timings, passed)
+        for callback in self.callbacks:
+            callback(self.engine)
+
+    def _time(self, classifier: Any) -> float:
+        """Milliseconds per issue of `classifier`'s best round, after one round that pays for lazy set-up."""
+        best = float("inf")
+        for round_ in range(self._rounds + 1):
+            started = self._clock()
+            for text in self._texts:
+                classifier.predict([text])
+            if round_:
+                best = min(best, self._clock() - started)
+        return round(best * 1000 / len(self._texts), 3)
+
+    def predict(self, texts: Sequence[str], batch_size: int = 16) -> list[dict[str, float]]:
+        return self.chosen().predict(texts, batch_size=batch_size)
+
+    def embed(self, texts: Sequence[str], batch_size: int = 16) -> list[list[float]]:
+        return self.chosen().embed(texts, batch_size=batch_size)
+
+    def predict_and_embed(self, texts: Sequence[str], batch_size: int = 16
+                          ) -> tuple[list[dict[str, float]], list[list[float]]]:
+        return self.chosen().predict_and_embed(texts, batch_size=batch_size)
+
+
+def when_served(classifier: Any, callback: Callable[[str], None]) -> None:
+    """Call `callback(engine)` with the engine serving `classifier` (a blend's: its encoder's): now, or,
+    for a MeasuredChoice not measured yet, once it is. Nothing for a model without an encoder."""
+    encoder = getattr(classifier, "encoder", classifier)
+    if isinstance(encoder, MeasuredChoice) and encoder.engine is None:
+        encoder.callbacks.append(callback)
+        return
+    engine = served_engine(classifier)
+    if engine is not None:
+        callback(engine)
+
+
 def describe(forced: str, engine: str, passed_over: Mapping[str, str]) -> str:
+    """Why `engine` serves, for the log line."""
     chosen = {AUTO: "the CPU's fastest allowed", engine: "forced by ISSUE_SORTER_ENGINE"}.get(
         forced, f"ISSUE_SORTER_ENGINE asked for {forced}")
     if passed_over:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from core.engines import CHOICES as ENGINE_CHOICES
 from core.engines import ENGINES
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -108,10 +109,11 @@ class Settings:
     unconfirmed_retention_days: int | None = env("ISSUE_SORTER_UNCONFIRMED_RETENTION_DAYS", None,
                                                  check=_rule(lambda v: v > 0, "must be a positive number of days"))
     memory: bool = env("ISSUE_SORTER_MEMORY", True)  # adjust scores by each repository's confirmed issues
-    # the engine a bot worker serves encoders with: auto (this CPU's fastest that the gate allowed) or one of
-    # core.engines.ENGINES, still only when its gate passed; else the next, logged
-    engine: str = env("ISSUE_SORTER_ENGINE", "auto", check=lambda v: None if v in ("auto", *ENGINES) else
-                      f"must be auto or one of {', '.join(ENGINES)}")
+    # the engine a bot worker serves encoders with: auto (this CPU's fastest by its flags, among those the gate
+    # allowed), measure (each allowed one timed on a few issues at worker start: seconds, and every engine
+    # loaded) or one of core.engines.ENGINES, still only when its gate passed; else the next, logged
+    engine: str = env("ISSUE_SORTER_ENGINE", "auto", check=lambda v: None if v in ENGINE_CHOICES else
+                      f"must be auto, measure or one of {', '.join(ENGINES)}")
     abstain_label: str | None = env("ISSUE_SORTER_ABSTAIN_LABEL", None)  # label for issues the bot abstains on
     # seconds after which an issue or comment event is ignored as a replay (0: never); GitHub redelivers for
     # 3 days, plus an hour for clocks and queues (bot.queueing.REPLAY_WINDOW_SECONDS)

@@ -13,9 +13,9 @@ of the other issues of its repository, embedded by the same engine: an int8 or b
 embeddings the vote reads). The answers compared are the App's: for a blend, the blend's, its TF-IDF member
 beside the encoder either way (`_as_served`). Every engine is gated: int8 (1.7x PyTorch's batched throughput,
 2.4x one issue at a time), the fused fp32 graph (PyTorch's answers to ~1e-6; no torch in the worker: 5x
-quicker to load, 43 % less memory), and bf16 autocast where the registering CPU has AMX (without it bf16 is
-slower than fp32: docs/BENCHMARKS.md, "Serving"). Every artefact that passes is kept; which of them serves is
-chosen where the worker runs (core.engines).
+quicker to load, 43 % less memory), and bf16 autocast where the registering CPU has bf16 instructions (AMX
+or AVX-512 BF16; without them bf16 is emulated, slower than fp32: docs/BENCHMARKS.md, "Serving"). Every
+artefact that passes is kept; which of them serves is chosen where the worker runs (core.engines).
 """
 
 from __future__ import annotations
@@ -143,12 +143,13 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
                 record |= {"serves": engine, "gate": record["gates"][engine]} | kept
         else:
             artefact.unlink()
-    if engines.has_amx(cpu_flags):
+    if engines.has_bf16(cpu_flags):
         bf16 = TransformerClassifier(pytorch.model, pytorch.tokenizer, encoder_card, bf16=True)
         gate = same_answers(reference, served_answers(as_served(bf16), issues), issues, bf16.labels)
         record["gates"][engines.TORCH_BF16] = gate | {"issues_source": source, "answers": answers}
-    else:  # emulated by avx512_bf16 converts or worse: slower than fp32, not worth gating
-        record["gates"][engines.TORCH_BF16] = {"passed": False, "reason": "not gated: no AMX where it was registered"}
+    else:  # emulated without bf16 instructions: slower than fp32, not worth gating
+        record["gates"][engines.TORCH_BF16] = {"passed": False,
+                                               "reason": "not gated: no bf16 instructions where it was registered"}
     return record
 
 

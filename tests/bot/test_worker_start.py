@@ -1,7 +1,10 @@
 """`issue-sorter worker` at start: the model is loaded and warmed up before the first job, and no torch op
 runs before RQ has forked its scheduler (STACK-NOTES section 4)."""
 
+import dataclasses
 import logging
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,8 +12,9 @@ from rq import SimpleWorker
 
 from bot import context
 from bot.worker import run_worker
+from core.card import update_card
 from core.encoder import TransformerClassifier
-from core.engines import ENGINES_KEY, WARMED_KEY, process_name
+from core.engines import ENGINES_KEY, TORCH_BF16, TORCH_FP32, WARMED_KEY, process_name
 from core.queues import LABELING_QUEUE, ContractJob, make_queue
 from tests.conftest import promote_model
 
@@ -73,3 +77,25 @@ def test_the_worker_records_its_engine_and_that_it_is_warmed_up_before_the_first
     assert redis.hget(ENGINES_KEY, f"{process_name()}|global") == f"{version}|pytorch".encode()
     assert f"serving {version} with pytorch" in caplog.text  # no fast path was built for this tiny model
     assert set(seen_at_first_job) == {process_name().encode()}
+
+
+def test_with_engine_measure_the_warm_up_times_every_allowed_engine_then_records_the_fastest(
+        settings, sessions, redis, tiny_model_dir, tmp_path, recorded, caplog):
+    """ISSUE_SORTER_ENGINE=measure: both engines are loaded before RQ forks its scheduler, timed only after
+    it (the warm-up), and GET /metrics learns the engine the measurement chose."""
+    model = Path(shutil.copytree(tiny_model_dir, tmp_path / "bf16-gated"))
+    update_card(model, fast_path={"serves": "pytorch", "artefacts": {}, "gates": {TORCH_BF16: {
+        "passed": True, "issues": 45, "top_label_agreement": 1.0, "macro_f1_fast": 0.5, "macro_f1_pytorch": 0.5}}})
+    promote_model(settings.database_url, settings.model_dir, model)
+
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        run_worker(dataclasses.replace(settings, engine="measure"), burst=True)
+
+    assert recorded[:3] == ["load", "load", "scheduler starts"]  # no inference before the fork
+    version = context.current().models.for_repository(None).version
+    served = redis.hget(ENGINES_KEY, f"{process_name()}|global").decode()
+    assert served in (f"{version}|{TORCH_BF16}", f"{version}|{TORCH_FP32}")
+    assert f"loaded {TORCH_BF16}, {TORCH_FP32} for {version}" in caplog.text
+    assert f"serving {version} with {served.split('|')[1]} (measured on 4 fixed issues" in caplog.text
+    assert set(redis.hkeys(WARMED_KEY)) == {process_name().encode()}
+

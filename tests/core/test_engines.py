@@ -9,7 +9,8 @@ from core import engines
 from core.card import ModelCard
 from core.engines import ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32, choose, cpu_flags, order
 
-ZEN4 = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})  # this machine: no AMX
+ZEN4 = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})  # AVX-512 BF16, no AMX
+AVX2 = frozenset({"avx2", "fma"})  # Zen 3, say: no AVX-512, no bf16 instructions
 SAPPHIRE_RAPIDS = ZEN4 | {"amx_bf16", "amx_int8", "amx_tile"}
 PASSED = {"passed": True, "issues": 45, "top_label_agreement": 1.0, "macro_f1_fast": 0.8, "macro_f1_pytorch": 0.8}
 REFUSED = PASSED | {"passed": False, "top_label_agreement": 0.955}
@@ -24,6 +25,7 @@ def card(gates: dict[str, dict], kept=(ORT_INT8, ORT_FP32)) -> ModelCard:
 
 
 ALL_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED, TORCH_BF16: PASSED})
+ONNX_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED})  # registered where bf16 was not gated
 
 
 class FakeEngines:
@@ -42,15 +44,39 @@ class FakeEngines:
 
 def test_the_cpus_flags_order_the_engines_bf16_first_only_with_amx():
     assert order("auto", SAPPHIRE_RAPIDS) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
-    assert order("auto", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # bf16 without AMX: slower than fp32
-    assert order("auto", {"avx2"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)
+    # Zen 4, AVX-512 BF16 without AMX: bf16 measured faster than fp32 PyTorch, slower than ONNX Runtime
+    assert order("auto", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
+    assert order("auto", {"avx2", "fma"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # bf16 emulated: not tried
+    assert order("auto", {"avx512f", "avx512_vnni"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # Ice Lake: no bf16
+
+
+def test_on_zen4_onnx_runtime_serves_before_bf16_and_bf16_before_fp32_pytorch(caplog):
+    assert choose(ALL_PASSED, FakeEngines(), flags=ZEN4).engine == ORT_INT8
+    refused_int8 = card({ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED}, kept=(ORT_FP32,))
+    assert choose(refused_int8, FakeEngines(), flags=ZEN4).engine == ORT_FP32  # this morning's bootstrap model
+    no_onnxruntime = FakeEngines(onnxruntime_int8=ImportError("no onnxruntime"),
+                                 onnxruntime_fp32=ImportError("no onnxruntime"))
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        chosen = choose(ALL_PASSED, no_onnxruntime, flags=ZEN4)
+    assert chosen.engine == TORCH_BF16 and no_onnxruntime.loaded == [ORT_INT8, ORT_FP32, TORCH_BF16]
+    assert "serving v1 with pytorch-bf16" in caplog.text
+    assert choose(ALL_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == TORCH_BF16
+    assert choose(ALL_PASSED, FakeEngines(), flags=AVX2).engine == ORT_INT8
 
 
 def test_a_forced_engine_is_tried_first_then_the_cpus_order():
-    assert order(ORT_FP32, ZEN4) == (ORT_FP32, ORT_INT8, TORCH_FP32)
-    assert order(TORCH_BF16, ZEN4) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
-    assert order(TORCH_FP32, ZEN4) == (TORCH_FP32, ORT_INT8, ORT_FP32)
-    with pytest.raises(ValueError, match="an engine is one of auto, onnxruntime-int8"):
+    assert order(ORT_FP32, AVX2) == (ORT_FP32, ORT_INT8, TORCH_FP32)
+    assert order(TORCH_BF16, AVX2) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+    assert order(TORCH_FP32, AVX2) == (TORCH_FP32, ORT_INT8, ORT_FP32)
+    assert order(ORT_FP32, ZEN4) == (ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32)
+    assert order(ORT_FP32, SAPPHIRE_RAPIDS) == (ORT_FP32, TORCH_BF16, ORT_INT8, TORCH_FP32)
+
+
+def test_measure_tries_every_engine_the_cpus_order_first():
+    assert order("measure", AVX2) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)  # bf16 timed, if it was gated
+    assert order("measure", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
+    assert order("measure", SAPPHIRE_RAPIDS) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+    with pytest.raises(ValueError, match="an engine is one of auto, measure, onnxruntime-int8"):
         order("cuda", ZEN4)
 
 
@@ -68,7 +94,7 @@ def test_an_engine_refused_by_its_gate_is_never_loaded_and_the_next_one_serves(c
     refused_int8 = card({ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED}, kept=(ORT_FP32,))
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(refused_int8, load, flags=ZEN4)
+        chosen = choose(refused_int8, load, flags=AVX2)
     assert chosen.engine == ORT_FP32 and load.loaded == [ORT_FP32]
     assert "top label agreed on 95.5% of 45 issues" in chosen.passed_over[ORT_INT8]
     assert "onnxruntime-int8 does not serve v1: its registration's same-answers gate refused it" in caplog.text
@@ -81,7 +107,7 @@ def test_an_engine_refused_by_its_gate_is_never_loaded_and_the_next_one_serves(c
 def test_an_engine_missing_or_failing_to_load_falls_back_to_the_next(error, caplog):
     load = FakeEngines(onnxruntime_int8=error)
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        chosen = choose(ALL_PASSED, load, flags=ZEN4)
+        chosen = choose(ALL_PASSED, load, flags=AVX2)
     assert chosen.engine == ORT_FP32 and load.loaded == [ORT_INT8, ORT_FP32]
     assert f"onnxruntime-int8 does not serve v1: it could not be loaded ({type(error).__name__}: {error})" \
         in caplog.text
@@ -89,14 +115,14 @@ def test_an_engine_missing_or_failing_to_load_falls_back_to_the_next(error, capl
 
 def test_with_every_fast_engine_broken_fp32_pytorch_serves():
     load = FakeEngines(onnxruntime_int8=ImportError("no onnxruntime"), onnxruntime_fp32=ImportError("no onnxruntime"))
-    chosen = choose(ALL_PASSED, load, flags=ZEN4)
+    chosen = choose(ALL_PASSED, load, flags=AVX2)
     assert chosen.engine == TORCH_FP32 and set(chosen.passed_over) == {ORT_INT8, ORT_FP32}
 
 
 def test_fp32_pytorch_failing_to_load_is_an_error_not_a_silent_model_less_worker():
     load = FakeEngines(pytorch=OSError("model.safetensors: no such file"))
     with pytest.raises(OSError, match="model.safetensors"):
-        choose(card({}, kept=()), load, flags=ZEN4)
+        choose(card({}, kept=()), load, flags=AVX2)
 
 
 def test_a_model_without_a_fast_path_is_served_by_fp32_pytorch_saying_why(caplog):
@@ -108,7 +134,7 @@ def test_a_model_without_a_fast_path_is_served_by_fp32_pytorch_saying_why(caplog
 
 def test_a_forced_engine_serves_when_its_gate_passed(caplog):
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        assert choose(ALL_PASSED, FakeEngines(), forced=ORT_FP32, flags=ZEN4).engine == ORT_FP32
+        assert choose(ALL_PASSED, FakeEngines(), forced=ORT_FP32, flags=AVX2).engine == ORT_FP32
     assert "forced by ISSUE_SORTER_ENGINE" in caplog.text
 
 
@@ -134,7 +160,7 @@ def test_a_card_of_the_previous_format_allows_the_one_artefact_it_kept():
         "serves": ORT_FP32, "file": "fast/model.fp32.onnx", "sha256": "ab", "gate": PASSED,
         "gates": {ORT_INT8: REFUSED}}})
     assert engines.artefacts(old) == {ORT_FP32: {"file": "fast/model.fp32.onnx", "sha256": "ab"}}
-    assert choose(old, FakeEngines(), flags=ZEN4).engine == ORT_FP32
+    assert choose(old, FakeEngines(), flags=AVX2).engine == ORT_FP32
 
 
 def test_the_cpus_flags_are_read_from_cpuinfo(tmp_path):
@@ -149,3 +175,146 @@ def test_each_worker_records_its_engine_in_redis(redis):
     engines.record_engine(redis, "global", "v1", TORCH_BF16, process="host-b:7")
     assert redis.hgetall(engines.ENGINES_KEY) == {b"host-a:12|global": b"v1|onnxruntime-int8",
                                                   b"host-b:7|global": b"v1|pytorch-bf16"}
+
+
+class Clock:
+    """Seconds that pass only when a fake engine labels an issue."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TimedEngine:
+    """A loaded engine that takes `ms` milliseconds of `clock` per issue, and records what it labelled."""
+
+    def __init__(self, engine: str, ms: float, clock: Clock):
+        self.engine, self.ms, self.clock, self.texts, self.version = engine, ms, clock, [], "v1"
+        self.labels, self.card = ["bug", "feature"], ModelCard(version="v1", labels=["bug", "feature"])
+
+    def predict(self, texts, batch_size=16):
+        self.texts += list(texts)
+        self.clock.now += self.ms / 1000 * len(texts)
+        return [{"bug": 0.9, "feature": 0.1} for _ in texts]
+
+    def embed(self, texts, batch_size=16):
+        return [[1.0, 0.0] for _ in texts]
+
+    def predict_and_embed(self, texts, batch_size=16):
+        return self.predict(texts), self.embed(texts)
+
+
+class TimedEngines(FakeEngines):
+    def __init__(self, ms: dict[str, float], **broken: Exception):
+        super().__init__(**broken)
+        self.clock, self.ms, self.made = Clock(), ms, {}
+
+    def __call__(self, engine: str):
+        super().__call__(engine)
+        self.made[engine] = TimedEngine(engine, self.ms[engine], self.clock)
+        return self.made[engine]
+
+
+def test_measure_loads_every_allowed_engine_but_runs_none_until_first_used(caplog):
+    load = TimedEngines({ORT_INT8: 9.0, ORT_FP32: 14.0, TORCH_FP32: 30.0})
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock)
+    assert load.loaded == [ORT_INT8, ORT_FP32, TORCH_FP32]
+    assert chosen.classifier.engine is None and not any(made.texts for made in load.made.values())
+    assert engines.served_engine(chosen.classifier) is None  # nothing to record for /metrics yet
+    assert "loaded onnxruntime-int8, onnxruntime-fp32, pytorch for v1" in caplog.text
+
+
+def test_measure_serves_the_engine_measured_fastest_and_logs_every_timing(caplog):
+    """On a CPU where the flags' order is wrong (fp32 beats int8 here), the measurement decides."""
+    load = TimedEngines({ORT_INT8: 20.0, ORT_FP32: 12.0, TORCH_BF16: 80.0, TORCH_FP32: 30.0})
+    chosen = choose(ALL_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    recorded = []
+    engines.when_served(chosen, recorded.append)
+    assert recorded == []  # not measured yet
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        answer = chosen.predict(["the first issue"])
+    assert chosen.engine == ORT_FP32 and engines.served_engine(chosen) == ORT_FP32 and recorded == [ORT_FP32]
+    # bf16, gated where it was registered, is timed here too: emulated without bf16 instructions, it loses
+    assert chosen.milliseconds == {ORT_INT8: 20.0, ORT_FP32: 12.0, TORCH_BF16: 80.0, TORCH_FP32: 30.0}
+    assert answer == [{"bug": 0.9, "feature": 0.1}] and load.made[ORT_FP32].texts[-1] == "the first issue"
+    rounds = len(engines.MEASURE_TEXTS) * (engines.MEASURE_ROUNDS + 1)  # one round warms up, untimed
+    assert [len(made.texts) for made in load.made.values()] == [rounds, rounds + 1, rounds, rounds]
+    assert (f"serving v1 with onnxruntime-fp32 (measured on {len(engines.MEASURE_TEXTS)} fixed issues, one at a "
+            f"time, best of {engines.MEASURE_ROUNDS}: onnxruntime-int8 20.0 ms, onnxruntime-fp32 12.0 ms, "
+            "pytorch-bf16 80.0 ms, pytorch 30.0 ms an issue)") in caplog.text
+    chosen.predict(["again"])
+    assert load.made[ORT_INT8].texts.count("again") == 0  # measured once; the others are released
+
+
+def test_measure_keeps_the_cpus_order_when_the_timings_are_within_noise():
+    load = TimedEngines({ORT_INT8: 10.0, ORT_FP32: 9.8, TORCH_FP32: 30.0})  # 2 % apart
+    chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    chosen.embed(["any use measures"])
+    assert chosen.engine == ORT_INT8
+
+
+def test_measure_times_only_engines_the_gate_allowed_and_that_load(caplog):
+    refused_int8 = card({ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED}, kept=(ORT_FP32,))
+    load = TimedEngines({ORT_FP32: 12.0, TORCH_BF16: 8.0, TORCH_FP32: 30.0},
+                        pytorch_bf16=RuntimeError("no bf16 kernels"))
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        chosen = choose(refused_int8, load, forced=engines.MEASURE, flags=ZEN4, clock=load.clock)
+        chosen.classifier.predict(["x"])
+    assert load.loaded == [ORT_FP32, TORCH_BF16, TORCH_FP32] and set(chosen.passed_over) == {ORT_INT8, TORCH_BF16}
+    assert chosen.classifier.milliseconds == {ORT_FP32: 12.0, TORCH_FP32: 30.0}
+    assert "pytorch-bf16 does not serve v1: it could not be loaded (RuntimeError: no bf16 kernels)" in caplog.text
+    assert "passed over: onnxruntime-int8, pytorch-bf16" in caplog.text
+
+
+def test_measure_with_one_engine_allowed_serves_it_at_once_without_timing():
+    load = TimedEngines({TORCH_FP32: 30.0})
+    chosen = choose(ModelCard(version="v0", labels=["bug", "feature"]), load, forced=engines.MEASURE, flags=AVX2,
+                    clock=load.clock)
+    assert chosen.engine == TORCH_FP32 and chosen.classifier is load.made[TORCH_FP32]
+    assert load.made[TORCH_FP32].texts == []
+
+
+def test_measure_with_nothing_loadable_raises_fp32_pytorchs_error():
+    load = TimedEngines({}, onnxruntime_int8=ImportError("no onnxruntime"), onnxruntime_fp32=ImportError("no ORT"),
+                        pytorch=OSError("model.safetensors: no such file"))
+    with pytest.raises(OSError, match="model.safetensors"):
+        choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2)
+
+
+def test_a_blend_over_a_measured_encoder_is_recorded_once_measured():
+    from core.classifier import BlendedClassifier
+
+    load = TimedEngines({ORT_INT8: 9.0, TORCH_FP32: 30.0})
+    int8_only = card({ORT_INT8: PASSED}, kept=(ORT_INT8,))
+    encoder = choose(int8_only, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    tfidf = TimedEngine("tfidf", 0.0, load.clock)
+    blend = BlendedClassifier(encoder, tfidf, 0.5)
+    recorded = []
+    engines.when_served(blend, recorded.append)
+    blend.predict(["warm-up"])
+    assert recorded == [ORT_INT8] and engines.served_engine(blend) == ORT_INT8
+
+
+def test_the_engine_setting_accepts_measure_and_names_the_choices():
+    from core.settings import ConfigError, Settings
+
+    assert Settings.from_env({"ISSUE_SORTER_ENGINE": "measure"}, require_webhook_secret=False).engine == "measure"
+    with pytest.raises(ConfigError, match="must be auto, measure or one of onnxruntime-int8"):
+        Settings.from_env({"ISSUE_SORTER_ENGINE": "fastest"}, require_webhook_secret=False)
+
+
+def test_measure_passes_over_an_engine_that_loaded_but_fails_to_run(caplog):
+    load = TimedEngines({ORT_INT8: 9.0, ORT_FP32: 14.0, TORCH_FP32: 30.0})
+    chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+
+    def broken(texts, batch_size=16):
+        raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION")
+
+    load.made[ORT_INT8].predict = broken
+    with caplog.at_level(logging.WARNING, logger="core.engines"):
+        chosen.predict(["x"])
+    assert chosen.engine == ORT_FP32 and set(chosen.milliseconds) == {ORT_FP32, TORCH_FP32}
+    assert "onnxruntime-int8 does not serve v1: it failed on the measurement's issues (RuntimeError" in caplog.text
