@@ -1,5 +1,6 @@
 """GET /healthz: what a load balancer needs, the database and Redis answering; with the metrics token
-(bot.metrics), also which queues have a live worker, dry-run mode and what failed."""
+(bot.metrics), also which queues have a live worker, which have a live worker whose model is loaded and
+warmed up (its first job pays for neither: `issue-sorter run` waits for it), dry-run mode and what failed."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.metrics import has_metrics_token, live_workers
+from bot.metrics import has_metrics_token, live_processes_by_queue, live_workers
+from core.engines import WARMED_KEY
 
 blueprint = Blueprint("health", __name__)
 
@@ -26,6 +28,7 @@ def healthz():
                    **({"redis_error": redis} if redis else {})}
         if redis is None:  # informative: the receiver still takes deliveries while workers restart
             report["workers"] = _check_workers(services["redis"])
+            report["warmed_up"] = _check_warmed_up(services["redis"])
     return report, 200 if healthy else 503
 
 
@@ -43,6 +46,16 @@ def _check_workers(redis) -> dict[str, bool]:
     """For each queue, whether any worker with a recent heartbeat serves it."""
     try:
         return {queue: count > 0 for queue, count in live_workers(redis).items()}
+    except RedisError:
+        return {}
+
+
+def _check_warmed_up(redis) -> dict[str, bool]:
+    """For each queue, whether a worker with a recent heartbeat serves it with its model warmed up."""
+    try:
+        warmed = {process.decode() for process in redis.hkeys(WARMED_KEY)}
+        return {queue: any(process in warmed for process in processes)
+                for queue, processes in live_processes_by_queue(redis).items()}
     except RedisError:
         return {}
 

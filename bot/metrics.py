@@ -98,15 +98,20 @@ class FigureCache:
 
 def live_workers(redis, now: dt.datetime | None = None) -> dict[str, int]:
     """Workers with a recent heartbeat, per queue they serve."""
+    return {queue: len(processes) for queue, processes in live_processes_by_queue(redis, now).items()}
+
+
+def live_processes_by_queue(redis, now: dt.datetime | None = None) -> dict[str, list[str]]:
+    """host:pid of each worker with a recent heartbeat, per queue it serves (core.engines.process_name's form)."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    alive = {queue: 0 for queue in QUEUES}
+    alive: dict[str, list[str]] = {queue: [] for queue in QUEUES}
     for worker in Worker.all(connection=redis):
         beat = worker.last_heartbeat
         if beat is None or (now - beat.replace(tzinfo=beat.tzinfo or dt.timezone.utc)).total_seconds() > \
                 WORKER_ALIVE_SECONDS:
             continue
         for queue in worker.queue_names():
-            alive[queue] = alive.get(queue, 0) + 1
+            alive.setdefault(queue, []).append(f"{worker.hostname}:{worker.pid}")
     return alive
 
 

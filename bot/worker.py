@@ -95,6 +95,7 @@ def run_worker(settings: Settings, *, queues: tuple[str, ...] = BOT_QUEUES, burs
     """Serve jobs until stopped: the serving model is loaded here, before the first job, and warmed up
     as soon as the worker has started (ServingWorker)."""
     ctx = build_context(settings)
+    engines.forget_warmed(ctx.redis)  # before loading: this process is not warmed up yet, whatever Redis held
     if ctx.models.for_repository(None) is None:
         raise SystemExit(f"issue-sorter worker: {NO_MODEL}")
     if ctx.github_for is None:

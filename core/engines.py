@@ -326,9 +326,10 @@ def cpu_summary(flags: Iterable[str]) -> str:
     return " ".join(present) or "without AVX2"
 
 
-def process_name() -> str:
-    """host:pid, as RQ names a worker's machine and process (bot.metrics matches live workers by it)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+def process_name(pid: int | None = None) -> str:
+    """host:pid of this process (or of `pid` on this machine), as RQ names a worker's machine and process
+    (bot.metrics matches live workers by it)."""
+    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"
 
 
 def record_engine(redis, scope: str, version: str, engine: str, process: str | None = None) -> None:
@@ -346,6 +347,16 @@ def record_warmed(redis, milliseconds: float, process: str | None = None) -> Non
         redis.hset(WARMED_KEY, process or process_name(), f"{milliseconds:.0f}")
     except RedisError as error:
         log.warning("could not record the warm-up in Redis: %s", error)
+
+
+def forget_warmed(redis, process: str | None = None) -> None:
+    """A worker starting: drop a warm-up recorded under its host:pid by an earlier process. Redis outlives
+    the App, and a container restarted gives its processes the same pids: without this, `issue-sorter run`
+    would take a new worker for warmed up before it has even loaded its model."""
+    try:
+        redis.hdel(WARMED_KEY, process or process_name())
+    except RedisError as error:
+        log.warning("could not clear an earlier warm-up record in Redis: %s", error)
 
 
 def served_engine(classifier: Any) -> str | None:

@@ -5,7 +5,8 @@ migrations applied, a model trained when none is promoted, then gunicorn, RQ wor
 workers, ISSUE_SORTER_LABELLING_WORKERS of them, each loading the model once; its feedback worker; and the
 training worker, so a retraining run never delays a label: one queue each) and RQ's cron scheduler,
 supervised together (issue_sorter.supervisor: a child that exits is restarted with back-off; on shutdown
-Redis stops last).
+Redis stops last). It says the service is up only once the web server answers and every labelling worker has
+loaded and warmed up its model (issue_sorter.readiness): the first issue then waits for neither.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import time
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
+from redis import Redis
+
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE
 from core.settings import ConfigError, Settings
 from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
+from issue_sorter.readiness import make_readiness
 from issue_sorter.redis_credentials import acl_text
-from issue_sorter.supervisor import Child, stop_in_order, supervise
+from issue_sorter.supervisor import Child, say, stop_in_order, supervise
 
 VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
@@ -31,6 +35,7 @@ REDIS_PASSWORD_FILE = VAR / "redis-password"  # the local Redis's password; chil
 REDIS_USER = "issue-sorter"
 ENV_FILE = Path(".env")
 SESSION_SECRET_FILE = VAR / "session-secret"  # signs the review UI's sessions
+READY_LINE = "Issue Sorter is up."  # said once the labelling workers are warmed up (issue_sorter.readiness)
 
 
 def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, forward: str | None = None) -> int:
@@ -47,13 +52,20 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
             print(f"issue-sorter run: {error}", file=sys.stderr)
             return 2
         _prepare(settings, environ, bootstrap)
-        _announce(settings, environ)
-        if forward:
-            print(f"  relaying deliveries from {forward} to the receiver (`issue-sorter forward`)")
         children = _start_processes(environ, forward, labelling_workers=settings.labelling_workers)
-        print(f"  labelling workers: {settings.labelling_workers}, {settings.worker_threads} inference "
-              f"thread(s) each (ISSUE_SORTER_LABELLING_WORKERS, ISSUE_SORTER_WORKER_THREADS)")
-        return supervise([*children, *([redis] if redis else [])])
+        print(f"starting: {settings.labelling_workers} labelling worker(s), {settings.worker_threads} inference "
+              f"thread(s) each (ISSUE_SORTER_LABELLING_WORKERS, ISSUE_SORTER_WORKER_THREADS); ready once the "
+              f"web server answers and each has loaded and warmed up the model", flush=True)
+
+        def announce() -> None:
+            _announce(settings, environ)
+            if forward:
+                print(f"  relaying deliveries from {forward} to the receiver (`issue-sorter forward`)", flush=True)
+
+        labelling = labelling_names(settings.labelling_workers)
+        readiness = make_readiness([child for child in children if child.name in labelling],
+                                   Redis.from_url(settings.redis_url), settings.port, announce, say)
+        return supervise([*children, *([redis] if redis else [])], on_tick=readiness.tick)
 
 
 def _read_env_file(environ: MutableMapping[str, str]) -> None:
@@ -138,8 +150,9 @@ def _has_promoted_model(settings: Settings) -> bool:
 
 
 def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
+    """What a user needs once the service is ready (issue_sorter.readiness calls it)."""
     source = environ.get("ISSUE_SORTER_SECRET_SOURCE")
-    print(f"\nIssue Sorter is up. Webhooks go to: POST http://<this host>:{settings.port}/webhook")
+    print(f"\n{READY_LINE} Webhooks go to: POST http://<this host>:{settings.port}/webhook")
     print(f"  health: http://127.0.0.1:{settings.port}/healthz")
     print("  webhook secret: " + (f"generated, in {source}" if source else "GITHUB_WEBHOOK_SECRET"))
     if settings.dry_run:
@@ -151,6 +164,7 @@ def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:
         print(f"  review page: http://127.0.0.1:{settings.port}/review/ (sign in with GitHub)")
     else:
         print("  review page: off; set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (the App's OAuth client)")
+    sys.stdout.flush()  # bench.latency times the first label from this line
 
 
 def _start_processes(environ: MutableMapping[str, str], forward: str | None, *,
@@ -159,8 +173,7 @@ def _start_processes(environ: MutableMapping[str, str], forward: str | None, *,
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     env = dict(environ)
     # one queue per worker: RQ hands a job of a killed worker back only when that worker served one queue
-    labelling = {"worker" if n == 1 else f"worker-{n}": ["worker", "--queues", LABELING_QUEUE]
-                 for n in range(1, labelling_workers + 1)}
+    labelling = {name: ["worker", "--queues", LABELING_QUEUE] for name in labelling_names(labelling_workers)}
     commands = {"web": ["web", "--workers", "2"], **labelling,
                 "feedback-worker": ["worker", "--queues", FEEDBACK_QUEUE], "trainer": ["training-worker"],
                 "cron": ["cron"]}
@@ -172,3 +185,8 @@ def _start_processes(environ: MutableMapping[str, str], forward: str | None, *,
     for child in children:
         child.launch(time.monotonic())
     return children
+
+
+def labelling_names(count: int) -> list[str]:
+    """The supervisor's names for `count` labelling workers: worker, worker-2, worker-3 ..."""
+    return ["worker" if n == 1 else f"worker-{n}" for n in range(1, count + 1)]

