@@ -122,10 +122,11 @@ def test_a_label_the_rules_serve_is_applied_only_where_the_mode_writes(mode):
     from bot.issues import IssueSnapshot
 
     vectors = np.array([[1.0, 0.0]] * 8 + [[0.0, 1.0]] * 8, dtype=np.float32)
-    mem = own_labels.OwnLabelMemory(vectors, [frozenset({"streaming"})] * 8 + [frozenset()] * 8, {"streaming": 8})
+    mem = own_labels.OwnLabelMemory(vectors, [frozenset({"streaming"})] * 8 + [frozenset()] * 8, {"streaming": 8},
+                                    texts=["the stream stops"] * 8 + ["a question"] * 8)
     rules = own_labels.fit_rules(mem, min_examples=5, target=0.85)
     inputs = labeling.LabelingInputs(
-        REPO, 1, IssueSnapshot(1, "t", "", "open", (), False, None, None),
+        REPO, 1, IssueSnapshot(1, "the stream stops", "", "open", (), False, None, None),
         dataclasses.replace(labeling.LabelingPolicy(), areas=None, mode=mode), ["bug"], scores={"bug": 0.9},
         vector=[1.0, 0.0], repo_labels=["bug", "streaming"], own_memory=mem, own_rules=rules)
     (decision,) = labeling.decide(inputs).own

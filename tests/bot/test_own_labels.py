@@ -51,8 +51,8 @@ def github():
 
 def confirmed_history(sessions, streaming: int = 6, vision: int = 6) -> None:
     """Confirmed issues in the repository's memory: `streaming` about streams, `vision` about images."""
-    issues = [(f"Stream {i} crash", "streaming") for i in range(streaming)]
-    issues += [(f"Image {i} crash", "vision") for i in range(vision)]
+    issues = [(f"Stream stops with a crash, case {i}", "streaming") for i in range(streaming)]
+    issues += [(f"Image fails with a crash, case {i}", "vision") for i in range(vision)]
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
         for number, (title, own) in enumerate(issues, start=100):
@@ -344,7 +344,8 @@ def test_the_quality_page_counts_each_own_labels_precision_and_coverage(sessions
 KINDS = ["bug", "feature", "question"]
 
 
-def own_only_history(sessions, count: int = 6, title: str = "Stream {} stops", labels=("streaming",)):
+def own_only_history(sessions, count: int = 6, title: str = "Stream stops with a crash, case {}",
+                     labels=("streaming",)):
     """Issues a human confirmed own labels of and no kind (a maintainer's `streaming` on an issue nobody
     gave a kind; the backfill's issues with several own labels and no kind)."""
     with session_scope(sessions) as session:

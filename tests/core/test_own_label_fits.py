@@ -68,11 +68,13 @@ def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo
         fitted = read(session, repo)
     with session_scope(sessions) as session:
         row = session.scalars(select(OwnLabelFit)).one()
-        assert set(row.labels) == {"streaming"} and len(row.weights) == 8 * 8  # one head: 8 float64
+        words = len(row.words["terms"]) if row.words else 0  # SCORING with tfidf: the head reads them too
+        assert set(row.labels) == {"streaming"} and len(row.weights) == 8 * (8 + words)  # one head, float64
         stored = own_label_fits.decode(row)
         mem = own_labels.recall(session, repo, VERSION)
-    for vector in (TOPIC, np.eye(8)[3], np.ones(8)):
-        assert stored.score(vector, ["streaming"], mem) == fitted.score(vector, ["streaming"], mem)
+    for vector, text in ((TOPIC, "the stream stops"), (np.eye(8)[3], "issue 99"), (np.ones(8), "")):
+        assert stored.score(vector, ["streaming"], mem, text=text) == fitted.score(vector, ["streaming"], mem,
+                                                                                 text=text)
     assert stored.thresholds == fitted.thresholds and np.isfinite(stored.thresholds["streaming"])
 
 
