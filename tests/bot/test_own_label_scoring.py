@@ -3,11 +3,10 @@ label's head and vote, its threshold cross-fitted on the memory) are fitted off 
 (core.own_label_fits) and read as stored; a labelling job reads the memory once, for the kind and the own
 labels alike; the kind is decided the same with own labels on or off."""
 
-import contextlib
 import dataclasses
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from bot import labeling
 from core import memory, own_label_fits, own_labels, store
@@ -22,21 +21,7 @@ from tests.bot.test_own_labels import (
     own_decisions,
     streaming_issue,
 )
-
-
-@contextlib.contextmanager
-def statements(sessions):
-    """The SQL run on the sessions' engine inside the block."""
-    engine, seen = sessions.kw["bind"], []
-
-    def keep(conn, cursor, statement, *args):
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", keep)
+from tests.sql_statements import statements
 
 
 def memory_reads(seen: list[str]) -> list[str]:

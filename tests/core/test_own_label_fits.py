@@ -2,15 +2,15 @@
 min_examples, read as stored by the labelling job however the memory moved, refitted by the feedback
 queue's refresh when it did."""
 
-import contextlib
 
 import numpy as np
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from core import memory, own_label_fits, own_labels, store
 from core.db import session_scope
 from core.tables import OwnLabelFit
+from tests.sql_statements import statements
 
 VERSION = "v1"
 TOPIC = np.eye(8)[0]
@@ -36,20 +36,6 @@ def remember(session, repo: int, first: int, count: int, *, streaming: bool, ver
         memory.remember(session, issue, "bug", version, vector)
         if streaming:
             own_labels.confirm(session, issue, "streaming", "maintainer")
-
-
-@contextlib.contextmanager
-def statements(sessions):
-    engine, seen = sessions.kw["bind"], []
-
-    def record(conn, cursor, statement, *args):
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def read(session, repo, *, target=0.85, min_examples=5, version=VERSION, stale_ok=True, fitted=None):

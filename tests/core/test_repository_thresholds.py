@@ -2,11 +2,9 @@
 come from (the bot's judged predictions, its history in the memory scored leave-one-out), the fall-back to
 the global thresholds, and the cache on the repository's row."""
 
-import contextlib
 
 import numpy as np
 import pytest
-from sqlalchemy import event
 
 from core import memory, store
 from core.db import session_scope
@@ -14,6 +12,7 @@ from core.memory import Memory
 from core.repository_thresholds import judged_issues, leave_one_out, refresh_stored, repository_thresholds
 from core.tables import IssueRecord, ModelVersion, Prediction, Repository
 from core.thresholds import DEFAULT, GLOBAL, OWN
+from tests.sql_statements import statements
 
 CLASSES = ["bug", "feature", "question"]
 VERSION = "v1"
@@ -72,21 +71,6 @@ def predict(session, repository_id: int, number: int, scores: dict, *, decision:
                            predicted=max(scores, key=scores.get), label=None, applied=True, outcome="applied",
                            decision=decision))
     session.flush()
-
-
-@contextlib.contextmanager
-def statements(sessions):
-    """The SQL run on the sessions' engine inside the block."""
-    engine, seen = sessions.kw["bind"], []
-
-    def record(conn, cursor, statement, *args):
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def test_each_history_row_is_scored_by_the_rest_of_the_memory_never_by_itself():
