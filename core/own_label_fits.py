@@ -2,9 +2,10 @@
 
 Fitting costs a cross-fit per served label over the whole memory (seconds at 2,000 rows); recomputing the
 thresholds alone on every labelling job cost it 0.21 s. So, as with the kinds' thresholds
-(core.repository_thresholds): the feedback queue refits after each decision and memory fill
-(`refresh_stored`, where the memory or the examples moved), and the labelling job reads what is stored
-(`stale_ok`); it fits only when nothing is stored for its model version, target and min_examples.
+(core.repository_thresholds): the feedback queue refits after decisions and memory fills
+(`refresh_stored`, where the memory or the examples moved enough: `refit_due`), and the labelling job reads
+what is stored (`stale_ok`); it fits only when nothing is stored for its model version, target and
+min_examples.
 
 Stored as data: each label's examples, threshold and bias as JSON, the heads' weights as one
 array (float64, so a stored head scores exactly as the fitted one; OwnLabelFit), and where the heads read
@@ -14,6 +15,7 @@ words (core.own_labels.SCORING with tfidf) their TF-IDF vocabulary, terms and id
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable
 
@@ -24,6 +26,7 @@ from sqlalchemy.orm import Session
 from core import own_labels
 from core.own_label_words import WordFeatures
 from core.own_labels import LabelHead, OwnLabelMemory, OwnLabelRules
+from core.store import as_utc
 from core.tables import IssueRecord, MemoryEntry, OwnLabelExample, OwnLabelFit, utcnow
 
 
@@ -40,18 +43,48 @@ def stored_rules(session: Session, repository_id: int, version: str, *, target: 
     return _fit_and_store(session, repository_id, inputs, memory(), row)
 
 
-def refresh_stored(session: Session, repository_id: int, version: str | None = None) -> OwnLabelRules | None:
+# Refitting costs a cross-fit per served label over the whole memory: about 30 s at 3,000 rows and 6 served
+# labels (bench.own_labels, 2026-12-03, 2 shared cores), so after every decision of a busy repository the
+# feedback queue would do little else. A small memory (a fit in about a second) is refitted on every move; a
+# larger one once it moved by REFIT_SHARE of its rows or examples, or once the fit is REFIT_AFTER old and it
+# moved at all (the next decision or fill after that refits). A new model version or scoring always refits.
+SMALL_MEMORY = 500
+REFIT_SHARE = 0.05
+REFIT_AFTER = dt.timedelta(minutes=10)
+
+
+def refresh_stored(session: Session, repository_id: int, version: str | None = None, *,
+                   now: dt.datetime | None = None) -> OwnLabelRules | None:
     """Refit the stored rules, for the target and min_examples they were stored with, where the memory or
-    the examples moved since (the feedback queue's part); `version`: the model serving now, when a
-    promotion moved it (None: the stored one). None when none are stored (the labelling job fits them the
-    first time it serves own labels)."""
+    the examples moved since as far as `refit_due` asks (the feedback queue's part); `version`: the model
+    serving now, when a promotion moved it (None: the stored one). None when none are stored (the labelling
+    job fits them the first time it serves own labels)."""
     row = session.scalar(select(OwnLabelFit).where(OwnLabelFit.repository_id == repository_id))
     if row is None:
         return None
     stored_version, target, min_examples = row.key[:3]
     version = version or stored_version
-    return stored_rules(session, repository_id, version, target=target, min_examples=min_examples,
-                        memory=lambda: own_labels.recall(session, repository_id, version), stale_ok=False)
+    inputs = _inputs(version, target, min_examples)
+    moved = _moved(session, repository_id, version)
+    if row.key[:len(inputs)] == inputs and not refit_due(row.key[len(inputs):], moved, row.fitted_at,
+                                                         now or utcnow()):
+        return decode(row)
+    memory = own_labels.recall(session, repository_id, version)
+    return _fit_and_store(session, repository_id, inputs, memory, row)
+
+
+def refit_due(stored: list, moved: list, fitted_at: dt.datetime, now: dt.datetime) -> bool:
+    """Whether the memory moved enough since the fit (`stored`, `moved`: _moved's rows, last row id,
+    examples, last example id) to pay for a refit now."""
+    if list(stored) == list(moved):
+        return False
+    rows_then, _, examples_then, _ = stored
+    rows_now, _, examples_now, _ = moved
+    if max(rows_then, rows_now) < SMALL_MEMORY:
+        return True
+    share = max(abs(rows_now - rows_then) / max(rows_then, 1),
+                abs(examples_now - examples_then) / max(examples_then, 1))
+    return share >= REFIT_SHARE or now - as_utc(fitted_at) >= REFIT_AFTER
 
 
 def _fit_and_store(session: Session, repository_id: int, inputs: list, memory: OwnLabelMemory,
