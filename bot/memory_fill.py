@@ -1,8 +1,8 @@
 """A repository's memory filled from its confirmed issues, off the labelling path.
 
 The fill (core.memory.fill) runs as bot.jobs.fill_memory on the feedback queue. It is queued after a
-backfill has stored a repository's labelled history, and when a worker first serves a repository with a
-version (a promotion, or a worker's start): at most one fill of a repository by a version waits in the
+backfill has stored a repository's labelled history, and when the fleet first serves a repository with a
+version (after a promotion; once, however many workers): at most one fill of a repository by a version waits in the
 queue at a time. A running one does not count, since it may already have passed the issues stored since.
 The confirmed issues are those of a kind and those that carry only the repository's own labels (the backfill
 keeps them; core.memory stores them under NO_KIND, outside every kind's vote). After each decision, the
@@ -23,6 +23,7 @@ from core.queues import CRASH_RETRY, FILL_MEMORY, KEEP_SECONDS, enqueue
 
 log = logging.getLogger(__name__)
 WAITING_KEY = "issue-sorter:memory-fill-waiting:{repo}:{version}"  # set while that fill waits in the queue
+SERVED_KEY = "issue-sorter:memory-served:{repo}:{version}"  # set once a process of the fleet served it
 
 
 def queue_fill(redis: Redis, repo: str, version: str) -> Job | None:
@@ -31,6 +32,16 @@ def queue_fill(redis: Redis, repo: str, version: str) -> Job | None:
         return None
     log.info("memory of %s: fill by %s queued", repo, version)
     return enqueue(redis, FILL_MEMORY, {"repo": repo, "version": version}, retry=CRASH_RETRY)
+
+
+def queue_fill_on_first_serving(redis: Redis, repo: str, version: str) -> Job | None:
+    """A worker serves `repo` with `version` for the first time in its process (bot.serving's on_serve):
+    the fill is queued by the first process of the whole fleet only. Each of N workers (and each restart)
+    queued its own before, N fills of every repository per promotion; what is stored after the first fill
+    reaches the memory by `follow_issue` after each decision, or by the fill a backfill queues."""
+    if not redis.set(SERVED_KEY.format(repo=repo, version=version), 1, nx=True, ex=KEEP_SECONDS):
+        return None
+    return queue_fill(redis, repo, version)
 
 
 def queue_fill_by_serving(redis: Redis, sessions: sessionmaker[Session], repo: str) -> Job | None:

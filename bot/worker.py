@@ -47,7 +47,7 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     if github_for is not None:  # one write a second per installation, across every worker process
         github_for = write_spacing.spaced_writers(github_for, redis, settings.github_write_interval)
     # a version serving a repository for the first time here: its memory is filled on the feedback queue
-    on_serve = functools.partial(memory_fill.queue_fill, redis) if settings.memory else None
+    on_serve = functools.partial(memory_fill.queue_fill_on_first_serving, redis) if settings.memory else None
     loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine)
     models = ServingModels(resolve, loader, on_serve=on_serve,
                            on_load=functools.partial(record_engine, redis))

@@ -43,7 +43,7 @@ def encoder(bare_context):
     with session_scope(bare_context.sessionmaker) as session:
         serve(session, encoder.version)
     bare_context.models = ServingModels(serving_from(bare_context.sessionmaker), lambda path: encoder,
-                                        on_serve=functools.partial(memory_fill.queue_fill, bare_context.redis))
+                                        on_serve=functools.partial(memory_fill.queue_fill_on_first_serving, bare_context.redis))
     return encoder
 
 
@@ -101,6 +101,23 @@ def test_a_fill_is_queued_once_per_repository_and_version_while_it_waits(bare_co
     assert memory_fill.queue_fill(redis, REPO, "fake-1") is not None  # once it ran, new history needs another
 
 
+def test_the_fleet_queues_one_fill_per_repository_and_version_however_many_workers_serve_it(redis):
+    """Three workers (and one of them restarted) serving the same repository with the same version: one
+    fill, even once it has run; a new version has its own."""
+    def worker(version: str) -> ServingModels:
+        return ServingModels(lambda repo: Served("global", version, "unused"), lambda path: object(),
+                             on_serve=functools.partial(memory_fill.queue_fill_on_first_serving, redis))
+
+    for process in (worker("fake-1"), worker("fake-1"), worker("fake-1")):
+        process.for_repository(REPO)
+    assert waiting(redis, FEEDBACK_QUEUE) == ["bot.jobs.fill_memory"]
+    memory_fill.mark_started(redis, REPO, "fake-1")  # it ran
+    worker("fake-1").for_repository(REPO)  # a restarted worker
+    assert waiting(redis, FEEDBACK_QUEUE) == ["bot.jobs.fill_memory"]
+    worker("fake-2").for_repository(REPO)
+    assert waiting(redis, FEEDBACK_QUEUE) == ["bot.jobs.fill_memory"] * 2
+
+
 def test_a_promoted_version_refills_the_memory_and_then_the_old_rows_go(bare_context, encoder, fake_github, client,
                                                                         payload, redis):
     with session_scope(bare_context.sessionmaker) as session:
@@ -112,7 +129,7 @@ def test_a_promoted_version_refills_the_memory_and_then_the_old_rows_go(bare_con
     with session_scope(bare_context.sessionmaker) as session:
         serve(session, newer.version)
     bare_context.models = ServingModels(serving_from(bare_context.sessionmaker), lambda path: newer,
-                                        on_serve=functools.partial(memory_fill.queue_fill, redis))
+                                        on_serve=functools.partial(memory_fill.queue_fill_on_first_serving, redis))
     fake_github.add_issue(REPO, 5, "Crash", "")
     deliver(client, "issues", issue_payload(payload, "opened", 5, title="Crash"), "open-5")
     run_worker(redis)
