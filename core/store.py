@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import case, select, update
+from sqlalchemy.orm import Session, joinedload
 
 from core.tables import (
     GLOBAL_SCOPE,
@@ -30,9 +30,15 @@ def serving_model_version(session: Session, scope: str = GLOBAL_SCOPE) -> ModelV
 
 
 def serving_promotion_for(session: Session, repo: str | None) -> ModelPromotion | None:
-    """The promotion that makes a version serve `repo`: the repository's own, else the global one."""
-    own = _newest_promotion(session, repo) if repo and repo != GLOBAL_SCOPE else None
-    return own or _newest_promotion(session, GLOBAL_SCOPE)
+    """The promotion that makes a version serve `repo`: the repository's own, else the global one, with
+    its version. One query: every labelling job asks it (bot.serving), so that a promotion reaches
+    running workers at their next job."""
+    scopes = [repo, GLOBAL_SCOPE] if repo and repo != GLOBAL_SCOPE else [GLOBAL_SCOPE]
+    return session.scalars(
+        select(ModelPromotion).options(joinedload(ModelPromotion.model_version))
+        .where(ModelPromotion.scope.in_(scopes))
+        .order_by(case((ModelPromotion.scope == GLOBAL_SCOPE, 1), else_=0),  # the repository's own first
+                  ModelPromotion.promoted_at.desc(), ModelPromotion.id.desc()).limit(1)).first()
 
 
 def serving_model_for(session: Session, repo: str | None) -> ModelVersion | None:
