@@ -52,12 +52,13 @@ def own_applied_line(labels: Sequence[str]) -> str:
     """"Also labelled `streaming`, `vision`: ...", or nothing."""
     if not labels:
         return ""
-    return (f"\n\nAlso labelled {', '.join(code_span(label) for label in labels)}, from the confirmed issues "
-            "that carry them.")
+    return (f"\n\nAlso labelled {', '.join(code_span(label) for label in labels)}, as learnt from this "
+            "repository's confirmed issues that carry them.")
 
 
 def own_suggested_lines(own: Sequence[tuple[str, float]]) -> str:
-    """The repository's own labels that may fit, with their votes, or nothing."""
+    """The repository's own labels that may fit, with their scores (each label's probability under
+    core.own_labels.SCORING), or nothing."""
     if not own:
         return ""
     return "\n\nThis repository's labels that may fit:\n" + "\n".join(
