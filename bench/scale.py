@@ -1,6 +1,6 @@
 """Scale-out: what 1, 2 and 4 labelling workers of `issue-sorter run` label per second, in one run.
 
-    .venv/bin/python -m bench.scale --configs 1x1 1x2 2x1 4x1 --n 400
+    .venv/bin/python -m bench.scale --configs 1x1 1x2 2x1 4x1 --n 400 [--repeat 2]
 
 Each configuration, workers x inference threads each (ISSUE_SORTER_LABELLING_WORKERS x
 ISSUE_SORTER_WORKER_THREADS), is `issue-sorter run` (bench.chaos's Service) on a fresh PostgreSQL database
@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--postgres", default=os.environ.get(
         "POSTGRES_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every configuration (the median reported)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     issues = real_issues(args.n, args.installations, together=1)  # next issues, other installations
@@ -263,15 +264,25 @@ def main(argv: list[str] | None = None) -> int:
     alone = {threads: model_alone(model, texts, threads) for threads in sorted({
         int(c.split("x")[1]) for c in args.configs})}
     results = []
-    for config in args.configs:
-        workers, threads = (int(part) for part in config.split("x"))
-        results.append(measure(args, workers, threads, issues, model, alone[threads]))
-        print(json.dumps(results[-1]), flush=True)
+    for round_ in range(args.repeat):  # round-robin, so that a slower spell of the machine hits every config
+        for config in args.configs:
+            workers, threads = (int(part) for part in config.split("x"))
+            results.append({"round": round_ + 1, **measure(args, workers, threads, issues, model, alone[threads])})
+            print(json.dumps(results[-1]), flush=True)
     report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
-              "load_before": os.getloadavg(), "results": results}
+              "load_before": os.getloadavg(), "results": results, "median_labels_per_s": medians(results)}
+    print(json.dumps(report["median_labels_per_s"]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0
+
+
+def medians(results: list[dict]) -> dict[str, float]:
+    """Per configuration ("2x1"), the median labels/s of its rounds."""
+    rounds: dict[str, list[float]] = {}
+    for result in results:
+        rounds.setdefault(f"{result['workers']}x{result['threads_each']}", []).append(result["labels_per_s"])
+    return {config: round(statistics.median(values), 2) for config, values in rounds.items()}
 
 
 def without_thresholds(model: Path) -> Path:
