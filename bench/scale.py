@@ -33,8 +33,8 @@ from pathlib import Path
 
 import requests
 
-from bench.chaos import (APP_ID, LABELLING_WORKER, LABELS, SECRET, SHAPE, Service, delivery_body, environment, prepare_model,
-                         real_issues)
+from bench.chaos import (APP_ID, LABELLING_WORKER, LABELS, SECRET, SHAPE, Service, delivery_body, environment,
+                         prepare_model, real_issues)
 from bot.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 
@@ -60,8 +60,9 @@ def task_times(pid: int) -> tuple[float, float]:
 # Who a command line belongs to, for the machine's CPU over the window (first match wins).
 MACHINE_ROLES = [("labelling workers", LABELLING_WORKER),
                  ("feedback worker", r"issue_sorter\.cli worker --queues feedback"),
-                 ("training worker", r"issue_sorter\.cli training-worker"), ("cron", r"issue_sorter\.cli cron"),
-                 ("web (gunicorn)", r"gunicorn|issue_sorter\.cli web"), ("supervisor", r"issue_sorter\.cli run|issue-sorter run"),
+                 ("training worker", r"issue_sorter\.cli training-worker"),
+                 ("cron", r"issue_sorter\.cli cron"), ("web (gunicorn)", r"gunicorn|issue_sorter\.cli web"),
+                 ("supervisor", r"issue_sorter\.cli run|issue-sorter run"),
                  ("PostgreSQL", r"^postgres"), ("Redis", r"valkey|redis-server")]
 
 
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--postgres", default=os.environ.get(
         "POSTGRES_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
-    parser.add_argument("--repeat", type=int, default=1, help="rounds of every configuration (the median reported)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of every configuration (the median reported)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     issues = real_issues(args.n, args.installations, together=1)  # next issues, other installations
@@ -267,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.repeat):  # round-robin, so that a slower spell of the machine hits every config
         for config in args.configs:
             workers, threads = (int(part) for part in config.split("x"))
-            results.append({"round": round_ + 1, **measure(args, workers, threads, issues, model, alone[threads])})
+            measured = measure(args, workers, threads, issues, model, alone[threads])
+            results.append({"round": round_ + 1, **measured})
             print(json.dumps(results[-1]), flush=True)
     report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
               "load_before": os.getloadavg(), "results": results, "median_labels_per_s": medians(results)}
