@@ -23,7 +23,7 @@ from core.tables import IssueRecord, OwnLabelExample
 
 # Process labels, by the words GitHub's defaults and large projects use for them.
 PROCESS = re.compile(
-    r"good.\w+.issue|first.timers?|help.wanted|beginner|easy|hacktoberfest|"
+    r"good[ _-]\w+[ _-]issue|first.timers?|help.wanted|beginner|easy|hacktoberfest|"
     r"triage|needs?.(info|more|repro|review|investigation|decision|discussion|feedback|response)|"
     r"awaiting|waiting|blocked|in.progress|wip|stale|inactive|"
     r"duplicate|wontfix|won.t.fix|invalid|not.planned|can.t.reproduce|cannot.reproduce|works.for.me|"

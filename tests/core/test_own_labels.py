@@ -32,7 +32,7 @@ def test_labels_that_only_name_a_kind_are_not(label):
     assert not is_candidate(label)
 
 
-@pytest.mark.parametrize("label", ["good first issue", "good second issue", "help wanted", "needs triage", "needs-repro", "duplicate",
+@pytest.mark.parametrize("label", ["good first issue", "good second issue", "good_first_issue", "help wanted", "needs triage", "needs-repro", "duplicate",
                                    "wontfix", "invalid", "stale", "P1", "priority: high", "dependencies"])
 def test_process_labels_are_not(label):
     assert not is_candidate(label)
