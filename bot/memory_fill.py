@@ -2,8 +2,8 @@
 
 The fill (core.memory.fill) runs as bot.jobs.fill_memory on the feedback queue. It is queued after a
 backfill has stored a repository's labelled history, and when the fleet first serves a repository with a
-version (after a promotion; once, however many workers): at most one fill of a repository by a version waits in the
-queue at a time. A running one does not count, since it may already have passed the issues stored since.
+version (after a promotion; once, however many workers): at most one fill of a repository by a version
+waits in the queue at a time. A running one does not count, since it may already have passed the issues stored since.
 The confirmed issues are those of a kind and those that carry only the repository's own labels (the backfill
 keeps them; core.memory stores them under NO_KIND, outside every kind's vote). After each decision, the
 decided issue's row follows it at once (`follow_issue`).
