@@ -72,12 +72,14 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
     config, report = _config(github, repo)
     repository = store.ensure_repository(session, repo, event.get("installation_id"), github_id=event.get("repo_id"),
                                          private=event.get("repo_private"))
-    row = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
-                             author_login=issue.author_login, state=issue.state, opened_at=issue.created_at,
-                             event_at=event_at)
-    latest = store.latest_prediction(session, row)
+    row, new = store.upserted_issue(session, repository, number, title=issue.title, body=issue.body,
+                                    author_login=issue.author_login, state=issue.state,
+                                    opened_at=issue.created_at, event_at=event_at)
+    # a row this job created has no prediction and no label event yet: two statements fewer per new issue
+    latest = None if new else store.latest_prediction(session, row)
+    removed = frozenset() if new else frozenset(removed_by_human(session, row))
     version_id = session.query(ModelVersion.id).filter_by(version=classifier.version).scalar()
-    policy = policy_for(settings, config, dry_run=github is None, never_again=frozenset(removed_by_human(session, row)))
+    policy = policy_for(settings, config, dry_run=github is None, never_again=removed)
     base = LabelingInputs(repo=repo, number=number, issue=issue, policy=policy, classes=list(classifier.labels),
                           config_report=report)
     if latest is not None and latest.outcome == PENDING:  # a crashed job's decision: finish it, decide nothing

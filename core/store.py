@@ -149,12 +149,22 @@ def upsert_issue(session: Session, repository: Repository, number: int, *, title
     """The issue's row with this event's text and state, unless a newer event was applied (see accepts_event).
 
     A `title` or `body` of None (an event whose text is unknown) keeps the stored one ("" for a new row)."""
+    return upserted_issue(session, repository, number, title=title, body=body, author_login=author_login,
+                          state=state, opened_at=opened_at, event_at=event_at)[0]
+
+
+def upserted_issue(session: Session, repository: Repository, number: int, *, title: str | None,
+                   body: str | None, author_login: str | None, state: str, opened_at=None,
+                   event_at: dt.datetime | None = None) -> tuple[IssueRecord, bool]:
+    """upsert_issue's row, and whether this call created it: a row just created has nothing stored about
+    it yet (no prediction, no label event), which a labelling job need not ask the database."""
     issue = find_issue(session, repository, number)
-    if issue is None:
+    created = issue is None
+    if created:
         issue = IssueRecord(repository_id=repository.id, number=number, title="", body="")
         session.add(issue)
     elif not accepts_event(issue, event_at):
-        return issue
+        return issue, False
     if event_at is not None:
         issue.last_event_at = as_utc(event_at)
     issue.author_login, issue.state = author_login, state
@@ -165,7 +175,7 @@ def upsert_issue(session: Session, repository: Repository, number: int, *, title
     if opened_at is not None:
         issue.opened_at = opened_at
     session.flush()
-    return issue
+    return issue, created
 
 
 def latest_prediction(session: Session, issue: IssueRecord) -> Prediction | None:

@@ -12,8 +12,9 @@ from bot.labeling import decide
 from core import memory, store
 from core.db import session_scope
 from core.settings import Settings
-from core.tables import MemoryEntry
+from core.tables import LabelEvent, MemoryEntry
 from tests.fakes import FakeEncoder, FakeGitHub
+from tests.sql_statements import statements
 
 REPO = "octo/widgets"
 SETTINGS = Settings(webhook_secret="s", threshold=0.5)
@@ -77,3 +78,23 @@ def test_an_issue_to_leave_alone_costs_no_model_and_no_label_listing(sessions):
     gathered, _ = gather(sessions, encoder, event)
     assert gathered.inputs.skip == "it is closed"
     assert encoder.seen == [] and encoder.embedded == [] and gathered.inputs.repo_labels == []
+
+
+def test_a_new_issue_costs_no_reads_of_its_past_and_a_known_one_keeps_its_removed_labels(sessions):
+    """A row the job creates has no prediction and no label event yet: the job does not ask for them. An issue
+    stored before (a label event came first) is asked, and a label a human took off stays off."""
+    encoder = FakeEncoder({"crash": "bug"}, version="fake-1")
+    with statements(sessions) as new:
+        gathered, _ = gather(sessions, encoder, opened(1, "App crash on start"))
+    assert gathered.inputs.policy.never_again == frozenset()
+    asks = ("SELECT predictions.id", "SELECT label_events.label")  # its stored prediction, its label events
+    assert not [sql for sql in new if sql.lstrip().startswith(asks)]
+    with session_scope(sessions) as session:  # issue 2 is known: a maintainer took "bug" off it
+        repository = store.ensure_repository(session, REPO, 1)
+        row = store.upsert_issue(session, repository, 2, title="App crash", body="", author_login="a",
+                                 state="open")
+        session.add(LabelEvent(issue_id=row.id, action="unlabeled", label="bug", actor_login="maintainer"))
+    with statements(sessions) as known:
+        gathered, _ = gather(sessions, encoder, opened(2, "App crash on start"))
+    assert gathered.inputs.policy.never_again == frozenset({"bug"})
+    assert all(any(sql.lstrip().startswith(ask) for sql in known) for ask in asks)
