@@ -10,6 +10,11 @@ second over `--installations` installations, so that GitHub's write spacing (1 s
 binds: a worker's waiting is its own. Throughput: N over the time from the first delivery to the last label
 GitHub saw.
 
+Steady state, unless `--cold`: before the window, one issue per installation is labelled and the feedback
+queue drained, so that what a running service does once per installation or repository (its installation
+token, its labels, its config file's first read, its memory's first fill) is done; with 200 installations
+and 400 issues it would otherwise fall on every other issue of the window.
+
 What a labelling worker's time goes to, over the same window: on a CPU, waiting for one, asleep (every
 thread of the process, /proc/PID/task/*/schedstat); of the time on a CPU, the model's share (the same model
 predicting the same issues alone in this process beforehand, per issue, times the issues each worker
@@ -166,7 +171,44 @@ def job_seconds(service: Service) -> dict[str, tuple[int, float]]:
     return out
 
 
-def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float) -> dict:
+def wait_for_labels(fake: FakeGitHub, count: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while len(fake.calls("POST", LABEL_POST)) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def wait_for_feedback(service: Service, seconds: float = 300) -> None:
+    """Until the feedback queue has nothing queued or running (the memories' first fills)."""
+    from redis import Redis
+    from rq import Queue
+
+    from core.queues import FEEDBACK_QUEUE
+
+    queue = Queue(FEEDBACK_QUEUE, connection=Redis.from_url(service.redis_url()))
+    deadline = time.monotonic() + seconds
+    while (len(queue) or queue.started_job_registry.count) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def send_at_rate(service: Service, issues: list[dict], repo_ids: dict[str, int], rate: float) -> None:
+    """Each issue's signed `issues.opened` delivery, `rate` a second, from 8 threads as GitHub's would."""
+    shape = json.loads(SHAPE.read_text())
+    started = time.monotonic()
+
+    def send(issue: dict) -> None:
+        body = delivery_body(shape, issue, repo_ids[issue["repo"]])
+        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
+                   "Content-Type": "application/json", "X-Hub-Signature-256": sign_body(body, SECRET)}
+        requests.post(f"{service.base}/webhook", data=body, headers=headers, timeout=30).raise_for_status()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for i, issue in enumerate(issues):
+            time.sleep(max(0.0, started + i / rate - time.monotonic()))
+            pool.submit(send, issue)
+
+
+def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float,
+            warm_up: list[dict] = ()) -> dict:
     database_url = fresh_database(args.postgres)
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{workers}x{threads}-"))
     (workdir / "var").mkdir()
@@ -175,7 +217,7 @@ def measure(args, workers: int, threads: int, issues: list[dict], model: Path, p
         repos = {i["repo"]: i["installation"] for i in issues}
         for repo, installation in sorted(repos.items()):
             fake.add_repo(repo, labels=LABELS, installation_id=installation)
-        for issue in issues:
+        for issue in [*warm_up, *issues]:
             fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
         repo_ids = {repo: fake.repo_id(repo) for repo in repos}
         os.environ["DATABASE_URL"] = database_url
@@ -188,6 +230,10 @@ def measure(args, workers: int, threads: int, issues: list[dict], model: Path, p
         try:
             service.wait_healthy()
             wait_for_workers(service, workers)
+            if warm_up:
+                send_at_rate(service, warm_up, repo_ids, args.rate)
+                wait_for_labels(fake, len(warm_up), args.timeout)
+                wait_for_feedback(service)
             return _run(args, service, fake, issues, repo_ids, workers, threads, per_issue)
         finally:
             service.stop()
@@ -200,38 +246,29 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
     pids = service.child_pids(LABELLING_WORKER)
     before = {pid: task_times(pid) for pid in pids}
     machine_before = process_cpu()
-    shape = json.loads(SHAPE.read_text())
+    jobs_before, requests_before = job_seconds(service), len(fake.requests)
+    earlier = len(fake.calls("POST", LABEL_POST))  # the warm-up's
     started_wall, started = time.time(), time.monotonic()
-
-    def send(issue: dict) -> None:
-        body = delivery_body(shape, issue, repo_ids[issue["repo"]])
-        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-                   "Content-Type": "application/json", "X-Hub-Signature-256": sign_body(body, SECRET)}
-        requests.post(f"{service.base}/webhook", data=body, headers=headers, timeout=30).raise_for_status()
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        for i, issue in enumerate(issues):
-            time.sleep(max(0.0, started + i / args.rate - time.monotonic()))
-            pool.submit(send, issue)
-    deadline = time.monotonic() + args.timeout
-    while len(fake.calls("POST", LABEL_POST)) < len(issues) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    send_at_rate(service, issues, repo_ids, args.rate)
+    wait_for_labels(fake, earlier + len(issues), args.timeout)
     window = time.monotonic() - started
     after = {pid: task_times(pid) for pid in pids}
     machine_after = process_cpu()
-    posts = fake.calls("POST", LABEL_POST)
+    posts = fake.calls("POST", LABEL_POST)[earlier:]
     done = {(p.path.split("/")[2], p.path.split("/")[3], p.path.split("/")[5]) for p in posts}
     last = max(p.received_at for p in posts) - started_wall if posts else window
     on_cpu = [after[p][0] - before[p][0] for p in pids]
     waiting = [after[p][1] - before[p][1] for p in pids]
-    jobs = job_seconds(service)
+    jobs = {name: (count - jobs_before.get(name, (0, 0.0))[0], seconds - jobs_before.get(name, (0, 0.0))[1])
+            for name, (count, seconds) in job_seconds(service).items()}
     in_jobs = sum(seconds for name, (_, seconds) in jobs.items() if "label" in name or "issue" in name)
     labelled_each = len(done) / workers
     share = lambda seconds: round(100 * seconds / window, 1)  # noqa: E731 - a percentage of the window
     return {
         "workers": workers, "threads_each": threads, "n": len(issues), "labelled": len(done),
         "labels_per_s": round(len(done) / last, 2), "window_s": round(window, 1),
-        "github_requests_per_issue": round(len(fake.requests) / max(1, len(done)), 1),
+        "warm_up_labelled": earlier,
+        "github_requests_per_issue": round((len(fake.requests) - requests_before) / max(1, len(done)), 1),
         "per_worker_percent_of_wall": {
             "on_cpu": share(statistics.mean(on_cpu)), "waiting_for_cpu": share(statistics.mean(waiting)),
             "asleep": share(window - statistics.mean(on_cpu) - statistics.mean(waiting)),
@@ -240,7 +277,7 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
         "model_alone_ms_per_issue": round(per_issue * 1000, 1),
         "machine_cpu_ms_per_issue": machine_cpu(machine_before, machine_after, len(done)),
         "jobs": {name: {"count": count, "mean_ms": round(1000 * seconds / max(1, count), 1)}
-                 for name, (count, seconds) in jobs.items()},
+                 for name, (count, seconds) in jobs.items() if count},
     }
 
 
@@ -258,9 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         "POSTGRES_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every configuration (the median reported)")
+    parser.add_argument("--cold", action="store_true",
+                        help="no warm-up: every installation's first issue falls in the window")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    issues = real_issues(args.n, args.installations, together=1)  # next issues, other installations
+    warm = 0 if args.cold else args.installations
+    # next issues, other installations: the first `warm` are one per installation, in the repository its
+    # window's issues go to (installations a multiple of NLBSE's 5 repositories)
+    everything = real_issues(warm + args.n, args.installations, together=1)
+    warm_up, issues = everything[:warm], everything[warm:]
     model = without_thresholds(args.model) if args.model else train_small(args.max_length)
     texts = [f"{i['title']}\n\n{i['body']}" for i in issues[:60]]
     alone = {threads: model_alone(model, texts, threads) for threads in sorted({
@@ -269,10 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.repeat):  # round-robin, so that a slower spell of the machine hits every config
         for config in args.configs:
             workers, threads = (int(part) for part in config.split("x"))
-            measured = measure(args, workers, threads, issues, model, alone[threads])
+            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up)
             results.append({"round": round_ + 1, **measured})
             print(json.dumps(results[-1]), flush=True)
     report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
+              "warm_up_per_configuration": len(warm_up),
               "load_before": os.getloadavg(), "results": results, "median_labels_per_s": medians(results)}
     print(json.dumps(report["median_labels_per_s"]), flush=True)
     if args.json:
