@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from bot.signatures import sign_body
+from issue_sorter.run import READY_LINE
 
 METRICS_TOKEN = "the-tests-metrics-token"  # /healthz says dry-run mode only to its bearer
 
@@ -28,7 +29,8 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_service(cwd: Path, env: dict[str, str], *, dry_run: bool = False) -> Iterator[str]:
-    """The service's base URL once /healthz says it is up; stopped with SIGTERM, which must exit 0."""
+    """The service's base URL once /healthz says it is up and it has said it is ready (its labelling workers
+    warmed up), as a user waits for it; stopped with SIGTERM, which must exit 0."""
     log_path = cwd / "run.log"
     env = {"ISSUE_SORTER_MAX_EVENT_AGE": "0", "ISSUE_SORTER_METRICS_TOKEN": METRICS_TOKEN,  # full /healthz
            **env}  # the payloads are GitHub's examples, dated 2019
@@ -42,10 +44,12 @@ def running_service(cwd: Path, env: dict[str, str], *, dry_run: bool = False) ->
             try:
                 health = requests.get(f"{base}/healthz", timeout=1,
                                       headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).json()
-                if health["database"] == "ok" and health["redis"] == "ok" and health["dry_run"] is dry_run:
+                if (health["database"] == "ok" and health["redis"] == "ok" and health["dry_run"] is dry_run
+                        and READY_LINE in log_path.read_text()):
                     break
             except (requests.RequestException, ValueError, KeyError):
-                time.sleep(0.3)
+                pass
+            time.sleep(0.3)
         else:
             pytest.fail("run did not come up:\n" + log_path.read_text()[-3000:])
         yield base

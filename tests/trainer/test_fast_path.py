@@ -17,6 +17,7 @@ from core.card import ModelCard, read_card
 from core.db import Base, make_sessionmaker, session_scope
 from core.classifier import BlendedClassifier, load_classifier
 from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
+from tests.conftest import ONNX_FIRST_CPU
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
@@ -83,7 +84,7 @@ def top_labels(classifier, issues) -> list[str]:
 
 
 def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top_labels(registered, gate_issues,
-                                                                                       caplog):
+                                                                                       caplog, onnx_first_cpu):
     record = read_card(registered)["fast_path"]
     assert record["serves"] in FAST_ENGINES and record["gate"]["passed"]
     gate = record["gate"]
@@ -98,7 +99,7 @@ def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top
     assert record["gate"]["issues_source"] == "given by the caller"
     with caplog.at_level(logging.INFO, logger="core.engines"):
         fast = load_classifier(registered)
-    # this CPU has no AMX: the first ONNX engine its gate allowed, int8 before fp32
+    # a CPU without bf16: the first ONNX engine its gate allowed, int8 before fp32
     assert isinstance(fast, OnnxClassifier) and fast.engine == next(e for e in FAST_ENGINES if e in kept)
     assert f"serving {fast.version} with {fast.engine}" in caplog.text
     torch_path = pytorch(registered)
@@ -126,14 +127,12 @@ def damage(artefact: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["missing", "corrupt"])
 def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registered, gate_issues, how, caplog,
-                                                                       monkeypatch):
+                                                                       onnx_first_cpu):
     kept = read_card(registered)["fast_path"]["artefacts"]
     fast_labels = top_labels(load_classifier(registered), gate_issues)
     for artefact in kept.values():
         damage(registered / artefact["file"], how)
-    # a CPU without bf16 instructions: with one (this Zen 4), the gated bf16 engine would come first
-    # (tests/core/test_engines.py), and the fp32 answers compared here are PyTorch's own
-    monkeypatch.setattr("core.engines.cpu_flags", lambda *args: frozenset({"avx2", "fma", "avx512f", "avx512_vnni"}))
+    # without bf16 instructions the fallback is fp32 PyTorch, whose answers the fast path's are compared with
     with caplog.at_level(logging.WARNING, logger="core.engines"):
         served = load_classifier(registered)
     assert isinstance(served, TransformerClassifier) and served.engine == "pytorch"
@@ -144,7 +143,7 @@ def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registere
 
 
 def test_a_corrupt_int8_artefact_falls_back_to_the_fp32_graph_when_its_gate_passed_too(
-        register, decisive_minilm, monkeypatch, caplog):
+        register, decisive_minilm, monkeypatch, caplog, onnx_first_cpu):
     monkeypatch.setattr("trainer.fast_path.is_same_answers", lambda *figures: True)  # both engines pass
     row = register(decisive_minilm)
     kept = read_card(row.path)["fast_path"]["artefacts"]
@@ -188,7 +187,7 @@ def test_the_gate_allows_half_a_point_of_macro_f1_and_one_percent_of_top_labels(
 
 
 def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
-        register, registry, decisive_minilm, tfidf_model, gate_issues):
+        register, registry, decisive_minilm, tfidf_model, gate_issues, onnx_first_cpu):
     blend = TrainedBlend(decisive_minilm, tfidf_model, 0.7)
     row = register(blend)
     registry.promote(row.version)
@@ -226,6 +225,8 @@ def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
     """What makes the fast path start in a fraction of PyTorch's time and hold a fraction of its memory."""
     script = f"""
 import sys
+import core.engines
+core.engines.cpu_flags = lambda *args: frozenset({sorted(ONNX_FIRST_CPU)!r})  # bf16 (AMX, Zen 4) would come first
 from core.classifier import load_classifier
 classifier = load_classifier({str(registered_once)!r}, threads=1)
 scores, vectors = classifier.predict_and_embed(["Crash on start", "Add a dark mode"])
