@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.github_client import PermanentGitHubError
 from bot.serving import ServingModels
+from core.inference_slots import InferenceSlots
 from core.settings import Settings
 from core.worker_context import ContextSlot
 
@@ -25,6 +26,8 @@ class WorkerContext:
     retry_base_seconds: float = 30.0  # first back-off after a transient GitHub error; doubles each time
     max_attempts: int = 6  # transient errors after this many tries are given up (and logged)
     backfill_max_issues: int = 1000  # labelled issues read per repository on installation
+    # machine-wide model passes at once (core.inference_slots); tests and dry-run: no limit
+    inference_slots: InferenceSlots = field(default_factory=lambda: InferenceSlots(0))
 
     def github(self, installation_id: int | None):
         """The IssueWriter acting as this installation; None in dry-run."""

@@ -9,9 +9,11 @@ queue's jobs, never here.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
@@ -41,6 +43,7 @@ class Sources:
     settings: Settings
     github: object | None  # the installation's IssueWriter (bot.github_cache in a worker); None in dry-run
     model_for: Callable[[str], Classifier | None]  # the model serving a repository (bot.serving)
+    inference: Callable[[], AbstractContextManager] = contextlib.nullcontext  # held around the model's pass
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,8 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
     # the model's scores, and this repository's memory (this one's only) with the issue's embedding
     text, recalled, vector, own, rules = format_issue_text(issue.title, issue.body), None, None, None, None
     if policy.memory and hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing
-        (scores,), (vector,) = classifier.predict_and_embed([text])
+        with sources.inference():
+            (scores,), (vector,) = classifier.predict_and_embed([text])
         rows = memory.read_rows(session, row.repository_id, classifier.version, exclude_issue=row.id)  # once
         recalled = rows.to_memory(classifier.labels) or None
         if policy.areas != ():  # the same rows, with the own labels each carries, and the rules fitted on them
@@ -110,7 +114,8 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
                                                 target=policy.own_target, min_examples=policy.min_examples,
                                                 memory=lambda: own)
     else:
-        (scores,) = classifier.predict([text])
+        with sources.inference():
+            (scores,) = classifier.predict([text])
     # what the kind maps to: the repository's labels, or its issue types with `apply: type`; dry-run
     # cannot read either, so it reports the kind names it would map to
     if github is None:

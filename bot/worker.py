@@ -14,10 +14,11 @@ from rq import SimpleWorker
 from bot import context, memory_fill, write_spacing
 from bot.queueing import DELIVERY_KEY
 from bot.serving import NO_MODEL, Served, ServingModels
-from core import engines, store
+from core import engines, inference_slots, store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
+from core.inference_slots import InferenceSlots
 from core.pickled_jobs import Upgrade, convert_pickled_jobs
 from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
 from core.settings import Settings
@@ -51,8 +52,10 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine)
     models = ServingModels(resolve, loader, on_serve=on_serve,
                            on_load=functools.partial(record_engine, redis))
+    slots = settings.inference_slots
+    slots = InferenceSlots(inference_slots.default_slots(settings.worker_threads) if slots is None else slots)
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=models,
-                                 github_for=github_for, redis=redis, github_app=github_app)
+                                 github_for=github_for, redis=redis, github_app=github_app, inference_slots=slots)
 
 
 def record_engine(redis: Redis, served: Served, classifier) -> None:

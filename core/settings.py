@@ -65,6 +65,9 @@ class Settings:
     # "no config file" is believed this long (GitHub sends no ETag with a 404: absence cannot be revalidated)
     missing_config_cache_seconds: int = env("ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS", 300, check=_NOT_NEGATIVE)
     worker_threads: int = env("ISSUE_SORTER_WORKER_THREADS", 1, check=_AT_LEAST_ONE)  # a bot worker's inference
+    # model passes at once on this machine, across every worker (core.inference_slots); unset: one per
+    # worker_threads cores, 0: no limit
+    inference_slots: int | None = env("ISSUE_SORTER_INFERENCE_SLOTS", None, check=_NOT_NEGATIVE)
     # a delivery's copy of the issue younger than this (its updated_at) is used as is; older is read again
     fresh_delivery_seconds: float = env("ISSUE_SORTER_FRESH_DELIVERY_SECONDS", 10.0, check=_NOT_NEGATIVE)
     # labelling workers `issue-sorter run` starts: one model each, each with worker_threads inference threads

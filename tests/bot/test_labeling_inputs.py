@@ -98,3 +98,28 @@ def test_a_new_issue_costs_no_reads_of_its_past_and_a_known_one_keeps_its_remove
         gathered, _ = gather(sessions, encoder, opened(2, "App crash on start"))
     assert gathered.inputs.policy.never_again == frozenset({"bug"})
     assert all(any(sql.lstrip().startswith(ask) for sql in known) for ask in asks)
+
+
+def test_the_model_passes_inside_an_inference_slot_and_nothing_else_does(sessions):
+    """With several workers on a machine, only the model's pass waits for a slot (core.inference_slots):
+    the database and GitHub calls around it go on while other workers' passes run."""
+    encoder = FakeEncoder({"please add": "feature"}, version="fake-1")
+    with_history(sessions, encoder, embedded=2)
+    held, during = [], []
+
+    class RecordingSlot:
+        def __enter__(self):
+            held.append("in")
+            during.append(list(encoder.embedded))
+
+        def __exit__(self, *exc):
+            held.append("out")
+            during.append(list(encoder.embedded))
+
+    sources = labeling_inputs.Sources(SETTINGS, FakeGitHub(labels={REPO: ["bug", "enhancement", "question"]}),
+                                      lambda repo: encoder, inference=RecordingSlot)
+    with session_scope(sessions) as session:
+        gathered = labeling_inputs.gather(session, opened(1, "Please add dark mode"), sources)
+    assert held == ["in", "out"]  # one pass, one slot
+    assert during == [[], ["Please add dark mode"]]  # the issue was embedded while the slot was held
+    assert gathered.inputs.scores["feature"] > 0.5
