@@ -10,10 +10,16 @@ second over `--installations` installations, so that GitHub's write spacing (1 s
 binds: a worker's waiting is its own. Throughput: N over the time from the first delivery to the last label
 GitHub saw.
 
+`--github-latency MS`: every answer of the fake GitHub waits that long, side by side, as GitHub's round
+trip does over the internet; at 0 (loopback) a job never waits on GitHub and the bench is CPU-bound.
+
 Steady state, unless `--cold`: before the window, one issue per installation is labelled and the feedback
-queue drained, so that what a running service does once per installation or repository (its installation
-token, its labels, its config file's first read, its memory's first fill) is done; with 200 installations
-and 400 issues it would otherwise fall on every other issue of the window.
+queue drained, so that what a running service does once per installation or repository (its labels, its
+config file's first read, its memory's first fill) is done; with 200 installations and 400 issues it would
+otherwise fall on every other issue of the window. An installation token is cached per worker process for
+its hour, so further warm-up passes (one more issue for each installation still short) go out until
+GitHub has issued every installation's token to every labelling worker (at most WARM_UP_PASSES per
+worker): in an hour of service each worker asks once per installation, not once per ten issues.
 
 What a labelling worker's time goes to, over the same window: on a CPU, waiting for one, asleep (every
 thread of the process, /proc/PID/task/*/schedstat); of the time on a CPU, the model's share (the same model
@@ -44,6 +50,8 @@ from bot.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 
 LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"
+TOKEN_POST = r"/app/installations/\d+/access_tokens"
+WARM_UP_PASSES = 6  # per labelling worker: passes until every worker holds every installation's token
 
 
 def task_times(pid: int) -> tuple[float, float]:
@@ -207,17 +215,49 @@ def send_at_rate(service: Service, issues: list[dict], repo_ids: dict[str, int],
             pool.submit(send, issue)
 
 
+def tokens_issued(fake: FakeGitHub) -> dict[int, int]:
+    """Per installation, how many installation tokens GitHub has issued (one per worker that asked)."""
+    issued: dict[int, int] = {}
+    for call in fake.calls("POST", TOKEN_POST):
+        installation = int(call.path.split("/")[3])
+        issued[installation] = issued.get(installation, 0) + 1
+    return issued
+
+
+def warm_every_worker(service, fake: FakeGitHub, spare: list[dict], repo_ids: dict[str, int], workers: int,
+                      args) -> int:
+    """Warm-up passes, each one more issue (from `spare`) for each installation whose token fewer than
+    `workers` workers hold, until none is short or the passes run out; the issues this labelled."""
+    sent, left = 0, list(spare)
+    for _ in range(WARM_UP_PASSES * workers if workers > 1 else 0):
+        issued = tokens_issued(fake)
+        short = {installation for installation in {i["installation"] for i in spare}
+                 if issued.get(installation, 0) < workers}
+        batch = [next(i for i in left if i["installation"] == installation) for installation in sorted(short)
+                 if any(i["installation"] == installation for i in left)]
+        if not batch:
+            break
+        for issue in batch:
+            left.remove(issue)
+        labelled = len(fake.calls("POST", LABEL_POST))
+        send_at_rate(service, batch, repo_ids, args.rate)
+        wait_for_labels(fake, labelled + len(batch), args.timeout)
+        sent += len(batch)
+    return sent
+
+
 def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float,
-            warm_up: list[dict] = ()) -> dict:
+            warm_up: list[dict] = (), spare: list[dict] = ()) -> dict:
     database_url = fresh_database(args.postgres)
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{workers}x{threads}-"))
     (workdir / "var").mkdir()
     fake = FakeGitHub(app_id=APP_ID).start()
     try:
+        fake.latency = args.github_latency / 1000
         repos = {i["repo"]: i["installation"] for i in issues}
         for repo, installation in sorted(repos.items()):
             fake.add_repo(repo, labels=LABELS, installation_id=installation)
-        for issue in [*warm_up, *issues]:
+        for issue in [*warm_up, *issues, *spare]:
             fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
         repo_ids = {repo: fake.repo_id(repo) for repo in repos}
         os.environ["DATABASE_URL"] = database_url
@@ -233,8 +273,12 @@ def measure(args, workers: int, threads: int, issues: list[dict], model: Path, p
             if warm_up:
                 send_at_rate(service, warm_up, repo_ids, args.rate)
                 wait_for_labels(fake, len(warm_up), args.timeout)
+                warm_every_worker(service, fake, spare, repo_ids, workers, args)
                 wait_for_feedback(service)
-            return _run(args, service, fake, issues, repo_ids, workers, threads, per_issue)
+            issued = tokens_issued(fake)  # before the window: what the warm-up left every worker holding
+            held = sum(issued.get(i, 0) >= workers for i in {issue["installation"] for issue in issues})
+            return {**_run(args, service, fake, issues, repo_ids, workers, threads, per_issue),
+                    "installations_every_worker_holds_a_token_of": held}
         finally:
             service.stop()
     finally:
@@ -289,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=400, help="deliveries per configuration")
     parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second (above any throughput)")
     parser.add_argument("--installations", type=int, default=200)
+    parser.add_argument("--github-latency", type=float, default=0.0, metavar="MS",
+                        help="milliseconds every answer of the fake GitHub waits (0: loopback's, the "
+                             "CPU-bound case; GitHub's own round trip is tens to hundreds)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--max-length", type=int, default=128, help="tokens the trained model reads")
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
@@ -303,8 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     warm = 0 if args.cold else args.installations
     # next issues, other installations: the first `warm` are one per installation, in the repository its
     # window's issues go to (installations a multiple of NLBSE's 5 repositories)
-    everything = real_issues(warm + args.n, args.installations, together=1)
-    warm_up, issues = everything[:warm], everything[warm:]
+    # after them the window's, then spare issues for the passes that warm every worker's tokens
+    spares = warm * WARM_UP_PASSES * max(int(c.split("x")[0]) for c in args.configs)
+    everything = real_issues(warm + args.n + spares, args.installations, together=1)
+    warm_up, issues, spare = everything[:warm], everything[warm:warm + args.n], everything[warm + args.n:]
     model = without_thresholds(args.model) if args.model else train_small(args.max_length)
     texts = [f"{i['title']}\n\n{i['body']}" for i in issues[:60]]
     alone = {threads: model_alone(model, texts, threads) for threads in sorted({
@@ -313,10 +362,11 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.repeat):  # round-robin, so that a slower spell of the machine hits every config
         for config in args.configs:
             workers, threads = (int(part) for part in config.split("x"))
-            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up)
+            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up, spare)
             results.append({"round": round_ + 1, **measured})
             print(json.dumps(results[-1]), flush=True)
     report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
+              "github_latency_ms": args.github_latency,
               "warm_up_per_configuration": len(warm_up),
               "load_before": os.getloadavg(), "results": results, "median_labels_per_s": medians(results)}
     print(json.dumps(report["median_labels_per_s"]), flush=True)

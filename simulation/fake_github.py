@@ -279,6 +279,7 @@ class FakeGitHub:
             self.private_key_pem, public_key_pem = generate_app_keypair()
         self._public_key = serialization.load_pem_public_key(public_key_pem.encode())
         self.token_ttl = token_ttl  # seconds an installation token lives; may change between calls
+        self.latency = 0.0  # seconds every answer waits, apart from the others (GitHub's round trip)
         self._host, self._port = host, port  # port 0: any free port
         self._lock = threading.RLock()
         self._ids = itertools.count(1000)
@@ -503,6 +504,8 @@ class FakeGitHub:
     # --- HTTP plumbing ---------------------------------------------------------------------------
     def _wsgi(self, environ, start_response):
         environ["fake.received_at"] = time.time()  # before waiting for the lock: when it reached GitHub
+        if self.latency:
+            time.sleep(self.latency)  # outside the lock: requests wait side by side, as on the internet
         with self._lock:  # one request at a time keeps the state consistent without finer locks
             return self._flask.wsgi_app(environ, start_response)
 
