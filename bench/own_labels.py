@@ -310,7 +310,7 @@ def report_markdown(record: dict) -> str:
     lines = [f"# Own labels: {record['repo']} by its dates", "",
              f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
-             f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}; frozen all-MiniLM-L6-v2 embeddings.", "",
+             f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}, a label stopped at {record.get('stopped_expected')} expected; frozen all-MiniLM-L6-v2 embeddings.", "",
              f"CPU: {record.get('cpu')}. Command: `{record['command']}`", "",
              "| variant | k | micro precision | micro recall | labels applied | carried (served labels) | fits (s) |",
              "|---|---|---|---|---|---|---|"]
@@ -371,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the heads' inverse L2 strength (core.own_labels.HEAD_C), to show what it moves")
     parser.add_argument("--pseudo-counts", type=float, default=own_labels.PSEUDO_COUNTS,
                         help="pseudo-counts of the thresholds' precision (core.own_labels.PSEUDO_COUNTS)")
+    parser.add_argument("--stopped-expected", type=float, default=own_labels.STOPPED_EXPECTED,
+                        help="a label none of the newest rows carries where its share expected this many "
+                             "there is no longer applied (core.own_labels.STOPPED_EXPECTED; 0: off)")
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
     parser.add_argument("--scoring", choices=own_labels.SCORINGS, default=own_labels.SCORING,
                         help="what `served` scores by (core.own_labels.SCORING, the service's by default)")
@@ -378,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
     own_labels.HEAD_C, own_labels.PSEUDO_COUNTS, own_labels.SCORING = args.head_c, args.pseudo_counts, args.scoring
+    own_labels.STOPPED_EXPECTED = args.stopped_expected or None
     if unknown := set(variants) - set(VARIANTS):
         parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)}")
     if not args.file.exists():
@@ -399,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     record = {"repo": "huggingface/datasets", "date": dt.date.today().isoformat(), "cpu": cpu_name(),
               "history": args.history,
               "new_issues": len(issues) - args.history, "target": args.target,
-              "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts, "runs": runs, "kinds": kinds,
+              "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
+              "stopped_expected": own_labels.STOPPED_EXPECTED,
+              "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "own-labels.json").write_text(json.dumps(record, indent=1) + "\n")

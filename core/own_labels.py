@@ -85,6 +85,21 @@ def loo_votes(vectors: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
 PSEUDO_COUNTS = 0.0  # a right and a wrong pseudo-label per threshold's count: (right + a) / (labelled + 2a)
 
 
+STOPPED_EXPECTED: float | None = 5.0  # a label none of the memory's newest rows carries, where its share of
+# all rows expected this many among them, is no longer applied: the maintainers stopped using it (None: off)
+
+
+def stopped_using(carried: np.ndarray, expected: float | None = None) -> bool:
+    """Whether the rows (oldest first) that carry a label end long enough before the newest row that its
+    share of all rows would have put `expected` (STOPPED_EXPECTED where not given) among the newest."""
+    expected = STOPPED_EXPECTED if expected is None else expected
+    carried = np.asarray(carried, dtype=bool)
+    if not expected or not carried.any():
+        return False
+    newest = int(np.ceil(expected * carried.size / carried.sum()))
+    return newest <= carried.size and not carried[-newest:].any()
+
+
 def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> float:
     """The lowest threshold at which rows scored `scores` (each without itself), labelled where carried,
     are right at `target` precision, counted with PSEUDO_COUNTS (a few rows above a threshold prove less
@@ -297,7 +312,9 @@ def _combine(head, voted, scoring: str):
 def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: int = NEIGHBOURS) -> OwnLabelRules:
     """The rules for every label with `min_examples` confirmed examples that the memory's rows carry: each
     threshold chosen on the memory's own rows, each scored without itself (the vote leave-one-out, the head
-    cross-fitted in HEAD_FOLDS folds), the head then fitted on every row."""
+    cross-fitted in HEAD_FOLDS folds), the head then fitted on every row. A label the maintainers stopped
+    using (`stopped_using`) gets no threshold: bench.own_labels on huggingface/datasets, whose labels mostly
+    went out of use, 0.832 -> 0.861 micro precision at STOPPED_EXPECTED 5 (recall 0.460 -> 0.443)."""
     scoring = SCORING
     if scoring not in SCORINGS:
         raise ValueError(f"core.own_labels.SCORING is {scoring!r}: one of {', '.join(SCORINGS)}")
@@ -322,6 +339,8 @@ def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: in
     with threadpool_limits(1):
         for i in served:
             carried = carries[:, i] > 0
+            if stopped_using(carried):
+                continue  # its threshold stays inf: suggested on the review page, no longer applied
             scores = (_combine(cross_fitted(features, carried), votes[:, i], scoring) if scoring != "vote"
                       else votes[:, i])
             thresholds[names[i]] = threshold_at(scores, carried, target)

@@ -23,7 +23,8 @@ def repo(sessions) -> int:
 
 
 def remember(session, repo: int, first: int, count: int, *, streaming: bool, version: str = VERSION) -> None:
-    """`count` confirmed issues from number `first` on: about streams (and carrying `streaming`) or not."""
+    """`count` confirmed issues from number `first` on: about streams (and carrying `streaming`) or not. The
+    tests remember the label's issues last: in use up to the newest row (core.own_labels.stopped_using)."""
     rng = np.random.default_rng(first)
     repository = store.find_repository(session, full_name="octo/widgets")
     for number in range(first, first + count):
@@ -49,8 +50,8 @@ def read(session, repo, *, target=0.85, min_examples=5, version=VERSION, stale_o
 
 def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo):
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         fitted = read(session, repo)
     with session_scope(sessions) as session:
         row = session.scalars(select(OwnLabelFit)).one()
@@ -66,8 +67,8 @@ def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo
 
 def test_the_labelling_read_serves_what_is_stored_and_the_refresh_refits_where_the_memory_moved(sessions, repo):
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         first = read(session, repo)
         remember(session, repo, 60, 8, streaming=True)  # eight more examples: the stored fit is stale
     fitted = []
@@ -86,15 +87,15 @@ def test_the_labelling_read_serves_what_is_stored_and_the_refresh_refits_where_t
 
 def test_another_target_min_examples_or_version_is_fitted_not_read(sessions, repo):
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         read(session, repo)
         fitted = []
         read(session, repo, target=0.95, fitted=fitted)
         assert read(session, repo, target=0.95, min_examples=13, fitted=fitted).thresholds == {}
         assert fitted == [VERSION, VERSION]
-        remember(session, repo, 1, 12, streaming=True, version="v2")
         remember(session, repo, 20, 30, streaming=False, version="v2")
+        remember(session, repo, 1, 12, streaming=True, version="v2")
         assert own_label_fits.refresh_stored(session, repo, "v2").examples == {"streaming": 12}
         assert session.scalars(select(OwnLabelFit)).one().model_version == "v2"
 
@@ -109,8 +110,8 @@ def test_nothing_is_refreshed_before_a_labelling_job_fitted_own_labels(sessions,
 def test_rules_that_read_words_are_stored_with_their_vocabulary_and_score_as_fitted(sessions, repo, monkeypatch):
     monkeypatch.setattr(own_labels, "SCORING", "head+tfidf+vote")
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         fitted = read(session, repo)  # the texts are read from the issues for this fit
     assert fitted.words is not None and "stream" in fitted.words.terms
     with session_scope(sessions) as session:
@@ -128,8 +129,8 @@ def test_rules_that_read_words_are_stored_with_their_vocabulary_and_score_as_fit
 
 def test_another_scoring_is_fitted_anew_not_read(sessions, repo, monkeypatch):
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         monkeypatch.setattr(own_labels, "SCORING", "vote")
         assert read(session, repo).heads == {}
         monkeypatch.setattr(own_labels, "SCORING", "head")
@@ -141,8 +142,8 @@ def test_a_large_memory_is_refitted_once_it_moved_enough_or_its_fit_aged_not_on_
                                                                                                monkeypatch):
     monkeypatch.setattr(own_label_fits, "SMALL_MEMORY", 10)  # these 42 rows stand for thousands
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         read(session, repo)
         fitted_at = session.scalars(select(OwnLabelFit)).one().fitted_at
         remember(session, repo, 100, 1, streaming=False)  # one more row of 42: 2 %, the examples unchanged
@@ -161,8 +162,8 @@ def test_a_large_memory_is_refitted_once_it_moved_enough_or_its_fit_aged_not_on_
 
 def test_a_small_memory_is_refitted_on_every_move(sessions, repo):
     with session_scope(sessions) as session:
-        remember(session, repo, 1, 12, streaming=True)
         remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
         read(session, repo)
         remember(session, repo, 100, 1, streaming=False)
         own_label_fits.refresh_stored(session, repo)

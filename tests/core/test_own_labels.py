@@ -60,7 +60,9 @@ def separable_memory(rng, *, carried: int, rows: int, dimensions: int = 16) -> O
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     labels = [frozenset({"streaming"})] * carried + [frozenset()] * (rows - carried)
     texts = [ABOUT] * carried + [OTHER] * (rows - carried)  # what heads of words read (SCORING with tfidf)
-    return OwnLabelMemory(vectors.astype(np.float32), labels, {"streaming": carried}, texts=texts)
+    order = rng.permutation(rows)  # in time order the label's issues come now and then, to the newest
+    return OwnLabelMemory(vectors[order].astype(np.float32), [labels[i] for i in order], {"streaming": carried},
+                          texts=[texts[i] for i in order])
 
 
 ABOUT, OTHER = "the stream stops while reading", "a question about something else"
@@ -131,3 +133,36 @@ def test_each_memory_row_is_voted_on_by_the_others_only():
     vectors = np.eye(3, dtype=np.float32)
     votes = loo_votes(vectors, np.array([[1.0], [0.0], [0.0]], dtype=np.float32), k=2)
     assert votes[0, 0] == 0.0  # the only row carrying the label does not vote for itself
+
+
+def test_a_threshold_keeps_the_target_precision_among_the_rows_above_it():
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    carried = np.array([1, 1, 1, 0, 1, 0], dtype=bool)
+    assert own_labels.threshold_at(scores, carried, 0.8) == 0.5  # 4 right of 5 from 0.5 up
+    assert own_labels.threshold_at(scores, carried, 0.85) == 0.7  # 0.6 would be 3 of 4
+    assert own_labels.threshold_at(scores, np.zeros(6, dtype=bool), 0.85) == np.inf
+
+
+def test_a_label_the_maintainers_stopped_using_is_no_longer_applied_but_still_suggested():
+    """`streaming` on one issue in ten, then on none of the newest 100 (its share would have put 5 there
+    by row 50): the rule that kept it at 0.85 on the old rows no longer applies it, the vote still shows it."""
+    memory = separable_memory(np.random.default_rng(3), carried=30, rows=300)
+    assert np.isfinite(fit_rules(memory, min_examples=20, target=0.85).thresholds["streaming"])
+    later = np.random.default_rng(4).normal(size=(100, 16)) * 0.25 + np.eye(16)[5]
+    moved = OwnLabelMemory(np.vstack([memory.vectors, later / np.linalg.norm(later, axis=1, keepdims=True)]
+                                     ).astype(np.float32), memory.labels + [frozenset()] * 100,
+                           {"streaming": 30}, texts=memory.texts + [OTHER] * 100)
+    assert own_labels.stopped_using(moved.carries(["streaming"])[:, 0])
+    rules = fit_rules(moved, min_examples=20, target=0.85)
+    (about,) = rules.score(np.eye(16)[0], ["streaming"], moved, text=ABOUT)
+    assert rules.thresholds["streaming"] == np.inf and about.threshold is None and about.score > 0.5
+
+
+@pytest.mark.parametrize("newest_without,stopped", [(0, False), (49, False), (50, True), (300, True)])
+def test_a_label_has_stopped_once_its_share_would_have_put_five_among_the_newest_rows_without_it(
+        newest_without, stopped):
+    """40 of 400 rows carry it, a share of 1 in 10: 5 expected among the newest 50."""
+    carried = np.zeros(400, dtype=bool)
+    carried[np.linspace(0, 399 - newest_without, 40).astype(int)] = True
+    assert own_labels.stopped_using(carried, 5.0) is stopped
+    assert not own_labels.stopped_using(carried, 0) and not own_labels.stopped_using(np.zeros(9, bool), 5.0)
