@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.scale --configs 1x1 1x2 2x1 4x1 --n 400 [--repeat 2]
 
 Each configuration, workers x inference threads each (ISSUE_SORTER_LABELLING_WORKERS x
-ISSUE_SORTER_WORKER_THREADS), is `issue-sorter run` (bench.chaos's Service) on a fresh PostgreSQL database
+ISSUE_SORTER_WORKER_THREADS), with settings of its own after a colon (`4x1:ISSUE_SORTER_SPARE_WORKER_NICE=0`
+runs four workers alike, side by side with `4x1`), is `issue-sorter run` (bench.chaos's Service) on a fresh PostgreSQL database
 of its own (`--postgres`, an admin URL; dropped after) and its embedded Redis, against the fake GitHub on
 loopback. Once its workers are up, N signed deliveries of distinct NLBSE issues go out at `--rate` per
 second over `--installations` installations, so that GitHub's write spacing (1 s per installation) never
@@ -246,8 +247,19 @@ def warm_every_worker(service, fake: FakeGitHub, spare: list[dict], repo_ids: di
     return sent
 
 
+def parse_config(config: str) -> tuple[int, int, dict[str, str]]:
+    """"4x1" → (4, 1, {}); "4x1:NAME=VALUE,NAME=VALUE" → workers, threads each, and those settings."""
+    shape, _, settings = config.partition(":")
+    try:
+        workers, threads = (int(part) for part in shape.split("x"))
+        environ = dict(pair.split("=", 1) for pair in settings.split(",")) if settings else {}
+    except ValueError:
+        raise SystemExit(f"bench.scale: {config!r} is not WORKERSxTHREADS[:NAME=VALUE,...]") from None
+    return workers, threads, environ
+
+
 def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float,
-            warm_up: list[dict] = (), spare: list[dict] = ()) -> dict:
+            warm_up: list[dict] = (), spare: list[dict] = (), settings: dict[str, str] | None = None) -> dict:
     database_url = fresh_database(args.postgres)
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{workers}x{threads}-"))
     (workdir / "var").mkdir()
@@ -264,6 +276,7 @@ def measure(args, workers: int, threads: int, issues: list[dict], model: Path, p
         env = environment(argparse.Namespace(sweep_interval=900, write_interval=1.0, labelling_workers=workers),
                           fake, workdir)
         env["ISSUE_SORTER_WORKER_THREADS"] = str(threads)
+        env.update(settings or {})
         env.pop("REDIS_URL", None)
         prepare_model(database_url, Path(env["MODEL_DIR"]), model)
         service = Service(workdir, env)
@@ -278,7 +291,7 @@ def measure(args, workers: int, threads: int, issues: list[dict], model: Path, p
             issued = tokens_issued(fake)  # before the window: what the warm-up left every worker holding
             held = sum(issued.get(i, 0) >= workers for i in {issue["installation"] for issue in issues})
             return {**_run(args, service, fake, issues, repo_ids, workers, threads, per_issue),
-                    "installations_every_worker_holds_a_token_of": held}
+                    "settings": settings or {}, "installations_every_worker_holds_a_token_of": held}
         finally:
             service.stop()
     finally:
@@ -329,7 +342,7 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", nargs="+", default=["1x1", "1x2", "2x1", "4x1"],
-                        help="labelling workers x inference threads each")
+                        help="labelling workers x inference threads each[:NAME=VALUE,... settings of its own]")
     parser.add_argument("--n", type=int, default=400, help="deliveries per configuration")
     parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second (above any throughput)")
     parser.add_argument("--installations", type=int, default=200)
@@ -351,19 +364,20 @@ def main(argv: list[str] | None = None) -> int:
     # next issues, other installations: the first `warm` are one per installation, in the repository its
     # window's issues go to (installations a multiple of NLBSE's 5 repositories)
     # after them the window's, then spare issues for the passes that warm every worker's tokens
-    spares = warm * WARM_UP_PASSES * max(int(c.split("x")[0]) for c in args.configs)
+    configs = {config: parse_config(config) for config in args.configs}
+    spares = warm * WARM_UP_PASSES * max(workers for workers, _, _ in configs.values())
     everything = real_issues(warm + args.n + spares, args.installations, together=1)
     warm_up, issues, spare = everything[:warm], everything[warm:warm + args.n], everything[warm + args.n:]
     model = without_thresholds(args.model) if args.model else train_small(args.max_length)
     texts = [f"{i['title']}\n\n{i['body']}" for i in issues[:60]]
     alone = {threads: model_alone(model, texts, threads) for threads in sorted({
-        int(c.split("x")[1]) for c in args.configs})}
+        threads for _, threads, _ in configs.values()})}
     results = []
     for round_ in range(args.repeat):  # round-robin, so that a slower spell of the machine hits every config
         for config in args.configs:
-            workers, threads = (int(part) for part in config.split("x"))
-            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up, spare)
-            results.append({"round": round_ + 1, **measured})
+            workers, threads, settings = configs[config]
+            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up, spare, settings)
+            results.append({"round": round_ + 1, "config": config, **measured})
             print(json.dumps(results[-1]), flush=True)
     report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
               "github_latency_ms": args.github_latency,
@@ -388,10 +402,10 @@ def requests_by_route(requests, issues: int) -> dict[str, float]:
 
 
 def medians(results: list[dict]) -> dict[str, float]:
-    """Per configuration ("2x1"), the median labels/s of its rounds."""
+    """Per configuration ("2x1", "4x1:NAME=VALUE"), the median labels/s of its rounds."""
     rounds: dict[str, list[float]] = {}
     for result in results:
-        rounds.setdefault(f"{result['workers']}x{result['threads_each']}", []).append(result["labels_per_s"])
+        rounds.setdefault(result["config"], []).append(result["labels_per_s"])
     return {config: round(statistics.median(values), 2) for config, values in rounds.items()}
 
 
