@@ -3,13 +3,13 @@
     .venv/bin/python -m bench.scale --configs 1x1 1x2 2x1 4x1 --n 400 [--repeat 2]
 
 Each configuration, workers x inference threads each (ISSUE_SORTER_LABELLING_WORKERS x
-ISSUE_SORTER_WORKER_THREADS), with settings of its own after a colon (`4x1:ISSUE_SORTER_SPARE_WORKER_NICE=0`
-runs four workers alike, side by side with `4x1`), is `issue-sorter run` (bench.chaos's Service) on a fresh PostgreSQL database
-of its own (`--postgres`, an admin URL; dropped after) and its embedded Redis, against the fake GitHub on
-loopback. Once its workers are up, N signed deliveries of distinct NLBSE issues go out at `--rate` per
-second over `--installations` installations, so that GitHub's write spacing (1 s per installation) never
-binds: a worker's waiting is its own. Throughput: N over the time from the first delivery to the last label
-GitHub saw.
+ISSUE_SORTER_WORKER_THREADS), with settings of its own after a colon (`4x1:ISSUE_SORTER_INFERENCE_SLOTS=0` is
+four workers without inference slots, side by side with `4x1`), is `issue-sorter run` (bench.chaos's Service)
+on a fresh PostgreSQL database of its own (`--postgres`, an admin URL; dropped after) and its embedded Redis,
+against the fake GitHub on loopback. Once its workers are up, N signed deliveries of distinct NLBSE issues go
+out at `--rate` per second over `--installations` installations, so that GitHub's write spacing (1 s per
+installation) never binds: a worker's waiting is its own. Throughput: N over the time from the first delivery
+to the last label GitHub saw.
 
 `--github-latency MS`: every answer of the fake GitHub waits that long, side by side, as GitHub's round
 trip does over the internet; at 0 (loopback) a job never waits on GitHub and the bench is CPU-bound.
@@ -352,7 +352,7 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", nargs="+", default=["1x1", "1x2", "2x1", "4x1"],
-                        help="labelling workers x inference threads each[:NAME=VALUE,... settings of its own]")
+                        help="labelling workers x inference threads each, [:NAME=VALUE,...] its own settings")
     parser.add_argument("--n", type=int, default=400, help="deliveries per configuration")
     parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second (above any throughput)")
     parser.add_argument("--installations", type=int, default=200)
@@ -386,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.repeat):  # round-robin, so that a slower spell of the machine hits every config
         for config in args.configs:
             workers, threads, settings = configs[config]
-            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up, spare, settings)
+            measured = measure(args, workers, threads, issues, model, alone[threads], warm_up, spare,
+                               settings)
             results.append({"round": round_ + 1, "config": config, **measured})
             print(json.dumps(results[-1]), flush=True)
     report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
