@@ -91,7 +91,7 @@ def _fit_and_store(session: Session, repository_id: int, inputs: list, memory: O
                    row: OwnLabelFit | None) -> OwnLabelRules:
     version, target, min_examples, scoring = inputs
     key = inputs + _moved(session, repository_id, version)  # counted before the fit: a newer move refits
-    if own_labels.uses_words(scoring) and memory.texts is None:
+    if own_labels.reads_text(scoring) and memory.texts is None:
         memory = own_labels.with_texts(session, memory)
     rules = own_labels.fit_rules(memory, min_examples=min_examples, target=target)
     labels, weights = encode(rules)

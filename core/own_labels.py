@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from core.kinds import RULES
 from core.memory import MemoryRows, read_rows
+from core.own_label_names import name_columns
 from core.own_label_words import WordFeatures
 from core.tables import IssueRecord, OwnLabelExample
 
@@ -278,16 +279,17 @@ class OwnLabelRules:
         examples = {**self.examples, **(examples or {})}
         votes = memory.votes(vector, names, k) if memory is not None else np.zeros(len(names))
         features = _normalised(vector).astype(np.float64)[None, :]
+        if reads_text(self.scoring) and self.heads and text is None:
+            raise ValueError("these own-label rules read the issue's words: score(..., text=) is needed")
         if self.words is not None and self.heads:
-            if text is None:
-                raise ValueError("these own-label rules read the issue's words: score(..., text=) is needed")
             features = self.words.features(features, [text])
         result = []
         for name, voted in zip(names, votes, strict=True):
             threshold = self.thresholds.get(name)
             score = float(voted)
             if threshold is not None and name in self.heads:
-                score = _combine(float(self.heads[name].score(features)[0]), float(voted), self.scoring)
+                head = self.heads[name].score(with_name(features, name, [text], self.scoring))
+                score = _combine(float(head[0]), float(voted), self.scoring)
             served = threshold is not None and np.isfinite(threshold)
             result.append(OwnScore(name, round(score, 4), float(threshold) if served else None,
                                    examples.get(name, 0)))
@@ -295,14 +297,37 @@ class OwnLabelRules:
 
 
 # What a served label is scored by (bench.own_labels replays each): the memory's `vote`; a `head` per label
-# (logistic regression) on the embeddings, with `tfidf` on the text's words too; `+vote`: the mean of the
-# head's probability and the vote.
-SCORINGS = ("vote", "head", "head+vote", "head+tfidf", "head+tfidf+vote")
+# (logistic regression) on the embeddings, with `tfidf` on the text's words too and `name` on whether the
+# label's own name occurs in the issue (core.own_label_names); `+vote`: the mean of the head's probability
+# and the vote.
+SCORINGS = ("vote", "head", "head+vote", "head+tfidf", "head+tfidf+vote", "head+tfidf+name")
 SCORING = "head+tfidf"  # bench.own_labels on huggingface/datasets: the best precision and recall of all
 
 
 def uses_words(scoring: str) -> bool:
     return "tfidf" in scoring
+
+
+def uses_names(scoring: str) -> bool:
+    return "name" in scoring.split("+")
+
+
+def reads_text(scoring: str) -> bool:
+    """Whether the heads read the issue's text (its words or the label's name in it), not only its vector."""
+    return uses_words(scoring) or uses_names(scoring)
+
+
+def with_name(features, label: str, texts: Sequence[str], scoring: str):
+    """A label's head input: the shared `features`, then, where the scoring reads names, the label's name
+    columns for `texts` (core.own_label_names), the same at fit and at scoring."""
+    if not uses_names(scoring):
+        return features
+    columns = name_columns(label, texts)
+    if hasattr(features, "tocsr"):
+        from scipy.sparse import csr_matrix, hstack
+
+        return hstack([features, csr_matrix(columns)]).tocsr()
+    return np.hstack([features, columns])
 
 
 def _combine(head, voted, scoring: str):
@@ -325,9 +350,9 @@ def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: in
     if len(memory) < 2 or not served:
         return OwnLabelRules(dict(memory.examples), thresholds, scoring=scoring)
     features, words = memory.vectors.astype(np.float64), None
+    if reads_text(scoring) and memory.texts is None:
+        raise ValueError(f"scoring {scoring} reads the memory's texts: fit on with_texts(session, memory)")
     if uses_words(scoring):
-        if memory.texts is None:
-            raise ValueError(f"scoring {scoring} reads the memory's texts: fit on with_texts(session, memory)")
         words = WordFeatures.fit(memory.texts)
         if words is not None:
             features = words.features(features, memory.texts)
@@ -341,11 +366,12 @@ def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: in
             carried = carries[:, i] > 0
             if stopped_using(carried):
                 continue  # its threshold stays inf: suggested on the review page, no longer applied
-            scores = (_combine(cross_fitted(features, carried), votes[:, i], scoring) if scoring != "vote"
+            own = with_name(features, names[i], memory.texts, scoring)
+            scores = (_combine(cross_fitted(own, carried), votes[:, i], scoring) if scoring != "vote"
                       else votes[:, i])
             thresholds[names[i]] = threshold_at(scores, carried, target)
             if scoring != "vote":
-                heads[names[i]] = fit_head(features, carried)
+                heads[names[i]] = fit_head(own, carried)
     return OwnLabelRules(dict(memory.examples), thresholds, heads, words, scoring)
 
 

@@ -48,7 +48,11 @@ def read(session, repo, *, target=0.85, min_examples=5, version=VERSION, stale_o
                                        memory=memory_now, stale_ok=stale_ok)
 
 
-def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo):
+@pytest.mark.parametrize("scoring", ["head+tfidf", "head+tfidf+name"])
+def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo, scoring, monkeypatch):
+    """The label's name columns (core.own_label_names) are not stored: computed again from the name and the
+    text, the stored head scores every issue exactly as the fitted one."""
+    monkeypatch.setattr(own_labels, "SCORING", scoring)
     with session_scope(sessions) as session:
         remember(session, repo, 20, 30, streaming=False)
         remember(session, repo, 1, 12, streaming=True)
@@ -56,7 +60,8 @@ def test_stored_rules_score_as_the_fitted_ones_and_hold_no_pickle(sessions, repo
     with session_scope(sessions) as session:
         row = session.scalars(select(OwnLabelFit)).one()
         words = len(row.words["terms"]) if row.words else 0  # SCORING with tfidf: the head reads them too
-        assert set(row.labels) == {"streaming"} and len(row.weights) == 8 * (8 + words)  # one head, float64
+        names = 2 if own_labels.uses_names(scoring) else 0  # the name's columns: in the title, in the text
+        assert set(row.labels) == {"streaming"} and len(row.weights) == 8 * (8 + words + names)  # float64
         stored = own_label_fits.decode(row)
         mem = own_labels.recall(session, repo, VERSION)
     for vector, text in ((TOPIC, "the stream stops"), (np.eye(8)[3], "issue 99"), (np.ones(8), "")):

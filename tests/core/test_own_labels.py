@@ -166,3 +166,31 @@ def test_a_label_has_stopped_once_its_share_would_have_put_five_among_the_newest
     carried[np.linspace(0, 399 - newest_without, 40).astype(int)] = True
     assert own_labels.stopped_using(carried, 5.0) is stopped
     assert not own_labels.stopped_using(carried, 0) and not own_labels.stopped_using(np.zeros(9, bool), 5.0)
+
+
+def named_memory(rng, *, rows: int = 300, carried: int = 30) -> OwnLabelMemory:
+    """`component: streaming` on the issues whose titles say `Streaming`; the embeddings say nothing."""
+    vectors = rng.normal(size=(rows, 16))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    fill = ["the job fails", "an error on load", "it hangs", "wrong output"]
+    texts = [f"Streaming {fill[i % 4]}\n\ncase {i}" if i < carried
+             else f"{fill[i % 4].capitalize()}\n\ncase {i}" for i in range(rows)]
+    labels = [frozenset({"component: streaming"}) if i < carried else frozenset() for i in range(rows)]
+    order = rng.permutation(rows)
+    return OwnLabelMemory(vectors[order].astype(np.float32),
+                          [labels[i] for i in order], {"component: streaming": carried},
+                          texts=[texts[i] for i in order])
+
+
+@pytest.mark.parametrize("scoring,applied", [("head+tfidf+name", True), ("head+tfidf", False)])
+def test_a_label_named_like_an_issues_words_is_applied_there_and_not_elsewhere(scoring, applied, monkeypatch):
+    """The memory's issues of `component: streaming` all say `Streaming`; a new one says `streams`, a word
+    the memory's vocabulary never saw: the head that reads the label's name applies it there (the words'
+    head alone cannot), and neither applies it to an issue that does not use the name."""
+    monkeypatch.setattr(own_labels, "SCORING", scoring)
+    rng = np.random.default_rng(5)
+    memory = named_memory(rng)
+    rules = fit_rules(memory, min_examples=20, target=0.85)
+    (named,), (other,) = (rules.score(rng.normal(size=16), ["component: streaming"], memory, text=text)
+                          for text in ("The streams stop\n\nafter an hour", "It hangs\n\nafter an hour"))
+    assert (named.score >= named.threshold) is applied and other.score < other.threshold
