@@ -12,7 +12,8 @@ history only (the issues before the one scored), refitted every REFIT_EVERY new 
 - `head+vote`: the mean of the head's probability and the vote;
 - `head+tfidf+vote`: the mean of the `head+tfidf` head's probability and the vote;
 - `served`: what the service serves, through its own code (core.own_labels.fit_rules on the history as an
-  OwnLabelMemory, OwnLabelRules.score per issue; core.own_labels.SCORING names the variant it is).
+  OwnLabelMemory, OwnLabelRules.score per issue; core.own_labels.SCORING names the variant it is);
+  `served:SCORING` the same at another of core.own_labels.SCORINGS, side by side in one run.
 
 Every variant's threshold per label is the lowest whose precision reaches `--target` on the history's
 own scores, each history issue scored without itself: leave-one-out for the vote, cross-fitted
@@ -59,9 +60,12 @@ REFIT_EVERY = 100  # new issues between two fits (each on the history only)
 VARIANTS = ("vote", "prior", "head", "head+tfidf", "head+prior", "head+vote", "head+tfidf+vote", "served")
 
 
-def load_issues(path: Path) -> tuple[list[dict], dict[str, str]]:
+def load_issues(path: Path, *, cleaned: bool = False) -> tuple[list[dict], dict[str, str]]:
     """(issues, no pull requests, oldest first: text, created_at and the candidate own labels each carries;
-    every label's GitHub description as the issues' label objects give it)."""
+    every label's GitHub description as the issues' label objects give it). `cleaned`: the text as the
+    service reads it (core.issue_text.format_issue_text), else the title and the raw body."""
+    from core.issue_text import format_issue_text
+
     issues, descriptions = [], {}
     for issue in github_objects(path):
         for label in issue.get("labels") or []:
@@ -70,7 +74,8 @@ def load_issues(path: Path) -> tuple[list[dict], dict[str, str]]:
             continue
         labels = [label["name"] for label in issue.get("labels") or []]
         issues.append({"number": issue["number"], "created_at": parse_time(issue["created_at"]),
-                       "text": f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}",
+                       "text": (format_issue_text(issue.get("title"), issue.get("body")) if cleaned
+                                else f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}"),
                        "own": sorted({label for label in labels if is_candidate(label)}),
                        "kinds": sorted({kind for label in labels if (kind := kind_of_label(label))})})
     return sorted(issues, key=lambda issue: (issue["created_at"], issue["number"])), descriptions
@@ -203,6 +208,14 @@ class Served:
 
 def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, variant: str, history: int, k: int,
            target: float, min_examples: int, window: int) -> dict:
+    """One variant's replay; `served:SCORING` runs the service's code at that SCORING."""
+    if variant.startswith("served:"):
+        served_as, own_labels.SCORING = own_labels.SCORING, variant.split(":", 1)[1]
+        try:
+            return replay(issues, vectors, priors, variant="served", history=history, k=k, target=target,
+                          min_examples=min_examples, window=window)
+        finally:
+            own_labels.SCORING = served_as
     names = sorted({label for issue in issues for label in issue["own"]})
     carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)
     runner = (Served(names, k, target, min_examples, [issue["text"] for issue in issues]) if variant == "served"
@@ -374,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stopped-expected", type=float, default=own_labels.STOPPED_EXPECTED,
                         help="a label none of the newest rows carries where its share expected this many "
                              "there is no longer applied (core.own_labels.STOPPED_EXPECTED; 0: off)")
+    parser.add_argument("--cleaned-text", action="store_true",
+                        help="read each issue as the service does (core.issue_text), not the raw body")
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
     parser.add_argument("--scoring", choices=own_labels.SCORINGS, default=own_labels.SCORING,
                         help="what `served` scores by (core.own_labels.SCORING, the service's by default)")
@@ -382,11 +397,13 @@ def main(argv: list[str] | None = None) -> int:
     variants = args.variants.split(",")
     own_labels.HEAD_C, own_labels.PSEUDO_COUNTS, own_labels.SCORING = args.head_c, args.pseudo_counts, args.scoring
     own_labels.STOPPED_EXPECTED = args.stopped_expected or None
-    if unknown := set(variants) - set(VARIANTS):
-        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)}")
+    if unknown := {variant for variant in variants
+                   if variant not in VARIANTS and variant.removeprefix("served:") not in own_labels.SCORINGS}:
+        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)} or "
+                     f"served:SCORING ({', '.join(own_labels.SCORINGS)})")
     if not args.file.exists():
         parser.error(f"no {args.file}: this bench reads huggingface/datasets' issues from ../shared")
-    issues, descriptions = load_issues(args.file)
+    issues, descriptions = load_issues(args.file, cleaned=args.cleaned_text)
     if len(issues) <= args.history:
         parser.error(f"{args.file} has {len(issues)} issues: --history {args.history} leaves none to replay")
     print(f"{len(issues)} issues, {sum(bool(i['own']) for i in issues)} with an own label; embedding", flush=True)
