@@ -43,10 +43,12 @@ class WordFeatures:
         vectorizer.idf_ = self.idf
         return vectorizer.transform(list(texts))
 
-    def features(self, vectors: np.ndarray, texts: Sequence[str]):
-        """The heads' input: each row's embedding, then its TF-IDF (sparse, CSR)."""
+    def features(self, vectors: np.ndarray, texts: Sequence[str], *, with_vectors: bool = True):
+        """The heads' input: each row's embedding (unless not `with_vectors`), then its TF-IDF (sparse, CSR)."""
         from scipy.sparse import csr_matrix, hstack
 
+        if not with_vectors:
+            return self.transform(texts).tocsr()
         return hstack([csr_matrix(np.asarray(vectors, dtype=np.float64)), self.transform(texts)]).tocsr()
 
     def to_json(self) -> dict:

@@ -25,8 +25,9 @@ from core.tables import IssueRecord, OwnLabelExample
 # Process labels, by the words GitHub's defaults and large projects use for them.
 PROCESS = re.compile(
     r"good[ _-]\w+[ _-]issue|first.timers?|help.wanted|beginner|easy|hacktoberfest|"
-    r"triage|needs?.(info|more|repro|review|investigation|decision|discussion|feedback|response)|"
-    r"awaiting|waiting|blocked|in.progress|wip|stale|inactive|"
+    r"triage|\bneeds?[ _:/-]|awaiting|waiting|blocked|in.progress|\bin.pr\b|wip|stale|stalled|inactive|"
+    r"no.recent.activity|lifecycle|\bstatus\b|\breview|do.not.merge|\bcla\b|\bsize/|release.note|sprint|"
+    r"\b(moderate|hard|difficulty)\b|"
     r"duplicate|wontfix|won.t.fix|invalid|not.planned|can.t.reproduce|cannot.reproduce|works.for.me|"
     r"answered|resolved|fixed|closed|released|backport|"
     r"priority|\bp[0-4]\b|severity|critical|high|low|urgent|"
@@ -282,7 +283,7 @@ class OwnLabelRules:
         if reads_text(self.scoring) and self.heads and text is None:
             raise ValueError("these own-label rules read the issue's words: score(..., text=) is needed")
         if self.words is not None and self.heads:
-            features = self.words.features(features, [text])
+            features = self.words.features(features, [text], with_vectors=reads_vectors(self.scoring))
         result = []
         for name, voted in zip(names, votes, strict=True):
             threshold = self.thresholds.get(name)
@@ -298,14 +299,19 @@ class OwnLabelRules:
 
 # What a served label is scored by (bench.own_labels replays each): the memory's `vote`; a `head` per label
 # (logistic regression) on the embeddings, with `tfidf` on the text's words too and `name` on whether the
-# label's own name occurs in the issue (core.own_label_names); `+vote`: the mean of the head's probability
-# and the vote.
-SCORINGS = ("vote", "head", "head+vote", "head+tfidf", "head+tfidf+vote", "head+tfidf+name")
+# label's own name occurs in the issue (core.own_label_names); `tfidf` alone: a head on the words only (the
+# embedding where the memory's texts share no word); `+vote`: the mean of the head's probability and the vote.
+SCORINGS = ("vote", "head", "head+vote", "head+tfidf", "head+tfidf+vote", "head+tfidf+name", "tfidf")
 SCORING = "head+tfidf"  # bench.own_labels on huggingface/datasets: the best precision and recall of all
 
 
 def uses_words(scoring: str) -> bool:
     return "tfidf" in scoring
+
+
+def reads_vectors(scoring: str) -> bool:
+    """Whether a head reads the issue's embedding beside its words (every head but `tfidf` alone's)."""
+    return scoring.split("+")[0] != "tfidf"
 
 
 def uses_names(scoring: str) -> bool:
@@ -355,7 +361,7 @@ def fit_rules(memory: OwnLabelMemory, *, min_examples: int, target: float, k: in
     if uses_words(scoring):
         words = WordFeatures.fit(memory.texts)
         if words is not None:
-            features = words.features(features, memory.texts)
+            features = words.features(features, memory.texts, with_vectors=reads_vectors(scoring))
     votes = loo_votes(memory.vectors, carries, k)
     from threadpoolctl import threadpool_limits
 
