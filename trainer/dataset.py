@@ -75,7 +75,7 @@ def load_file(path: Path | str, *, format: str | None = None,
 
     csv / jsonl / parquet: columns title, body, label[, repo, created_at]. fasttext: `__label__X text`
     lines (Ticket Tagger). ccims: a JSON list of {"text", "labels"}, body only, the label in the file name.
-    github-api: a zip of JSON Lines issue objects as GitHub's REST API returns them.
+    github-api: issue objects as GitHub's REST API returns them, in any shape `github_objects` reads.
     """
     path = Path(path)
     kind = format or FILE_FORMATS.get(path.suffix.lower())
@@ -144,7 +144,7 @@ def load_ccims(path: Path | str, *, skipped: list[Skipped] | None = None) -> lis
 
 
 def load_github_issues(path: Path | str, *, skipped: list[Skipped] | None = None) -> list[Example]:
-    """Issues (not pull requests) of GitHub REST API objects, one per line, in a .jsonl or a zip of one.
+    """Issues (not pull requests) of GitHub REST API objects, in any file `github_objects` reads.
 
     The repository comes from `repository_url`; the kind from the issue's labels by `kind_of`.
     """
@@ -164,17 +164,41 @@ def load_github_issues(path: Path | str, *, skipped: list[Skipped] | None = None
 
 
 def github_objects(path: Path) -> Iterator[dict]:
-    """The GitHub REST API objects of a .jsonl, or of each .jsonl / .json in a zip, one per line."""
-    if path.suffix.lower() != ".zip":
-        yield from _read_jsonl(path)
+    """The GitHub REST API objects of a file as people save them: one per line (.jsonl), a page of them (a
+    JSON array, `gh api` output), pages one after another (`gh api --paginate`), gzipped (.gz), or a zip of
+    such files (each .json / .jsonl member)."""
+    if path.suffix.lower() == ".zip":
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                if name.endswith((".jsonl", ".json")):
+                    yield from json_objects(archive.read(name).decode("utf-8"), f"{path}:{name}")
         return
-    with zipfile.ZipFile(path) as archive:
-        for name in archive.namelist():
-            if name.endswith((".jsonl", ".json")):
-                with archive.open(name) as handle:
-                    for line in handle:
-                        if line.strip():
-                            yield json.loads(line)
+    if path.suffix.lower() == ".gz":
+        import gzip
+
+        yield from json_objects(gzip.decompress(path.read_bytes()).decode("utf-8"), str(path))
+        return
+    yield from json_objects(path.read_text(encoding="utf-8"), str(path))
+
+
+def json_objects(text: str, source: str) -> Iterator[dict]:
+    """Each object of the JSON values in `text`, one after another (objects, or arrays of objects)."""
+    decoder, position = json.JSONDecoder(), 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            line = text.count("\n", 0, position) + 1  # where the broken value begins
+            raise ValueError(f"{source}, line {line}: not JSON ({error.msg}); expected GitHub API issue "
+                             "objects, one per line or in arrays") from None
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                raise ValueError(f"{source}: {json.dumps(item)[:60]} is no GitHub API issue object")
+            yield item
 
 
 def _read_csv(path: Path) -> Iterator[dict]:

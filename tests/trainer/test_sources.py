@@ -9,7 +9,7 @@ import pytest
 from core.kinds import KINDS
 from tests.conftest import IN_CI
 from tests.paths import CCIMS, DATA, NLBSE
-from trainer.dataset import load_ccims, load_fasttext, load_file, load_github_issues
+from trainer.dataset import github_objects, load_ccims, load_fasttext, load_file, load_github_issues
 from trainer.sources import (
     TICKET_TAGGER_GROUP,
     MixConfig,
@@ -90,6 +90,39 @@ def test_github_api_zip_keeps_issues_not_pull_requests(tmp_path):
         archive.writestr("issues.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
     assert [(e.title, e.label, e.repo) for e in load_file(path)] == [("t0", "docs", "o/r"), ("t1", "bug", "o/r")]
     assert load_github_issues(path) == load_file(path, format="github-api")
+
+
+ISSUES = [{"number": 1, "title": "t1", "labels": [{"name": "area/api"}]},
+          {"number": 2, "title": "t2", "labels": []}, {"number": 3, "title": "t3", "labels": []}]
+
+
+@pytest.mark.parametrize("shape", ["jsonl", "array", "paginated", "gzip", "zip of arrays"])
+def test_github_objects_read_every_shape_people_save_api_answers_in(tmp_path, shape):
+    import gzip
+
+    lines, page = "".join(json.dumps(row) + "\n" for row in ISSUES), json.dumps(ISSUES, indent=2)
+    paginated = json.dumps(ISSUES[:2]) + json.dumps(ISSUES[2:])  # `gh api --paginate`: arrays back to back
+    path = tmp_path / {"jsonl": "i.jsonl", "array": "i.json", "paginated": "i.json", "gzip": "i.json.gz",
+                       "zip of arrays": "i.zip"}[shape]
+    if shape == "gzip":
+        path.write_bytes(gzip.compress(page.encode()))
+    elif shape == "zip of arrays":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("page1.json", json.dumps(ISSUES[:1]))
+            archive.writestr("page2.json", json.dumps(ISSUES[1:]))
+    else:
+        path.write_text({"jsonl": lines, "array": page, "paginated": paginated}[shape])
+    assert [issue["number"] for issue in github_objects(path)] == [1, 2, 3]
+
+
+def test_github_objects_name_the_line_that_is_not_json(tmp_path):
+    path = tmp_path / "issues.jsonl"
+    path.write_text(json.dumps(ISSUES[0]) + "\n{\"number\": 2,\n")
+    with pytest.raises(ValueError, match=r"issues.jsonl, line 2: not JSON"):
+        list(github_objects(path))
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="1 is no GitHub API issue object"):
+        list(github_objects(path))
 
 
 def test_the_mix_has_four_kinds_caps_every_repository_and_never_holds_nlbse_test(sources):
