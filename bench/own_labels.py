@@ -1,4 +1,9 @@
-"""A repository's own labels (issue 29): huggingface/datasets replayed by its dates, every scoring side by side.
+"""A repository's own labels (issue 29): a repository replayed in time order, every scoring side by side.
+
+huggingface/datasets by its dates by default (`--file`: any repository's issues as GitHub's API returned
+them; `--areas` narrows its own labels as a config's `areas:` does); `--ccims moby/moby` or
+`pytorch/pytorch`: the two repositories of ../shared with an area label (`api`) beside the kinds, body only
+and undated, in a seeded shuffled order.
 
 Each own label (core.own_labels.is_candidate) is scored by one of these variants, all fitted on the
 history only (the issues before the one scored), refitted every REFIT_EVERY new issues:
@@ -29,8 +34,8 @@ second run costs the fits only.
 
     nice -n 19 .venv/bin/python -m bench.own_labels [--history 500] [--target 0.85] [--variants vote,head]
 
-Writes docs/quality/own-labels.json and .md (micro and per-label precision, recall, labels applied per
-variant, and by window of new issues for each).
+Writes docs/quality/own-labels-OWNER-NAME[-seedN]-historyH.json and .md (micro and per-label precision, recall,
+labels applied per variant, and by window of new issues for each).
 """
 
 from __future__ import annotations
@@ -55,30 +60,78 @@ from trainer.dataset import github_objects, parse_time
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HF_FILE = SHARED / "data" / "huggingface-datasets-issues" / "datasets-issues.zip"
+CCIMS_DIR = SHARED / "data" / "ccims-issue-classification"
 CACHE = REPO_ROOT / "var" / "bench-cache"
 REFIT_EVERY = 100  # new issues between two fits (each on the history only)
 VARIANTS = ("vote", "prior", "head", "head+tfidf", "head+prior", "head+vote", "head+tfidf+vote", "served")
 
 
-def load_issues(path: Path, *, cleaned: bool = False) -> tuple[list[dict], dict[str, str]]:
-    """(issues, no pull requests, oldest first: text, created_at and the candidate own labels each carries;
-    every label's GitHub description as the issues' label objects give it). `cleaned`: the text as the
-    service reads it (core.issue_text.format_issue_text), else the title and the raw body."""
+def load_issues(path: Path, *, cleaned: bool = False, areas: list[str] | None = None
+                ) -> tuple[list[dict], dict[str, str], str]:
+    """(issues, no pull requests, oldest first: text, created_at and the candidate own labels each carries,
+    narrowed to `areas` as a repository's config narrows them (core.own_labels.in_areas); every label's
+    GitHub description as the issues' label objects give it; the repository, from the issues' URLs).
+    `cleaned`: the text as the service reads it (core.issue_text.format_issue_text), else the title and the
+    raw body. Any file trainer.dataset.github_objects reads: GitHub API pages, JSON Lines, a zip."""
     from core.issue_text import format_issue_text
 
-    issues, descriptions = [], {}
+    issues, descriptions, repositories = [], {}, Counter()
     for issue in github_objects(path):
         for label in issue.get("labels") or []:
             descriptions[label["name"]] = label.get("description") or ""
         if issue.get("pull_request"):
             continue
+        if "created_at" not in issue or "number" not in issue:
+            raise ValueError(f"{path}: issue objects need `number` and `created_at` (GitHub's REST API "
+                             f"answer); found {sorted(issue)[:8]}")
+        repositories[repository_of(issue)] += 1
         labels = [label["name"] for label in issue.get("labels") or []]
         issues.append({"number": issue["number"], "created_at": parse_time(issue["created_at"]),
                        "text": (format_issue_text(issue.get("title"), issue.get("body")) if cleaned
                                 else f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}"),
-                       "own": sorted({label for label in labels if is_candidate(label)}),
+                       "own": own_of(labels, areas),
                        "kinds": sorted({kind for label in labels if (kind := kind_of_label(label))})})
-    return sorted(issues, key=lambda issue: (issue["created_at"], issue["number"])), descriptions
+    repository = repositories.most_common(1)[0][0] if repositories else path.stem
+    return sorted(issues, key=lambda issue: (issue["created_at"], issue["number"])), descriptions, repository
+
+
+def own_of(labels: list[str], areas: list[str] | None) -> list[str]:
+    return sorted({label for label in labels if is_candidate(label) and own_labels.in_areas(label, areas)})
+
+
+def repository_of(issue: dict) -> str:
+    """owner/name from an issue's `repository_url` (or `html_url`); "?" where it has neither."""
+    if url := issue.get("repository_url"):
+        return url.removeprefix("https://api.github.com/repos/")
+    return "/".join((issue.get("html_url") or "").split("/")[3:5]) or "?"
+
+
+def load_ccims_issues(repository: str, *, seed: int, areas: list[str] | None = None, cleaned: bool = False
+                      ) -> tuple[list[dict], dict[str, str], str]:
+    """A ccims repository's issues (../shared: body only, no date, one file per label, `api` its area label)
+    as load_issues gives them, in a seeded shuffled order: an issue in several of its files carries each of
+    their labels."""
+    import random
+
+    from core.issue_text import format_issue_text
+    from trainer.dataset import ccims_file_parts
+
+    carried: dict[str, set[str]] = {}
+    files = sorted(path for path in CCIMS_DIR.glob("*.json") if ccims_file_parts(path)[0] == repository)
+    if not files:
+        raise ValueError(f"no ccims files of {repository} in {CCIMS_DIR}")
+    for path in files:
+        label = ccims_file_parts(path)[1]
+        for row in json.loads(path.read_text(encoding="utf-8")):
+            if body := (row.get("text") or "").strip():
+                carried.setdefault(body, set()).add(label)
+    bodies = sorted(carried)
+    random.Random(seed).shuffle(bodies)
+    issues = [{"number": number, "created_at": None, "text": format_issue_text("", body) if cleaned else body,
+               "own": own_of(sorted(carried[body]), areas),
+               "kinds": sorted({kind for label in carried[body] if (kind := kind_of_label(label))})}
+              for number, body in enumerate(bodies, start=1)]
+    return issues, {}, repository
 
 
 def embed(texts: list[str], max_length: int) -> np.ndarray:
@@ -320,7 +373,7 @@ def label_texts(names: list[str], descriptions: dict[str, str]) -> list[str]:
 
 
 def report_markdown(record: dict) -> str:
-    lines = [f"# Own labels: {record['repo']} by its dates", "",
+    lines = [f"# Own labels: {record['repo']}, {record.get('order', 'by dates')}", "",
              f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
              f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}, a label stopped at {record.get('stopped_expected')} expected; frozen all-MiniLM-L6-v2 embeddings.", "",
@@ -372,7 +425,15 @@ def report_markdown(record: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", type=Path, default=HF_FILE)
+    parser.add_argument("--file", type=Path, default=HF_FILE,
+                        help="a repository's issues as GitHub's API gives them (JSON pages, JSON Lines, zip) "
+                             "replayed by their dates (default: huggingface/datasets from ../shared)")
+    parser.add_argument("--ccims", metavar="OWNER/NAME",
+                        help="instead, a ccims repository of ../shared with an area label (moby/moby, "
+                             "pytorch/pytorch: `api`), body only and undated: replayed in --seed's order")
+    parser.add_argument("--seed", type=int, default=0, help="the order of a --ccims replay")
+    parser.add_argument("--areas", help="the config's `areas:`, comma-separated names or prefixes "
+                                        "(`module:,area-`): only those labels are own labels")
     parser.add_argument("--history", type=int, default=500)
     parser.add_argument("--target", type=float, default=0.85)
     parser.add_argument("--min-examples", type=int, default=20)
@@ -401,11 +462,21 @@ def main(argv: list[str] | None = None) -> int:
                    if variant not in VARIANTS and variant.removeprefix("served:") not in own_labels.SCORINGS}:
         parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)} or "
                      f"served:SCORING ({', '.join(own_labels.SCORINGS)})")
-    if not args.file.exists():
-        parser.error(f"no {args.file}: this bench reads huggingface/datasets' issues from ../shared")
-    issues, descriptions = load_issues(args.file, cleaned=args.cleaned_text)
+    areas = [area.strip() for area in args.areas.split(",") if area.strip()] if args.areas else None
+    try:
+        if args.ccims:
+            issues, descriptions, repository = load_ccims_issues(args.ccims, seed=args.seed, areas=areas,
+                                                                   cleaned=args.cleaned_text)
+        elif not args.file.exists():
+            parser.error(f"no {args.file}: give a repository's issues as GitHub's API returned them")
+        else:
+            issues, descriptions, repository = load_issues(args.file, cleaned=args.cleaned_text, areas=areas)
+    except ValueError as error:
+        parser.error(str(error))
     if len(issues) <= args.history:
-        parser.error(f"{args.file} has {len(issues)} issues: --history {args.history} leaves none to replay")
+        parser.error(f"{repository} has {len(issues)} issues: --history {args.history} leaves none to replay")
+    if not any(issue["own"] for issue in issues):
+        parser.error(f"{repository}: no issue carries an own label" + (f" in areas {areas}" if areas else ""))
     print(f"{len(issues)} issues, {sum(bool(i['own']) for i in issues)} with an own label; embedding", flush=True)
     names = sorted({label for issue in issues for label in issue["own"]})
     vectors = embed([issue["text"] for issue in issues], args.max_length)
@@ -417,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{variant}: {runs[-1]['micro']} ({runs[-1]['fit_seconds']} s of fits)", flush=True)
     kinds = (replay_kinds(issues, vectors, history=args.history, k=args.neighbours, target=args.target,
                           min_examples=args.min_examples) if args.kinds else None)
-    record = {"repo": "huggingface/datasets", "date": dt.date.today().isoformat(), "cpu": cpu_name(),
+    record = {"repo": repository, "order": f"shuffled, seed {args.seed}" if args.ccims else "by dates",
+              "areas": areas,
+              "date": dt.date.today().isoformat(), "cpu": cpu_name(),
               "history": args.history,
               "new_issues": len(issues) - args.history, "target": args.target,
               "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
@@ -425,8 +498,10 @@ def main(argv: list[str] | None = None) -> int:
               "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "own-labels.json").write_text(json.dumps(record, indent=1) + "\n")
-    (args.out / "own-labels.md").write_text(report_markdown(record))
+    stem = (f"own-labels-{repository.replace('/', '-')}" + (f"-seed{args.seed}" if args.ccims else "")
+            + f"-history{args.history}")
+    (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+    (args.out / f"{stem}.md").write_text(report_markdown(record))
     print(report_markdown(record))
     return 0
 
