@@ -24,6 +24,10 @@ from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
+# RQ sends the worker's own heartbeat after every job and twice more around the next dequeue, each time as
+# three separate Redis commands: 9 round trips a job on a busy queue. One pipelined heartbeat stands for the
+# others sent within this many seconds: the worker's key lives WORKER_TTL + 60 s from the last one sent.
+HEARTBEAT_GAP_SECONDS = 1.0
 
 
 def build_context(settings: Settings, *, redis: Redis | None = None, github_for=None,
@@ -75,6 +79,34 @@ class ServingWorker(SimpleWorker):
     def __init__(self, *args, warm_up: Callable[[], None], **kwargs):
         super().__init__(*args, **kwargs)
         self._warm_up = warm_up
+        self._state_sent: tuple[str, float] | None = None  # the state this worker last wrote itself, and when
+        self._heartbeat_sent: float | None = None  # time.monotonic() of the last heartbeat sent
+
+    def set_state(self, state: str, pipeline=None) -> None:
+        """RQ's set_state, without the round trip when this worker wrote that same state less than
+        HEARTBEAT_GAP_SECONDS ago (idle after a job, then idle again before the next dequeue). A state set in
+        RQ's pipelines is always sent, and not taken as written: a pipeline can be discarded (WATCH)."""
+        if pipeline is None and self._state_sent is not None and self._state_sent[0] == state \
+                and time.monotonic() - self._state_sent[1] < HEARTBEAT_GAP_SECONDS:
+            self._state = state
+            return
+        super().set_state(state, pipeline=pipeline)
+        self._state_sent = (state, time.monotonic()) if pipeline is None else None
+
+    def heartbeat(self, timeout: int | None = None, pipeline=None) -> None:
+        """RQ's heartbeat in one round trip, and none when one was sent less than HEARTBEAT_GAP_SECONDS ago.
+
+        A heartbeat with a job's own TTL, or inside one of RQ's pipelines (each job's start), goes as RQ
+        sends it."""
+        if timeout is not None or pipeline is not None:
+            super().heartbeat(timeout, pipeline=pipeline)
+        elif self._heartbeat_sent is None or time.monotonic() - self._heartbeat_sent >= HEARTBEAT_GAP_SECONDS:
+            with self.connection.pipeline(transaction=False) as batch:
+                super().heartbeat(pipeline=batch)
+                batch.execute()
+        else:
+            return
+        self._heartbeat_sent = time.monotonic()
 
     def _start_scheduler(self, *args, **kwargs):
         super()._start_scheduler(*args, **kwargs)
