@@ -31,7 +31,7 @@ from core.classifier import Classifier
 from core.issue_text import format_issue_text
 from core.repository_thresholds import repository_thresholds
 from core.settings import Settings
-from core.tables import IssueRecord, ModelVersion
+from core.tables import Installation, IssueRecord, ModelVersion
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,10 @@ class Gathered:
 def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.datetime | None = None) -> Gathered | str:
     """The inputs for labelling the issue of an `issues.opened` job, or why there is nothing to decide."""
     repo, number, github, settings = event["repo"], event["number"], sources.github, sources.settings
-    if lifecycle.is_frozen(session, event.get("installation_id")):
+    # held in a name: the session keeps a row only while something refers to it, and ensure_repository
+    # below reads the same one (one SELECT, not two)
+    installation = session.get(Installation, event["installation_id"]) if event.get("installation_id") else None
+    if lifecycle.is_suspended(installation):
         return "the installation is suspended"
     # the delivery's copy of the issue while it may stand for GitHub's (fresh, not cut for the queue)
     issue = IssueSnapshot.from_job(event["snapshot"]) if has_text(event["snapshot"]) else None

@@ -131,7 +131,11 @@ def update_repository(session: Session, event: dict, github: GitHubNow | None = 
 
 def is_frozen(session: Session, installation_id: int | None) -> bool:
     """True when the installation is suspended: nothing of it is labelled."""
-    installation = session.get(Installation, installation_id) if installation_id else None
+    return is_suspended(session.get(Installation, installation_id) if installation_id else None)
+
+
+def is_suspended(installation: Installation | None) -> bool:
+    """is_frozen for a row already read (None: not known, so not suspended)."""
     return installation is not None and installation.suspended_at is not None
 
 
