@@ -6,6 +6,8 @@ import datetime as dt
 from collections.abc import Iterable
 
 from sqlalchemy import case, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, joinedload
 
 from core.tables import (
@@ -189,7 +191,22 @@ def is_delivery_processed(session: Session, delivery_id: str) -> bool:
 
 def mark_delivery_processed(session: Session, delivery_id: str, event: str, action: str | None,
                             outcome: str) -> None:
-    session.merge(WebhookDelivery(id=delivery_id, event=event, action=action, outcome=outcome))
+    """Record the delivery as processed, or a later outcome of one already recorded: one INSERT ... ON
+    CONFLICT, where a merge read the row first (every job ends here)."""
+    values = {"event": event, "action": action, "outcome": outcome}
+    upsert = _insert_for(session)(WebhookDelivery).values(id=delivery_id, **values)  # processed_at: its default
+    session.execute(upsert.on_conflict_do_update(index_elements=[WebhookDelivery.id], set_=values),
+                    execution_options={"synchronize_session": False})
+    held = session.identity_map.get(session.identity_key(WebhookDelivery, (delivery_id,)))
+    if held is not None:  # a row this session read before: it shows the new outcome, as after a merge
+        session.refresh(held)
+
+
+def _insert_for(session: Session):
+    """The dialect's INSERT, which has on_conflict_do_update (PostgreSQL and SQLite alike)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql_insert
+    return sqlite_insert
 
 
 def processed_deliveries(session: Session, delivery_ids: Iterable[str]) -> set[str]:
