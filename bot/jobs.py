@@ -283,7 +283,8 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
                               missing_file_seconds=ctx.settings.missing_config_cache_seconds)
     with session_scope(ctx.sessionmaker) as session:
         gathered = labeling_inputs.gather(session, event, labeling_inputs.Sources(
-            ctx.settings, github, ctx.models.for_repository, inference=ctx.inference_slots.held))
+            ctx.settings, github, lambda repo: ctx.models.for_repository(repo, session),  # in this job's
+            inference=ctx.inference_slots.held))  # transaction: no session of its own for the promotion's query
         if isinstance(gathered, str):
             return f"skipped: {gathered}"
         result = labeling_writes.carry_out(

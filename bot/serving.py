@@ -27,9 +27,11 @@ class ServingModels:
 
     `resolve(repo)` names the version serving that repository (its own, else the global one; see
     `core.store.serving_model_for`); it is a cheap DB query, so every job asks it and a `promote` or
-    `rollback` reaches running workers without a restart. `on_serve(repo, version)` is called the first
-    time this process serves a repository with a version (bot.worker queues the memory's fill there);
-    `on_load(served, classifier)` each time a model is read from disk (bot.worker records its engine).
+    `rollback` reaches running workers without a restart. A job with a session open passes it on
+    (`resolve(repo, session)`): the query then runs in the job's transaction, not in one of its own.
+    `on_serve(repo, version)` is called the first time this process serves a repository with a version
+    (bot.worker queues the memory's fill there); `on_load(served, classifier)` each time a model is read
+    from disk (bot.worker records its engine).
     """
 
     def __init__(self, resolve: Callable[[str | None], Served | None],
@@ -49,9 +51,10 @@ class ServingModels:
         for classifier in loaded:
             classifier.predict([WARM_UP_TEXT])
 
-    def for_repository(self, repo: str | None) -> Classifier | None:
-        """The classifier serving `repo` (None: the global one), or None when nothing is promoted."""
-        served = self._resolve(repo)
+    def for_repository(self, repo: str | None, session=None) -> Classifier | None:
+        """The classifier serving `repo` (None: the global one), or None when nothing is promoted; asked in
+        `session` when one is given."""
+        served = self._resolve(repo) if session is None else self._resolve(repo, session)
         if served is None:
             return None
         if repo is not None and self._on_serve is not None and (repo, served.version) not in self._announced:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from redis import Redis
+from sqlalchemy.orm import Session
 from rq import SimpleWorker
 
 from bot import context, memory_fill, write_spacing
@@ -34,12 +35,14 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
                   github_app=None) -> context.WorkerContext:
     sessions = make_sessionmaker(settings.database_url)
 
-    def resolve(repo: str | None) -> Served | None:
-        with session_scope(sessions) as session:
-            promotion = store.serving_promotion_for(session, repo)
-            if promotion is None:
-                return None
-            return Served(promotion.scope, promotion.model_version.version, promotion.model_version.path)
+    def resolve(repo: str | None, session: Session | None = None) -> Served | None:
+        if session is None:  # a caller without a transaction of its own
+            with session_scope(sessions) as own:
+                return resolve(repo, own)
+        promotion = store.serving_promotion_for(session, repo)
+        if promotion is None:
+            return None
+        return Served(promotion.scope, promotion.model_version.version, promotion.model_version.path)
 
     if github_for is None and not settings.dry_run:
         from bot.github_client import GitHubApp

@@ -8,7 +8,7 @@ import time
 import pytest
 from rq.registry import ScheduledJobRegistry
 from rq.scheduler import RQScheduler
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from bot import context
 from bot.worker import build_context
@@ -21,6 +21,7 @@ from core.queues import LABELING_QUEUE, SERIALIZER
 from core.tables import Prediction, WebhookDelivery
 from simulation.fake_github import FAILURE_MESSAGES
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
+from tests.sql_statements import statements
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ISSUES = {
@@ -152,3 +153,38 @@ def test_a_promotion_reaches_the_running_worker_without_restart(worker_context, 
         assert store.serving_model_version(session).version == new_version
         assert second.model_version_id != first.model_version_id
     assert worker_context.models.loads == 2
+
+
+def test_a_label_job_reads_its_installation_once_and_asks_the_serving_model_in_its_own_transaction(
+        worker_context, fake_github, client, payload, redis):
+    """Issue 31: a labelling worker's time outside the model is mostly small database round trips. The
+    installation row was read twice (the session keeps a row only while something refers to it), the
+    serving promotion was asked in a transaction of its own, and the delivery's record read before written."""
+    open_issue(fake_github, client, payload, 1, "d-warm")
+    run_worker(redis)  # the repository and its installation are known, as in a running service
+    open_issue(fake_github, client, payload, 2, "d-count")
+    engine, checkouts = worker_context.sessionmaker.kw["bind"], []
+
+    def checkout(*args):
+        checkouts.append(1)
+
+    event.listen(engine, "checkout", checkout)
+    try:
+        with statements(worker_context.sessionmaker) as seen:
+            run_worker(redis)
+    finally:
+        event.remove(engine, "checkout", checkout)
+
+    assert len(add_label_calls(fake_github, 2)) == 1
+    selects = [" ".join(sql.split()) for sql in seen if sql.lstrip().startswith("SELECT")]
+    assert sum("FROM installations" in sql for sql in selects) == 1
+    assert sum("FROM model_promotions" in sql for sql in selects) == 1  # every job: a promotion reaches it
+    assert sum("FROM webhook_deliveries" in sql for sql in selects) == 1  # the check; the record is one upsert
+    # the delivery's check, the job (before and after its checkpoint commit), the delivery's record
+    assert len(checkouts) == 4
+    assert outcome_of(worker_context, "d-count") == "applied"
+
+
+def outcome_of(ctx, delivery: str) -> str:
+    with session_scope(ctx.sessionmaker) as session:
+        return session.get(WebhookDelivery, delivery).outcome

@@ -29,10 +29,12 @@ BACKFILLED = {1: "bug", 2: "enhancement", 3: "question", 8: "area/ui", 9: "Type:
 
 def serving_from(sessions):
     """The registry's answer, as bot.worker resolves it: which version serves a repository."""
-    def resolve(repo: str | None) -> Served | None:
-        with session_scope(sessions) as session:
-            row = store.serving_model_for(session, repo)
-            return Served("global", row.version, row.path) if row else None
+    def resolve(repo: str | None, session=None) -> Served | None:
+        if session is None:
+            with session_scope(sessions) as own:
+                return resolve(repo, own)
+        row = store.serving_model_for(session, repo)
+        return Served("global", row.version, row.path) if row else None
     return resolve
 
 
