@@ -59,11 +59,12 @@ from core.tables import WebhookDelivery
 
 log = logging.getLogger(__name__)
 OUTCOME_CHARS = WebhookDelivery.__table__.c.outcome.type.length  # PostgreSQL refuses longer outcomes
+SKIPPED_PROCESSED = "skipped: delivery already processed"
 
 
 def label_issue(**event) -> str:
     """issues.opened: classify the issue and put the matching label on it."""
-    return _once(LABEL_ISSUE, event, _label_issue)
+    return _once(LABEL_ISSUE, event, _label_issue, records_itself=True)
 
 
 def refresh_labels(**event) -> str:
@@ -236,26 +237,34 @@ def preview_repository(*, repo: str) -> str:
     return f"preview of {repo}: {result['issues']} issues, agreement {result['agreement']}"
 
 
-def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:
+def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str], *,
+          records_itself: bool = False) -> str:
     ctx = context.current()
     started = time.perf_counter()
     job = get_current_job()  # None when a test calls the job directly, with its text in `event`
     try:
         if job is not None and spec.text:
             event = queues.job_text(ctx.redis, spec, job.id, event)
-        return _once_timed(ctx, spec, event, work)
+        return _once_timed(ctx, spec, event, work, records_itself=records_itself)
     finally:
         if job is not None and spec.text:
             queues.forget_text(ctx.redis, job.id)  # done, failed or rescheduled: the text leaves Redis
         metrics.observe_job(ctx.redis, spec.short_name, time.perf_counter() - started)
 
 
-def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str]) -> str:
-    with session_scope(ctx.sessionmaker) as session:
-        if store.is_delivery_processed(session, event["delivery_id"]):
-            return "skipped: delivery already processed"
+def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str], *,
+                records_itself: bool = False) -> str:
+    """`work` once per delivery. With `records_itself`, the work checks and records the delivery in its own
+    transaction (_label_issue: two transactions fewer a job, and the record commits with the decision);
+    here only what it could not record, a permanent error, is."""
+    if not records_itself:
+        with session_scope(ctx.sessionmaker) as session:
+            if store.is_delivery_processed(session, event["delivery_id"]):
+                return SKIPPED_PROCESSED
     try:
         outcome = work(ctx, event)
+        if records_itself:
+            return outcome
     except TransientGitHubError as error:
         if not getattr(error, "deferral", False):  # a write spaced by bot.write_spacing never reached GitHub
             metrics.count_github_error(ctx.redis, error.status)
@@ -265,9 +274,13 @@ def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[
         outcome = f"dropped: GitHub answered {error.status} ({error})"
         log.warning("%s#%s (delivery %s) %s", event.get("repo"), event.get("number"), event["delivery_id"], outcome)
     with session_scope(ctx.sessionmaker) as session:
-        store.mark_delivery_processed(session, event["delivery_id"], spec.short_name, event.get("action"),
-                                      outcome[:OUTCOME_CHARS])
+        _record_delivery(session, spec, event, outcome)
     return outcome
+
+
+def _record_delivery(session, spec: JobSpec, event: dict, outcome: str) -> None:
+    store.mark_delivery_processed(session, event["delivery_id"], spec.short_name, event.get("action"),
+                                  outcome[:OUTCOME_CHARS])
 
 
 def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: TransientGitHubError) -> str:
@@ -276,21 +289,30 @@ def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: Transien
 
 
 def _label_issue(ctx: WorkerContext, event: dict) -> str:
-    """Gather every input once, decide (pure), carry the plan out: bot.labeling_inputs, .labeling, .labeling_writes."""
+    """Gather every input once, decide (pure), carry the plan out: bot.labeling_inputs, .labeling, .labeling_writes.
+    One transaction from the delivery's check to its record, committed with the decision's outcome."""
+    with session_scope(ctx.sessionmaker) as session:
+        if store.is_delivery_processed(session, event["delivery_id"]):
+            return SKIPPED_PROCESSED
+        outcome = _label_in(session, ctx, event)
+        _record_delivery(session, LABEL_ISSUE, event, outcome)
+    return outcome
+
+
+def _label_in(session, ctx: WorkerContext, event: dict) -> str:
     github = ctx.github(event.get("installation_id"))
     if github is not None:
         github = CachedGitHub(github, ctx.redis, labels_seconds=ctx.settings.labels_cache_seconds,
                               missing_file_seconds=ctx.settings.missing_config_cache_seconds)
-    with session_scope(ctx.sessionmaker) as session:
-        gathered = labeling_inputs.gather(session, event, labeling_inputs.Sources(
-            ctx.settings, github, lambda repo: ctx.models.for_repository(repo, session),  # in this job's
-            inference=ctx.inference_slots.held))  # transaction: no session of its own for the promotion's query
-        if isinstance(gathered, str):
-            return f"skipped: {gathered}"
-        result = labeling_writes.carry_out(
-            session, gathered, labeling.decide(gathered.inputs), github, delivery_id=event["delivery_id"],
-            claim=lambda key: bool(ctx.redis.set(key, 1, nx=True, ex=comments.CONFIG_WARNING_SECONDS)),
-            checkpoint=session.commit)  # the decision outlives a crash
+    gathered = labeling_inputs.gather(session, event, labeling_inputs.Sources(
+        ctx.settings, github, lambda repo: ctx.models.for_repository(repo, session),  # in this job's
+        inference=ctx.inference_slots.held))  # transaction: no session of its own for the promotion's query
+    if isinstance(gathered, str):
+        return f"skipped: {gathered}"
+    result = labeling_writes.carry_out(
+        session, gathered, labeling.decide(gathered.inputs), github, delivery_id=event["delivery_id"],
+        claim=lambda key: bool(ctx.redis.set(key, 1, nx=True, ex=comments.CONFIG_WARNING_SECONDS)),
+        checkpoint=session.commit)  # the decision outlives a crash
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
 
 

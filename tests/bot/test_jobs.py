@@ -6,11 +6,12 @@ import dataclasses
 import time
 
 import pytest
+from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from rq.scheduler import RQScheduler
 from sqlalchemy import event, select
 
-from bot import context
+from bot import context, jobs
 from bot.worker import build_context
 from core import store
 from core.classifier import load_classifier
@@ -155,11 +156,12 @@ def test_a_promotion_reaches_the_running_worker_without_restart(worker_context, 
     assert worker_context.models.loads == 2
 
 
-def test_a_label_job_reads_its_installation_once_and_asks_the_serving_model_in_its_own_transaction(
+def test_a_label_job_reads_its_installation_once_and_checks_and_records_its_delivery_in_its_transaction(
         worker_context, fake_github, client, payload, redis):
     """Issue 31: a labelling worker's time outside the model is mostly small database round trips. The
-    installation row was read twice (the session keeps a row only while something refers to it), the
-    serving promotion was asked in a transaction of its own, and the delivery's record read before written."""
+    installation row was read twice (the session keeps a row only while something refers to it), and the
+    delivery's check, the serving promotion and the delivery's record each had a transaction of their own
+    (a connection checkout with its pre-ping, BEGIN, COMMIT), the record read before it was written."""
     open_issue(fake_github, client, payload, 1, "d-warm")
     run_worker(redis)  # the repository and its installation are known, as in a running service
     open_issue(fake_github, client, payload, 2, "d-count")
@@ -180,11 +182,26 @@ def test_a_label_job_reads_its_installation_once_and_asks_the_serving_model_in_i
     assert sum("FROM installations" in sql for sql in selects) == 1
     assert sum("FROM model_promotions" in sql for sql in selects) == 1  # every job: a promotion reaches it
     assert sum("FROM webhook_deliveries" in sql for sql in selects) == 1  # the check; the record is one upsert
-    # the delivery's check, the job (before and after its checkpoint commit), the delivery's record
-    assert len(checkouts) == 4
+    # one transaction from the delivery's check to its record; a second after the decision's checkpoint
+    assert len(checkouts) == 2
     assert outcome_of(worker_context, "d-count") == "applied"
 
 
 def outcome_of(ctx, delivery: str) -> str:
     with session_scope(ctx.sessionmaker) as session:
         return session.get(WebhookDelivery, delivery).outcome
+
+
+def test_a_label_job_run_again_after_its_delivery_was_recorded_writes_nothing(
+        worker_context, fake_github, client, payload, redis):
+    """RQ can run a finished job again (the worker died after the job's commit, before RQ marked it done):
+    the delivery's record, committed with the decision, stops it before it asks GitHub or the model."""
+    open_issue(fake_github, client, payload, 1, "d-again")
+    (queued,) = Queue(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).get_jobs()
+    kwargs = dict(queued.kwargs)
+    run_worker(redis)
+    requests = len(fake_github.requests)
+
+    assert jobs.label_issue(**kwargs) == "skipped: delivery already processed"
+    assert len(fake_github.requests) == requests and len(add_label_calls(fake_github, 1)) == 1
+    assert outcome_of(worker_context, "d-again") == "applied"
