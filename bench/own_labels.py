@@ -448,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stopped-expected", type=float, default=own_labels.STOPPED_EXPECTED,
                         help="a label none of the newest rows carries where its share expected this many "
                              "there is no longer applied (core.own_labels.STOPPED_EXPECTED; 0: off)")
+    parser.add_argument("--precision-z", type=float, default=own_labels.PRECISION_Z,
+                        help="choose thresholds on the Wilson lower bound of precision at this z "
+                             "(core.own_labels.PRECISION_Z; 0: the point estimate, as served)")
     parser.add_argument("--cleaned-text", action="store_true",
                         help="read each issue as the service does (core.issue_text), not the raw body")
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
@@ -458,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = args.variants.split(",")
     own_labels.HEAD_C, own_labels.PSEUDO_COUNTS, own_labels.SCORING = args.head_c, args.pseudo_counts, args.scoring
     own_labels.STOPPED_EXPECTED = args.stopped_expected or None
+    own_labels.PRECISION_Z = args.precision_z
     if unknown := {variant for variant in variants
                    if variant not in VARIANTS and variant.removeprefix("served:") not in own_labels.SCORINGS}:
         parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)} or "
@@ -494,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
               "history": args.history,
               "new_issues": len(issues) - args.history, "target": args.target,
               "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
-              "stopped_expected": own_labels.STOPPED_EXPECTED,
+              "stopped_expected": own_labels.STOPPED_EXPECTED, "precision_z": own_labels.PRECISION_Z,
               "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)

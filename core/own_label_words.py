@@ -44,7 +44,7 @@ class WordFeatures:
         return vectorizer.transform(list(texts))
 
     def features(self, vectors: np.ndarray, texts: Sequence[str], *, with_vectors: bool = True):
-        """The heads' input: each row's embedding (unless not `with_vectors`), then its TF-IDF (sparse, CSR)."""
+        """The heads' input: each row's embedding (not `with_vectors`: none), then its TF-IDF (sparse CSR)."""
         from scipy.sparse import csr_matrix, hstack
 
         if not with_vectors:

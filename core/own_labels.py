@@ -85,6 +85,7 @@ def loo_votes(vectors: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
 
 
 PSEUDO_COUNTS = 0.0  # a right and a wrong pseudo-label per threshold's count: (right + a) / (labelled + 2a)
+PRECISION_Z = 0.0  # > 0: a threshold's precision is its Wilson lower bound at this z (bench.own_labels; off)
 
 
 STOPPED_EXPECTED: float | None = 5.0  # a label none of the memory's newest rows carries, where its share of
@@ -113,8 +114,19 @@ def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> floa
     values, hits = values[order], np.cumsum(np.asarray(carried, dtype=bool)[order])
     kept = np.arange(1, values.size + 1)
     last_of_tie = np.append(values[1:] < values[:-1], True)  # "score >= t" keeps every tie of t
-    reaches = last_of_tie & (hits + PSEUDO_COUNTS >= target * (kept + 2 * PSEUDO_COUNTS) - 1e-9)
+    precision = (hits + PSEUDO_COUNTS) / (kept + 2 * PSEUDO_COUNTS)
+    if PRECISION_Z:
+        precision = wilson_lower_bound(hits, kept, PRECISION_Z)
+    reaches = last_of_tie & (precision >= target - 1e-9)
     return max(float(values[reaches][-1]), 1e-9) if reaches.any() else np.inf
+
+
+def wilson_lower_bound(right: np.ndarray, applied: np.ndarray, z: float) -> np.ndarray:
+    """The Wilson score interval's lower end of `right` of `applied` at `z` standard errors."""
+    share, z2 = right / applied, z * z
+    centre = share + z2 / (2 * applied)
+    spread = z * np.sqrt(share * (1 - share) / applied + z2 / (4 * applied ** 2))
+    return (centre - spread) / (1 + z2 / applied)
 
 
 def thresholds_on_memory(vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, k: int,

@@ -22,7 +22,8 @@ from core.own_labels import (
 @pytest.mark.parametrize("label", ["dataset request", "dataset-viewer", "streaming", "vision", "module:linear_model",
                                    "area-System.Net", "dataset bug", "area/docs", "generic discussion",
                                    "area-System.Net.Http", "sig/node", "area/kubelet", "module:cluster", "api",
-                                   "os-windows", "arch-x64", "tenet-performance", "hardware", "Hardware", "dataset-preview"])
+                                   "os-windows", "arch-x64", "tenet-performance", "hardware", "Hardware",
+                                   "dataset-preview"])
 def test_areas_and_topics_are_candidates(label):
     assert is_candidate(label)
 
@@ -148,6 +149,18 @@ def test_a_threshold_keeps_the_target_precision_among_the_rows_above_it():
     assert own_labels.threshold_at(scores, carried, 0.8) == 0.5  # 4 right of 5 from 0.5 up
     assert own_labels.threshold_at(scores, carried, 0.85) == 0.7  # 0.6 would be 3 of 4
     assert own_labels.threshold_at(scores, np.zeros(6, dtype=bool), 0.85) == np.inf
+
+
+def test_on_the_precision_bound_a_threshold_needs_more_rows_right_above_it(monkeypatch):
+    """PRECISION_Z (a bench.own_labels knob, off where served): a threshold's precision is the Wilson lower
+    bound, so five rows right of five (bound 0.833 at z = 1) no longer prove 0.8, six do (0.857)."""
+    assert own_labels.wilson_lower_bound(np.array([5.0, 6.0]), np.array([5.0, 6.0]), 1.0) == pytest.approx(
+        [5 / 6, 6 / 7])
+    scores, carried = np.linspace(0.9, 0.1, 9), np.array([1, 1, 1, 1, 1, 1, 0, 0, 0], dtype=bool)
+    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.3)  # 6 right of 7: 0.857
+    monkeypatch.setattr(own_labels, "PRECISION_Z", 1.0)
+    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.4)  # 6 of 6: bound 0.857
+    assert own_labels.threshold_at(scores[1:], carried[1:], 0.85) == np.inf  # 5 of 5: bound 0.833
 
 
 def test_a_label_the_maintainers_stopped_using_is_no_longer_applied_but_still_suggested():
