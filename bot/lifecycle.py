@@ -129,13 +129,8 @@ def update_repository(session: Session, event: dict, github: GitHubNow | None = 
     return f"{event['action']}: recorded ({'private' if repository.private else 'public'})"
 
 
-def is_frozen(session: Session, installation_id: int | None) -> bool:
-    """True when the installation is suspended: nothing of it is labelled."""
-    return is_suspended(session.get(Installation, installation_id) if installation_id else None)
-
-
 def is_suspended(installation: Installation | None) -> bool:
-    """is_frozen for a row already read (None: not known, so not suspended)."""
+    """True when the installation is suspended: nothing of it is labelled (None: not known, so not)."""
     return installation is not None and installation.suspended_at is not None
 
 
