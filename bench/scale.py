@@ -35,6 +35,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -370,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="no warm-up: every installation's first issue falls in the window")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    # a SIGTERM (kill, a CI timeout) unwinds like Ctrl-C: each service's processes stopped, its database dropped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     warm = 0 if args.cold else args.installations
     # next issues, other installations: the first `warm` are one per installation, in the repository its
     # window's issues go to (installations a multiple of NLBSE's 5 repositories)
