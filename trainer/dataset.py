@@ -10,6 +10,7 @@ import ast
 import csv
 import datetime as dt
 import hashlib
+import io
 import itertools
 import json
 import logging
@@ -19,6 +20,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from huggingface_hub import hf_hub_download
 from sqlalchemy import ColumnElement, and_, false, or_, select
@@ -166,35 +168,56 @@ def load_github_issues(path: Path | str, *, skipped: list[Skipped] | None = None
 def github_objects(path: Path) -> Iterator[dict]:
     """The GitHub REST API objects of a file as people save them: one per line (.jsonl), a page of them (a
     JSON array, `gh api` output), pages one after another (`gh api --paginate`), gzipped (.gz), or a zip of
-    such files (each .json / .jsonl member)."""
+    such files (each .json / .jsonl member). Read as a stream: a dump of any size holds one value (a line, a
+    page) in memory at a time."""
     if path.suffix.lower() == ".zip":
         with zipfile.ZipFile(path) as archive:
             for name in archive.namelist():
                 if name.endswith((".jsonl", ".json")):
-                    yield from json_objects(archive.read(name).decode("utf-8"), f"{path}:{name}")
+                    with archive.open(name) as member:
+                        yield from json_objects(io.TextIOWrapper(member, encoding="utf-8"), f"{path}:{name}")
         return
     if path.suffix.lower() == ".gz":
         import gzip
 
-        yield from json_objects(gzip.decompress(path.read_bytes()).decode("utf-8"), str(path))
+        with gzip.open(path, "rt", encoding="utf-8") as stream:
+            yield from json_objects(stream, str(path))
         return
-    yield from json_objects(path.read_text(encoding="utf-8"), str(path))
+    with path.open(encoding="utf-8") as stream:
+        yield from json_objects(stream, str(path))
 
 
-def json_objects(text: str, source: str) -> Iterator[dict]:
-    """Each object of the JSON values in `text`, one after another (objects, or arrays of objects)."""
-    decoder, position = json.JSONDecoder(), 0
+JSON_CHUNK = 1 << 20  # characters read at a time
+
+
+def json_objects(stream: TextIO, source: str, chunk: int = JSON_CHUNK) -> Iterator[dict]:
+    """Each object of the JSON values read from `stream`, one after another (objects, or arrays of objects).
+    A value longer than what is buffered is read on in chunks that double, so reading stays linear."""
+    decoder, buffer, position, line, ended, want = json.JSONDecoder(), "", 0, 1, False, chunk
     while True:
-        while position < len(text) and text[position].isspace():
+        skipped = position
+        while position < len(buffer) and buffer[position].isspace():
             position += 1
-        if position == len(text):
+        line += buffer.count("\n", skipped, position)
+        value = end = None
+        if position < len(buffer):
+            try:
+                value, end = decoder.raw_decode(buffer, position)
+            except json.JSONDecodeError as error:
+                if ended:  # the whole rest is buffered: the value is broken, not cut off
+                    raise ValueError(f"{source}, line {line}: not JSON ({error.msg}); expected GitHub API issue "
+                                     "objects, one per line or in arrays") from None
+        elif ended:
             return
-        try:
-            value, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as error:
-            line = text.count("\n", 0, position) + 1  # where the broken value begins
-            raise ValueError(f"{source}, line {line}: not JSON ({error.msg}); expected GitHub API issue "
-                             "objects, one per line or in arrays") from None
+        if end is None:  # nothing buffered, or a value that goes on past the buffer
+            more = stream.read(want)
+            ended = not more
+            buffer, position = buffer[position:] + more, 0
+            want *= 2
+            continue
+        want = chunk
+        line += buffer.count("\n", position, end)
+        position = end
         for item in value if isinstance(value, list) else [value]:
             if not isinstance(item, dict):
                 raise ValueError(f"{source}: {json.dumps(item)[:60]} is no GitHub API issue object")

@@ -115,10 +115,41 @@ def test_github_objects_read_every_shape_people_save_api_answers_in(tmp_path, sh
     assert [issue["number"] for issue in github_objects(path)] == [1, 2, 3]
 
 
+@pytest.mark.parametrize("shape", ["jsonl", "array", "paginated"])
+def test_json_objects_read_a_dump_as_a_stream_whatever_falls_across_a_chunk(shape):
+    """Values cut at every point by a small chunk read whole; a dump of many lines is never read at once,
+    while a value longer than a chunk (a page) is read on until it ends."""
+    import io
+
+    from trainer.dataset import json_objects
+
+    issues = [{"number": n, "title": f"issue {n} \u00e9", "labels": [{"name": "area/api"}] * (n % 3)}
+              for n in range(1, 201)]
+    text = {"jsonl": "".join(json.dumps(row) + "\n" for row in issues),
+            "array": json.dumps(issues, indent=2),
+            "paginated": "".join(json.dumps(issues[i:i + 30]) for i in range(0, 200, 30))}[shape]
+    reads = []
+
+    class Recorded(io.StringIO):
+        def read(self, size=-1):
+            reads.append(size)
+            return super().read(size)
+
+    for chunk in (7, 64, 1 << 20):
+        reads.clear()
+        assert list(json_objects(Recorded(text), "dump", chunk=chunk)) == issues
+        if shape == "jsonl" and chunk < len(text):  # one line at a time, not the file
+            longest = max(len(line) for line in text.splitlines(keepends=True))
+            assert max(reads) <= max(chunk, 2 * longest) < len(text) / 10
+
+
 def test_github_objects_name_the_line_that_is_not_json(tmp_path):
     path = tmp_path / "issues.jsonl"
     path.write_text(json.dumps(ISSUES[0]) + "\n{\"number\": 2,\n")
     with pytest.raises(ValueError, match=r"issues.jsonl, line 2: not JSON"):
+        list(github_objects(path))
+    path.write_text("".join(json.dumps(row) + "\n" for row in ISSUES * 5000) + "[{\"number\": 4}\n")
+    with pytest.raises(ValueError, match=r"issues.jsonl, line 15001: not JSON"):  # past the first chunk
         list(github_objects(path))
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match="1 is no GitHub API issue object"):
