@@ -52,8 +52,9 @@ def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refit
     confirmed_history(sessions)
     streaming_issue(sessions, github, 1)  # the first job with own labels fits and stores them
     key, examples, fitted_at = stored_fit(sessions)
-    assert examples == {"streaming": 6, "vision": 6}
-    record(sessions, issue_event("labeled", 1, labels=["bug", "streaming"], label="streaming"))  # a 7th example
+    history = own_labels.DEFAULT_MIN_EXAMPLES + 1  # examples of each in confirmed_history
+    assert examples == {"streaming": history, "vision": history}
+    record(sessions, issue_event("labeled", 1, labels=["bug", "streaming"], label="streaming"))  # one more
     with session_scope(sessions) as session:  # it embeds the issue, as the feedback job does with a model
         issue = session.scalars(select(IssueRecord).where(IssueRecord.number == 1)).one()
         memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
@@ -63,7 +64,7 @@ def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refit
         repository = store.find_repository(session, full_name=REPO)
         own_label_fits.refresh_stored(session, repository.id, ENCODER.version)
     moved_key, moved, _ = stored_fit(sessions)
-    assert moved == {"streaming": 7, "vision": 6} and moved_key != key
+    assert moved == {"streaming": history + 1, "vision": history} and moved_key != key
 
 
 @pytest.mark.parametrize("scoring", own_labels.SCORINGS)

@@ -3,6 +3,8 @@ decision per label from the confirmed issues that carry it, applied only from `m
 examples and in the kind's one write, narrowed by the config's `areas`, judged by maintainers like the
 kind (a label they remove is never put back), and learnt from the backfill with every label an issue has."""
 
+import itertools
+
 import pytest
 from sqlalchemy import select
 
@@ -49,10 +51,14 @@ def github():
     return repository(labels={REPO: [*LABELS, *OWN, "good first issue"]})
 
 
-def confirmed_history(sessions, streaming: int = 6, vision: int = 6) -> None:
-    """Confirmed issues in the repository's memory: `streaming` about streams, `vision` about images."""
-    issues = [(f"Stream stops with a crash, case {i}", "streaming") for i in range(streaming)]
-    issues += [(f"Image fails with a crash, case {i}", "vision") for i in range(vision)]
+def confirmed_history(sessions, streaming: int = own_labels.DEFAULT_MIN_EXAMPLES + 1,
+                      vision: int = own_labels.DEFAULT_MIN_EXAMPLES + 1) -> None:
+    """Confirmed issues in the repository's memory: `streaming` about streams, `vision` about images; by
+    default one more of each than a label needs to be applied."""
+    streams = [(f"Stream stops with a crash, case {i}", "streaming") for i in range(streaming)]
+    images = [(f"Image fails with a crash, case {i}", "vision") for i in range(vision)]
+    # in time order the two kinds alternate: neither label looks like one the maintainers stopped using
+    issues = [issue for pair in itertools.zip_longest(streams, images) for issue in pair if issue]
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
         for number, (title, own) in enumerate(issues, start=100):
@@ -374,11 +380,13 @@ def memory_labels(sessions) -> dict[int, str]:
 def test_the_fill_embeds_issues_confirmed_with_own_labels_only_and_they_vote_for_them(sessions, github):
     """Issue 29 stored the backfill's issues that carry only own labels, but the fill embedded only issues
     with a kind: their examples were counted and never voted, so the label stayed unapplied."""
+    enough = own_labels.DEFAULT_MIN_EXAMPLES + 1
     confirmed_history(sessions, streaming=0)  # `vision` on issues of a kind, already in the memory
-    own_only_history(sessions)  # `streaming` on issues nobody gave a kind
-    assert fill(sessions).describe() == f"12 of 12 issues embedded by {ENCODER.version}"
+    own_only_history(sessions, enough)  # `streaming` on issues nobody gave a kind
+    assert fill(sessions).describe() == f"{2 * enough} of {2 * enough} issues embedded by {ENCODER.version}"
     rows = memory_labels(sessions)
-    assert {n: rows[n] for n in range(300, 306)} == {n: memory.NO_KIND for n in range(300, 306)}
+    own_only = range(300, 300 + enough)
+    assert {n: rows[n] for n in own_only} == {n: memory.NO_KIND for n in own_only}
     streaming_issue(sessions, github)
     assert github.writes() == [("add_labels", REPO, 1, ("bug", "streaming"))]
     assert own_decisions(sessions) == [("streaming", "applied", None)]
@@ -396,7 +404,7 @@ def test_the_kinds_vote_never_counts_an_issue_of_own_labels_only(sessions, githu
     with session_scope(sessions) as session:
         repository_id = store.find_repository(session, full_name=REPO).id
         kind = memory.recall(session, repository_id, ENCODER.version, KINDS)
-        assert len(kind) == 12 and set(kind.labels) == {"bug"}
+        assert len(kind) == 2 * (own_labels.DEFAULT_MIN_EXAMPLES + 1) and set(kind.labels) == {"bug"}
 
 
 def test_an_own_label_a_maintainer_confirms_on_an_issue_without_kind_gives_it_its_memory_row(sessions):
