@@ -12,7 +12,7 @@ from bot import labeling, memory_fill
 from bot.backfill import backfill
 from bot.review import decide, quality
 from bot.repo_config import parse_config
-from core import memory, own_labels, store
+from core import memory, own_label_fits, own_labels, store
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry, OwnLabelDecision, OwnLabelExample
 from tests.bot.rules import (
@@ -129,6 +129,26 @@ def test_below_min_examples_an_own_label_is_a_suggestion_on_the_review_page_only
     assert own_decisions(sessions) == [("streaming", "suggested", None)]
     # the repository says three examples are enough
     assert streaming_issue(sessions, github, 2, config="min_examples: 3\n")[0] == "applied"
+    assert github.writes()[-1] == ("add_labels", REPO, 2, ("bug", "streaming"))
+
+
+def test_by_default_an_own_label_is_applied_from_its_twentieth_confirmed_example(sessions, github):
+    """Below 20 the thresholds did not keep the precision target (bench.own_labels on huggingface/datasets:
+    labels with 5-19 examples applied at 0.6-0.7); from the twentieth example on the label goes on."""
+    confirmed_history(sessions, streaming=19)
+    streaming_issue(sessions, github, 1)
+    assert own_decisions(sessions, 1) == [("streaming", "suggested", None)]
+    with session_scope(sessions) as session:
+        repo = store.ensure_repository(session, REPO, 1)
+        issue = store.upsert_issue(session, repo, 99, title="Stream stops with a crash, case 19", body="",
+                                   author_login="x", state="closed")
+        issue.confirmed_label, issue.confirmed_by = "bug", "maintainer"
+        session.flush()
+        memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
+        own_labels.confirm(session, issue, "streaming", "maintainer")
+        own_label_fits.refresh_stored(session, repo.id)  # the feedback queue's refit after a decision
+    streaming_issue(sessions, github, 2)
+    assert own_decisions(sessions, 2) == [("streaming", "applied", None)]
     assert github.writes()[-1] == ("add_labels", REPO, 2, ("bug", "streaming"))
 
 
