@@ -87,6 +87,14 @@ def wait_for_url(browser, url: str) -> None:
     WebDriverWait(browser, 10).until(lambda driver: driver.current_url.split("?")[0].endswith(url))
 
 
+def flashed(browser) -> str:
+    """The flashed message of the page a click's form post redirects to: the post, its redirect and the page
+    end after click() returns, so wait for it (longer than the implicit wait, on a busy CI machine)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, 15).until(lambda driver: driver.find_elements("class name", "flash"))[0].text
+
+
 def queued(browser, prediction_id: int) -> None:
     """A click posts without reloading: wait until its row says queued (the job is in Redis then)."""
     from selenium.webdriver.support.ui import WebDriverWait
@@ -257,7 +265,7 @@ def test_retrain_now_queues_once_and_shows_the_refusal_and_its_reason(signed_out
     assert browser.find_element("css selector", "#models td.macro-f1").text == "0.605"
     assert browser.find_element("css selector", "#models td.mean-repo").text == "0.806"
     browser.find_element("xpath", "//button[text()='Retrain now']").click()
-    assert browser.find_element("class name", "flash").text.startswith("Queued: retrain.")
+    assert flashed(browser).startswith("Queued: retrain.")
     assert browser.find_element("css selector", "#job-retrain .tag").text == "queued"
     assert not browser.find_element("xpath", "//button[text()='Retrain now']").is_enabled()
     training_context.configure(build_context(review_settings, redis=redis))
@@ -270,7 +278,7 @@ def test_retrain_now_queues_once_and_shows_the_refusal_and_its_reason(signed_out
     detail = browser.find_element("css selector", "#job-retrain .detail").text
     assert "not enough confirmed issues" in detail
     browser.find_element("xpath", "//button[text()='Retrain now']").click()  # within the hour: refused, said
-    assert "was queued less than 60 minutes ago" in browser.find_element("class name", "flash").text
+    assert "was queued less than 60 minutes ago" in flashed(browser)
     screenshot(browser, "quality-jobs")
 
 
