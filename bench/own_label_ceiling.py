@@ -34,8 +34,12 @@ def cross_validated(vectors: np.ndarray, texts: list[str], carried: np.ndarray, 
 
     scores = np.zeros(len(texts))
     for train, held in StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(vectors, carried):
-        words = WordFeatures.fit([texts[i] for i in train])
-        features = (lambda rows: words.features(vectors[rows].astype(np.float64), [texts[i] for i in rows]))
+        words = WordFeatures.fit([texts[i] for i in train])  # None: the fold's texts share no word
+
+        def features(rows, words=words):
+            embedded = vectors[rows].astype(np.float64)
+            return embedded if words is None else words.features(embedded, [texts[i] for i in rows])
+
         scores[held] = fit_head(features(train), carried[train]).score(features(held))
     return scores
 
@@ -82,12 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     args = parser.parse_args(argv)
-    if args.ccims:
-        issues, _, repository = load_ccims_issues(args.ccims, seed=0)
-    elif not args.file.exists():
-        parser.error(f"no {args.file}: give a repository's issues as GitHub's API returned them")
-    else:
-        issues, _, repository = load_issues(args.file)
+    try:
+        if args.ccims:
+            issues, _, repository = load_ccims_issues(args.ccims, seed=0)
+        elif not args.file.exists():
+            parser.error(f"no {args.file}: give a repository's issues as GitHub's API returned them")
+        else:
+            issues, _, repository = load_issues(args.file)
+    except ValueError as error:  # a broken file, or no ccims crawl of that repository here
+        parser.error(str(error))
     vectors = embed([issue["text"] for issue in issues], args.max_length)  # all issues: the cache's key
     if args.first:
         issues, vectors = issues[:args.first], vectors[:args.first]
