@@ -94,12 +94,12 @@ def fine_tune_gated(config: TrainConfig, examples: Sequence[Example], labels: Se
     if config.precision != "auto":  # the operator's choice, trained alone
         return _alone(train(config, examples, labels, progress=progress, precision=precision),
                       f"precision {precision} was asked for (TrainConfig.precision): trained alone, not gated")
-    if precision == "fp32":
-        return _alone(train(config, examples, labels, progress=progress, precision="fp32"),
-                      "this CPU has no bf16 instructions (AMX or AVX-512 BF16): fp32 trained alone, no gate")
     if config.resolved_device() != "cpu":
         return _alone(train(config, examples, labels, progress=progress, precision="fp32"),
                       f"trained on {config.resolved_device()} (float16 autocast there): no CPU bf16 to gate")
+    if precision == "fp32":
+        return _alone(train(config, examples, labels, progress=progress, precision="fp32"),
+                      "this CPU has no bf16 instructions (AMX or AVX-512 BF16): fp32 trained alone, no gate")
     inherited = inherited_gate(config)
     if inherited is not None:  # the retraining's own comparison with the champion still judges it
         trained = train(config, examples, labels, progress=progress, precision="bf16")

@@ -39,6 +39,7 @@ class TrainedModel:
     losses: list[float] = field(default_factory=list)  # training loss of each step
     precision: str = "fp32"  # what the CPU trained it in: fp32 | bf16 (autocast); on CUDA, fp32 weights
     precision_gate: dict | None = None  # trainer.precision's verdict when bf16 was tried
+    device: str = "cpu"  # where it trained: cpu, or cuda (float16 autocast, `config.fp16`)
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
              thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
@@ -73,14 +74,15 @@ def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence
     started = time.perf_counter()
     weights = class_weights(targets, len(labels)) if config.class_weight == "balanced" else None
     precision = precision or ("fp32" if config.precision == "auto" else config.precision)
-    if config.resolved_device() != "cpu":
+    device = config.resolved_device()
+    if device != "cpu":
         precision = "fp32"  # fp32 weights, float16 autocast on CUDA
     steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress, weights, precision)
     seconds = time.perf_counter() - started
-    log.info("fine-tuned %s on %d examples: %d steps in %.1f s (%s)", config.resolved_base_model(),
-             len(examples), steps, seconds, precision)
+    log.info("fine-tuned %s on %d examples: %d steps on %s in %.1f s (%s)", config.resolved_base_model(),
+             len(examples), steps, device, seconds, precision)
     return TrainedModel(model.eval(), tokenizer, labels, config, config.resolved_base_model(), seconds,
-                        steps, losses, precision)
+                        steps, losses, precision, device=device)
 
 
 def check_labels(examples: Sequence[Example], labels: Sequence[str] | None) -> list[str]:
@@ -237,7 +239,8 @@ def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics:
     trained.model.save_pretrained(directory)
     trained.tokenizer.save_pretrained(directory)
     training = {"seconds": round(trained.seconds, 2), "steps": trained.steps,
-                "final_loss": trained.losses[-1] if trained.losses else None, "precision": trained.precision}
+                "final_loss": trained.losses[-1] if trained.losses else None, "precision": trained.precision,
+                "device": trained.device}
     if trained.precision_gate is not None:
         training["precision_gate"] = trained.precision_gate
     write_card(directory, version=version, labels=trained.labels, kind="transformer",

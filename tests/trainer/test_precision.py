@@ -56,6 +56,15 @@ def test_without_bf16_instructions_only_fp32_is_trained_and_the_verdict_says_why
                                       "AVX-512 BF16): fp32 trained alone, no gate"}
 
 
+@pytest.mark.parametrize("flags", [AMX, AVX2])
+def test_on_a_gpu_one_training_runs_whatever_the_cpu_and_the_verdict_names_the_gpu(flags):
+    training = FakeTraining({"fp32": 0.8})  # float16 autocast on CUDA: no CPU bf16 to compare it with
+    trained = gated(training, flags, TrainConfig(device="cuda"))
+    assert training.runs == ["fp32"] and trained.precision == "fp32"
+    assert trained.precision_gate == {"kept": "fp32",
+                                      "reason": "trained on cuda (float16 autocast there): no CPU bf16 to gate"}
+
+
 def test_with_amx_a_bf16_model_within_noise_of_fp32_is_kept():
     training = FakeTraining({"bf16": 0.79, "fp32": 0.80})  # 1 point on 300 issues: noise (4.5 points)
     trained = gated(training, AMX)

@@ -99,6 +99,8 @@ def test_save_then_load_classifier_round_trip(trained_minilm, small_heldout, tmp
     assert TrainConfig.from_dict(card["train_config"]) == trained_minilm.config
     assert card["data_fingerprint"] == "abc" and card["metrics"] == {"macro_f1": 0.5} and card["created_at"]
     assert card["training"]["steps"] == trained_minilm.steps
+    # where it trained: "auto" in train_config names no device
+    assert card["training"]["device"] == trained_minilm.config.resolved_device()
 
 
 def test_length_buckets_cover_every_example_once_in_similar_lengths():
