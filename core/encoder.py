@@ -86,7 +86,7 @@ class EncoderClassifier:
 
 class TransformerClassifier(EncoderClassifier):
     """A fine-tuned encoder with its tokenizer in PyTorch, on CPU (or CUDA when there is one); `bf16`: under
-    CPU autocast to bfloat16 (engine `pytorch-bf16`), the weights kept in fp32."""
+    autocast to bfloat16 on its device (engine `pytorch-bf16`), the weights kept in fp32."""
 
     def __init__(self, model, tokenizer, card: ModelCard, device: str = "cpu", *, bf16: bool = False):
         super().__init__(tokenizer, card)
@@ -110,7 +110,9 @@ class TransformerClassifier(EncoderClassifier):
     def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
         import torch
 
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        # bf16 autocast where the model runs: a CPU autocast would leave a model on CUDA in fp32
+        with torch.inference_mode(), torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16,
+                                                    enabled=self.bf16):
             encoded = self._encode(texts, "pt").to(self.device)
             if scores:
                 output = self.model(**encoded, output_hidden_states=True)

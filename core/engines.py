@@ -7,6 +7,8 @@ Engines, by the names the card and the logs use:
 - `pytorch-bf16`: PyTorch under CPU autocast to bfloat16: the fastest where AMX multiplies bf16 tiles; with
   AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX Runtime; emulated, and slow, without either.
 - `pytorch`: PyTorch in fp32, the reference every gate compares with; always allowed, the last fallback.
+  Where PyTorch sees an NVIDIA GPU, it serves, on the GPU: one issue in 2.6 ms on an H100 against 11 ms for
+  the fastest engine on one thread of that machine's AMX CPU, and bf16 autocast is slower there (3.4 ms).
 
 An engine serves only when its registration's gate passed (recorded in the card's `fast_path.gates`) and it
 loads here; otherwise the next one is tried and one log line says why. Which of the allowed ones serves comes
@@ -51,6 +53,11 @@ WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-u
 ORDER_WITH_AMX = (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
 ORDER_WITH_AVX512_BF16 = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
+# - An NVIDIA GPU that PyTorch can use (bench.cuda --served, H100, 2026-12-05): fp32 on the GPU, 2.6 ms an issue
+#   one at a time, bf16 autocast 3.4 ms (tiny kernels: the casts cost more than they save), every CPU engine
+#   on one thread 11-19 ms: PyTorch fp32 on the GPU alone.
+ORDER_WITH_GPU = (TORCH_FP32,)
+NVIDIA_CONTROL_DEVICE = Path("/dev/nvidiactl")  # present wherever NVIDIA's driver runs a GPU
 # ISSUE_SORTER_ENGINE=measure: each allowed engine labels these one at a time (as a job does), once to warm
 # up, then MEASURE_ROUNDS times; its best round counts. Short, typical and past-the-token-limit issues.
 MEASURE_TEXTS = (
@@ -105,23 +112,38 @@ def has_bf16(flags: Iterable[str]) -> bool:
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
-def preference(flags: Iterable[str]) -> tuple[str, ...]:
-    """The engines to try on a CPU with these flags, fastest first."""
+def cuda_available(control: Path = NVIDIA_CONTROL_DEVICE) -> bool:
+    """Whether PyTorch can run the model on an NVIDIA GPU here. Without the driver's control device torch is
+    not imported, so a worker on a CPU machine that serves with ONNX Runtime stays without it."""
+    if not control.exists():
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def preference(flags: Iterable[str], *, gpu: bool = False) -> tuple[str, ...]:
+    """The engines to try on a CPU with these flags (and a GPU that PyTorch can use), fastest first."""
+    if gpu:
+        return ORDER_WITH_GPU
     flags = set(flags)
     if has_amx(flags):
         return ORDER_WITH_AMX
     return ORDER_WITH_AVX512_BF16 if has_bf16(flags) else ORDER_WITHOUT_BF16
 
 
-def order(forced: str, flags: Iterable[str]) -> tuple[str, ...]:
-    """The engines to try, in turn: a forced one first, then the CPU's order; fp32 PyTorch always last.
+def order(forced: str, flags: Iterable[str], *, gpu: bool = False) -> tuple[str, ...]:
+    """The engines to try, in turn: a forced one first, then the machine's order; fp32 PyTorch always last.
     With `measure`, every engine, the CPU's order first: what its gate allowed is timed, not assumed."""
     if forced not in CHOICES:
         raise ValueError(f"an engine is one of {', '.join(CHOICES)}, not {forced!r}")
     if forced == MEASURE:
         rest = [engine for engine in ENGINES if engine not in preference(flags) and engine != TORCH_FP32]
         return (*[engine for engine in preference(flags) if engine != TORCH_FP32], *rest, TORCH_FP32)
-    tried = ([] if forced == AUTO else [forced]) + [engine for engine in preference(flags) if engine != forced]
+    tried = ([] if forced == AUTO else [forced]) + [engine for engine in preference(flags, gpu=gpu)
+                                                    if engine != forced]
     return tuple(tried) if TORCH_FP32 in tried else (*tried, TORCH_FP32)
 
 
@@ -169,17 +191,19 @@ Loader = Callable[[str], Any]  # engine → a loaded classifier; raises to say i
 
 
 def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, flags: Iterable[str] | None = None,
-           clock: Callable[[], float] = time.perf_counter) -> Choice:
-    """The first engine of `order(forced, flags)` that the card allows and that loads; each one passed over
-    is logged with its reason. fp32 PyTorch, last, is allowed always: its failure to load is raised.
+           gpu: bool | None = None, clock: Callable[[], float] = time.perf_counter) -> Choice:
+    """The first engine of `order(forced, flags, gpu)` that the card allows and that loads; each one passed
+    over is logged with its reason. fp32 PyTorch, last, is allowed always: its failure to load is raised.
+    `flags`, `gpu`: this machine's CPU flags and whether PyTorch sees a GPU (None: read here).
 
     `forced` "measure": every allowed engine is loaded, and a `MeasuredChoice` over them serves (timed with
     `clock` at its first use); its `engine` is None until then."""
     flags = cpu_flags() if flags is None else frozenset(flags)
     if forced == MEASURE:
         return _choose_by_measuring(card, load, flags, clock)
+    gpu = cuda_available() if gpu is None else gpu
     passed_over: dict[str, str] = {}
-    for engine in order(forced, flags):
+    for engine in order(forced, flags, gpu=gpu):
         why = refusal(card, engine)
         if why is None:
             try:
@@ -190,8 +214,9 @@ def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, flags: Iterable
                 why = f"it could not be loaded ({type(error).__name__}: {error})"
             else:
                 level = logging.WARNING if forced not in (AUTO, engine) else logging.INFO
-                log.log(level, "serving %s with %s (%s; CPU %s)", card.version, engine,
-                        describe(forced, engine, passed_over), cpu_summary(flags))
+                log.log(level, "serving %s with %s (%s; CPU %s%s)", card.version, engine,
+                        describe(forced, engine, passed_over, gpu=gpu), cpu_summary(flags),
+                        "; on the GPU" if gpu and engine in (TORCH_BF16, TORCH_FP32) else "")
                 return Choice(engine, classifier, passed_over)
         passed_over[engine] = why
         log.warning("%s does not serve %s: %s", engine, card.version, why)
@@ -310,9 +335,10 @@ def when_served(classifier: Any, callback: Callable[[str], None]) -> None:
         callback(engine)
 
 
-def describe(forced: str, engine: str, passed_over: Mapping[str, str]) -> str:
+def describe(forced: str, engine: str, passed_over: Mapping[str, str], *, gpu: bool = False) -> str:
     """Why `engine` serves, for the log line."""
-    chosen = {AUTO: "the CPU's fastest allowed", engine: "forced by ISSUE_SORTER_ENGINE"}.get(
+    fastest = "PyTorch on the GPU" if gpu else "the CPU's fastest allowed"
+    chosen = {AUTO: fastest, engine: "forced by ISSUE_SORTER_ENGINE"}.get(
         forced, f"ISSUE_SORTER_ENGINE asked for {forced}")
     if passed_over:
         chosen += "; passed over: " + ", ".join(passed_over)

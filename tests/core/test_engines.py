@@ -2,12 +2,15 @@
 gate allowed, a forced one first, and a clean fallback (missing, failing to load, refused), each logged."""
 
 import logging
+import subprocess
+import sys
 
 import pytest
 
 from core import engines
 from core.card import ModelCard
-from core.engines import ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32, choose, cpu_flags, order
+from core.engines import ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32, choose, cpu_flags, cuda_available, order
+from tests.paths import REPO_ROOT
 
 ZEN4 = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})  # AVX-512 BF16, no AMX
 AVX2 = frozenset({"avx2", "fma"})  # Zen 3, say: no AVX-512, no bf16 instructions
@@ -26,6 +29,13 @@ def card(gates: dict[str, dict], kept=(ORT_INT8, ORT_FP32)) -> ModelCard:
 
 ALL_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED, TORCH_BF16: PASSED})
 ONNX_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED})  # registered where bf16 was not gated
+
+
+@pytest.fixture(autouse=True)
+def a_machine_without_a_gpu(monkeypatch):
+    """These tests describe machines by their CPU flags; the GPU's tests say gpu=True. So a test run on a
+    machine with a GPU chooses as CI does."""
+    monkeypatch.setattr(engines, "cuda_available", lambda: False)
 
 
 class FakeEngines:
@@ -62,6 +72,36 @@ def test_on_zen4_onnx_runtime_serves_before_bf16_and_bf16_before_fp32_pytorch(ca
     assert "serving v1 with pytorch-bf16" in caplog.text
     assert choose(ALL_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == TORCH_BF16
     assert choose(ALL_PASSED, FakeEngines(), flags=AVX2).engine == ORT_INT8
+
+
+def test_where_pytorch_sees_a_gpu_fp32_pytorch_serves_on_it_whatever_the_cpu(caplog):
+    for flags in (SAPPHIRE_RAPIDS, ZEN4, AVX2):
+        assert order("auto", flags, gpu=True) == (TORCH_FP32,)
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        assert choose(ALL_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS, gpu=True).engine == TORCH_FP32
+    assert "serving v1 with pytorch (PyTorch on the GPU; CPU" in caplog.text and "; on the GPU)" in caplog.text
+    # the operator's choice still comes first: ONNX Runtime on the CPU, beside the GPU
+    assert order(ORT_INT8, AVX2, gpu=True) == (ORT_INT8, TORCH_FP32)
+    assert choose(ALL_PASSED, FakeEngines(), forced=ORT_INT8, flags=AVX2, gpu=True).engine == ORT_INT8
+
+
+def test_without_nvidias_driver_the_gpu_check_does_not_import_torch(tmp_path):
+    """A worker serving with ONNX Runtime on a CPU machine never loads torch just to look for a GPU."""
+    code = ("import sys; from pathlib import Path; from core.engines import cuda_available; "
+            f"print(cuda_available(Path({str(tmp_path / 'nvidiactl')!r})), 'torch' in sys.modules)")
+    answer = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert answer.stdout.split() == ["False", "False"]
+
+
+def test_with_nvidias_driver_the_gpu_is_the_one_torch_can_use(tmp_path, monkeypatch):
+    import torch
+
+    control = tmp_path / "nvidiactl"
+    control.touch()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU build of torch beside the driver
+    assert cuda_available(control) is False
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert cuda_available(control) is True
 
 
 def test_a_forced_engine_is_tried_first_then_the_cpus_order():
