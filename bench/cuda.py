@@ -5,8 +5,9 @@ then the inference speed of each: issues per second in the evaluation's batches,
     python -m bench.cuda [--data DIR] [--base-model DIR] [--devices cuda,cpu] [--json FILE]
     python -m bench.cuda --served MODEL_DIR [--data DIR] [--json FILE]
 
-`--served` scores a registered model (as `bootstrap-model` leaves it) as a worker on this machine loads it:
-by the engine its gates chose for this CPU (auto), and by PyTorch, which runs on CUDA where there is one.
+`--served` scores a registered model (as `bootstrap-model` leaves it) as a worker on this machine loads it
+(auto: PyTorch on the GPU where there is one, else the CPU's fastest engine its gates allowed) and by fp32
+PyTorch; then its encoder alone by every engine on every device, one issue at a time, on one CPU thread.
 
 On CUDA the trainer uses float16 autocast with a gradient scaler (trainer.train.Stepper); on CPU fp32 (the
 bf16 gate is trainer.precision's, measured by bench.training_precision). Without CUDA only the CPU runs.
@@ -48,11 +49,11 @@ def main() -> int:
     for name in ("issues_train.csv", "issues_test.csv"):
         if not (args.data / name).is_file():
             parser.error(f"{args.data / name} is missing: --data names the folder of NLBSE'24's two files")
-    train = load_file(args.data / "issues_train.csv")
     test = load_file(args.data / "issues_test.csv")
-    recipe = {key: value for key, value in BOOTSTRAP_RECIPE.items() if key != "tfidf_share"}
     if args.served:
         return served(args, test)
+    train = load_file(args.data / "issues_train.csv")
+    recipe = {key: value for key, value in BOOTSTRAP_RECIPE.items() if key != "tfidf_share"}
     devices = [device for device in args.devices.split(",") if device != "cuda" or torch.cuda.is_available()]
     results = {"command": "python -m bench.cuda " + " ".join(_shown(sys.argv[1:])),
                "cpu": cpu_line(), "cpu_threads": torch.get_num_threads(), "torch": torch.__version__,

@@ -29,8 +29,9 @@ decides it before the own labels, from its own inputs); `--kinds` replays it thr
 with and without own labels and reports both.
 
 The embeddings are the frozen all-MiniLM-L6-v2's (the served encoder before fine-tuning): a stand-in for
-the served model's. They are cached under var/bench-cache/ (keyed by the texts and max_length), so a
-second run costs the fits only.
+the served model's; `--encoder DIR` embeds with a registered model instead, as the service's memory does
+(its `embed`, fp32 PyTorch). They are cached under var/bench-cache/ (keyed by the texts, max_length and the
+model's version), so a second run costs the fits only.
 
     nice -n 19 .venv/bin/python -m bench.own_labels [--history 500] [--target 0.85] [--variants vote,head]
 
@@ -53,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from core import own_labels
+from core.card import MODEL_CARD, ModelCard
 from core.kinds import kind_of_label
 from core.own_labels import is_candidate
 from tests.paths import SHARED
@@ -134,9 +136,11 @@ def load_ccims_issues(repository: str, *, seed: int, areas: list[str] | None = N
     return issues, {}, repository
 
 
-def embed(texts: list[str], max_length: int) -> np.ndarray:
-    """The frozen encoder's normalised embeddings, from var/bench-cache/ when these texts were embedded."""
-    key = hashlib.sha256(json.dumps([max_length, texts]).encode()).hexdigest()[:16]
+def embed(texts: list[str], max_length: int, model: Path | None = None) -> np.ndarray:
+    """The frozen encoder's normalised embeddings, or `model`'s (a registered model's directory) as the
+    service embeds an issue; from var/bench-cache/ when these texts were embedded so."""
+    version = None if model is None else ModelCard.read(model).version
+    key = hashlib.sha256(json.dumps([max_length, texts] + ([version] if version else [])).encode()).hexdigest()[:16]
     cached = CACHE / f"own-labels-{key}.npy"
     if cached.exists():
         return np.load(cached)
@@ -148,8 +152,14 @@ def embed(texts: list[str], max_length: int) -> np.ndarray:
 
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(2)
-    encoder = FrozenEncoder(TrainConfig(device="cpu", max_length=max_length))
-    vectors = np.asarray(encoder.vectors(texts), dtype=np.float32)
+    if model is not None:
+        from core.classifier import load_classifier
+        from core.engines import TORCH_FP32
+
+        vectors = np.asarray(load_classifier(model, engine=TORCH_FP32).embed(texts), dtype=np.float32)
+    else:
+        vectors = np.asarray(FrozenEncoder(TrainConfig(device="cpu", max_length=max_length)).vectors(texts),
+                             dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
     CACHE.mkdir(parents=True, exist_ok=True)
     np.save(cached, vectors)
@@ -376,7 +386,7 @@ def report_markdown(record: dict) -> str:
     lines = [f"# Own labels: {record['repo']}, {record.get('order', 'by dates')}", "",
              f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
-             f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}, a label stopped at {record.get('stopped_expected')} expected; frozen all-MiniLM-L6-v2 embeddings.", "",
+             f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}, a label stopped at {record.get('stopped_expected')} expected; embeddings: {record.get('encoder', 'frozen all-MiniLM-L6-v2')}.", "",
              f"CPU: {record.get('cpu')}. Command: `{record['command']}`", "",
              "| variant | k | micro precision | micro recall | labels applied | carried (served labels) | fits (s) |",
              "|---|---|---|---|---|---|---|"]
@@ -456,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
     parser.add_argument("--scoring", choices=own_labels.SCORINGS, default=own_labels.SCORING,
                         help="what `served` scores by (core.own_labels.SCORING, the service's by default)")
+    parser.add_argument("--encoder", type=Path, help="embed with this registered model's directory (as the "
+                                                       "service does) instead of the frozen all-MiniLM-L6-v2")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
@@ -483,8 +495,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{repository}: no issue carries an own label" + (f" in areas {areas}" if areas else ""))
     print(f"{len(issues)} issues, {sum(bool(i['own']) for i in issues)} with an own label; embedding", flush=True)
     names = sorted({label for issue in issues for label in issue["own"]})
-    vectors = embed([issue["text"] for issue in issues], args.max_length)
-    priors = embed(label_texts(names, descriptions), args.max_length)
+    if args.encoder and not (args.encoder / MODEL_CARD).is_file():
+        parser.error(f"--encoder {args.encoder}: no registered model there (no {MODEL_CARD})")
+    vectors = embed([issue["text"] for issue in issues], args.max_length, args.encoder)
+    priors = embed(label_texts(names, descriptions), args.max_length, args.encoder)
     runs = []
     for variant in variants:
         runs.append(replay(issues, vectors, priors, variant=variant, history=args.history, k=args.neighbours,
@@ -499,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
               "new_issues": len(issues) - args.history, "target": args.target,
               "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
               "stopped_expected": own_labels.STOPPED_EXPECTED, "precision_z": own_labels.PRECISION_Z,
+              "encoder": ModelCard.read(args.encoder).version if args.encoder else "frozen all-MiniLM-L6-v2",
               "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)
