@@ -4,8 +4,9 @@ where the worker runs says which of those is fastest, and a setting may force on
 Engines, by the names the card and the logs use:
 - `onnxruntime-int8`: the fused graph with int8 weights (trainer.fast_path); VNNI runs it natively.
 - `onnxruntime-fp32`: the same fused graph in fp32: PyTorch's answers to ~1e-6, no torch in the worker.
-- `pytorch-bf16`: PyTorch under CPU autocast to bfloat16: the fastest where AMX multiplies bf16 tiles; with
-  AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX Runtime; emulated, and slow, without either.
+- `pytorch-bf16`: PyTorch under autocast to bfloat16 (on the CPU, or the GPU where the model runs there): the
+  fastest where AMX multiplies bf16 tiles; with AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX
+  Runtime; emulated, and slow, without either.
 - `pytorch`: PyTorch in fp32, the reference every gate compares with; always allowed, the last fallback.
   Where PyTorch sees an NVIDIA GPU, it serves, on the GPU: one issue in 2.6 ms on an H100 against 11 ms for
   the fastest engine on one thread of that machine's AMX CPU, and bf16 autocast is slower there (3.4 ms).
