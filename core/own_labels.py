@@ -22,17 +22,18 @@ from core.own_label_names import name_columns
 from core.own_label_words import WordFeatures
 from core.tables import IssueRecord, OwnLabelExample
 
-# Process labels, by the words GitHub's defaults and large projects use for them.
+# Process labels, by the words GitHub's defaults and large projects use for them. Short words are matched
+# as whole words: `low` must not take `area:tensorflow` or `workflow`, nor `high` `editor-highlight`.
 PROCESS = re.compile(
-    r"good[ _-]\w+[ _-]issue|first.timers?|help.wanted|beginner|easy|hacktoberfest|"
-    r"triage|\bneeds?[ _:/-]|awaiting|waiting|blocked|in.progress|\bin.pr\b|wip|stale|stalled|inactive|"
-    r"no.recent.activity|lifecycle|\bstatus\b|\breview|do.not.merge|\bcla\b|\bsize/|release.note|sprint|"
-    r"\b(moderate|hard|difficulty)\b|"
-    r"duplicate|wontfix|won.t.fix|invalid|not.planned|can.t.reproduce|cannot.reproduce|works.for.me|"
-    r"answered|resolved|fixed|closed|released|backport|"
-    r"priority|\bp[0-4]\b|severity|critical|high|low|urgent|"
+    r"good[ _-]\w+[ _-]issue|first.timers?|help.wanted|beginner|\beasy\b|hacktoberfest|"
+    r"triage|\bneeds?[ _:/-]|awaiting|waiting|blocked|in.progress|\bin.pr\b|\bwip\b|\bstale\b|stalled|"
+    r"inactive|no.recent.activity|lifecycle|\bstatus\b|\breview|do.not.merge|\bcla\b|\bsize/|release.note|"
+    r"\bsprint\b|\b(moderate|hard|difficulty)\b|"
+    r"duplicate|wontfix|won.t.fix|\binvalid\b|not.planned|can.t.reproduce|cannot.reproduce|works.for.me|"
+    r"\b(answered|resolved|fixed|closed|released)\b|backport|"
+    r"priority|\bp[0-4]\b|severity|critical|\b(high|low|urgent)\b|"
     r"breaking|regression.confirmed|confirmed|accepted|approved|"
-    r"dependencies|ci\b|chore|spam",
+    r"dependencies|\bci\b|chore|spam",
     re.IGNORECASE)
 
 

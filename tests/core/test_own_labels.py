@@ -23,7 +23,10 @@ from core.own_labels import (
                                    "area-System.Net", "dataset bug", "area/docs", "generic discussion",
                                    "area-System.Net.Http", "sig/node", "area/kubelet", "module:cluster", "api",
                                    "os-windows", "arch-x64", "tenet-performance", "hardware", "Hardware",
-                                   "dataset-preview"])
+                                   "dataset-preview",
+                                   # a process word inside another word is no process label
+                                   "area:tensorflow", "workflow", "Component: Flow", "editor-highlight",
+                                   "cache-invalidation", "prefixed-names", "wipe", "installer", "sci-kit"])
 def test_areas_and_topics_are_candidates(label):
     assert is_candidate(label)
 
@@ -41,7 +44,8 @@ def test_labels_that_only_name_a_kind_are_not(label):
                                    "needs-author-action", "needs-area-label", "untriaged", "no-recent-activity",
                                    "api-ready-for-review", "in-pr", "lifecycle/rotten", "triage/accepted",
                                    "cncf-cla: yes", "Status: In Progress", "Stalled", "Moderate", "Hard",
-                                   "Needs Decision", "Waiting for Reviewer", "Sprint"])
+                                   "Needs Decision", "Waiting for Reviewer", "Sprint",
+                                   "low", "priority-low", "High", "Easy", "WIP", "ci", "Closed", "status: fixed"])
 def test_process_labels_are_not(label):
     assert not is_candidate(label)
 
