@@ -65,10 +65,11 @@ class TrainedBlend:
         return directory
 
     def training_record(self) -> dict:
-        """The card's `training`: time, steps, loss, and the encoder's precision with its gate's verdict."""
+        """The card's `training`: time, steps, loss, and the encoder's precision and device with its gate's
+        verdict."""
         record = {"seconds": round(self.seconds, 2), "steps": self.steps,
                   "final_loss": self.encoder.losses[-1] if self.encoder.losses else None,
-                  "precision": self.encoder.precision}
+                  "precision": self.encoder.precision, "device": self.encoder.device}
         if self.encoder.precision_gate is not None:
             record["precision_gate"] = self.encoder.precision_gate
         return record

@@ -1,11 +1,12 @@
 """The encoder + TF-IDF blend: its share, its serving, its registry round trip and its retraining."""
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
-from core.card import ModelCard, encoder_directory
+from core.card import MODEL_CARD, ModelCard, encoder_directory
 from core.classifier import BlendedClassifier, blend_scores, load_classifier
 from tests.trainer.conftest import NO_FAST_PATH
 from tests.trainer.test_retrain import REPO, confirm
@@ -91,6 +92,13 @@ def test_a_saved_blend_loads_and_scores_as_in_memory(trained_blend, small_heldou
     # the members are each a model of their own; retraining starts from the encoder
     assert encoder_directory(directory, ModelCard.read(directory)) == directory / "encoder"
     assert ModelCard.read(directory / "encoder").kind == "transformer"
+
+
+def test_a_blends_card_says_where_its_encoder_trained(trained_blend, tmp_path):
+    directory = trained_blend.save(tmp_path / "blend", version="v-blend")
+    training = json.loads((directory / MODEL_CARD).read_text())["training"]
+    assert training["device"] == trained_blend.encoder.config.resolved_device()
+    assert training["precision"] == trained_blend.encoder.precision
 
 
 def test_loading_a_blend_reads_each_of_its_three_cards_once(trained_blend, tmp_path, monkeypatch):
