@@ -19,7 +19,14 @@ from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add
 from trainer import pipeline, publish
 from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
-from trainer.config import BOOTSTRAP_RECIPE, CLASS_WEIGHTS, DEFAULT_BUDGET_MINUTES, TRUNCATIONS, TrainConfig
+from trainer.config import (
+    BOOTSTRAP_RECIPE,
+    CLASS_WEIGHTS,
+    DEFAULT_BUDGET_MINUTES,
+    PRECISIONS,
+    TRUNCATIONS,
+    TrainConfig,
+)
 from trainer.dataset import FORMATS, HUB_DATASET, TEST_REPOS, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.fast_path import FastPathOptions
@@ -29,7 +36,7 @@ from trainer.sources import load_sources
 
 # the TrainConfig fields a training command takes as flags (--max-length for max_length), typed as the field is
 TRAIN_FIELDS = ("base_model", "epochs", "max_length", "batch_size", "lr", "seed", "max_steps", "truncation",
-                "device", "tfidf_share", "class_weight")
+                "device", "precision", "tfidf_share", "class_weight")
 TRAIN_FLAGS = {  # flag → (TrainConfig field, type)
     f"--{field.name.replace('_', '-')}": (field.name, {"int": int, "float": float}.get(
         field.type.removesuffix(" | None"), str))
@@ -67,7 +74,8 @@ def _training_arguments(parser: argparse.ArgumentParser, defaults: TrainConfig |
     for flag, (name, kind) in TRAIN_FLAGS.items():
         shown = getattr(defaults, name) if name != "base_model" else "the offline all-MiniLM-L6-v2"
         parser.add_argument(flag, dest=name, type=kind, default=None,
-                            choices={"truncation": TRUNCATIONS, "class_weight": CLASS_WEIGHTS}.get(name),
+                            choices={"truncation": TRUNCATIONS, "class_weight": CLASS_WEIGHTS,
+                                     "precision": PRECISIONS}.get(name),
                             help=f"TrainConfig.{name} (default: {shown})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 

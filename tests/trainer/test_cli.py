@@ -52,17 +52,24 @@ def test_evaluate_without_a_model_says_how_to_get_one(run_cli, small_heldout, tm
     assert "issue-sorter bootstrap-model" in capsys.readouterr().err
 
 
+def test_a_training_precision_outside_the_choices_is_refused_before_any_work(run_cli, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run_cli("train", tmp_path / "never-read.jsonl", "--precision", "fp16")
+    assert exit_.value.code == 2 and "--precision: invalid choice: 'fp16'" in capsys.readouterr().err
+
+
 def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry, tiny_bert_dir, small_train,
                                                                small_heldout, tmp_path, capsys):
     train_file = _write_jsonl(tmp_path / "train.jsonl", small_train)
     eval_file = _write_jsonl(tmp_path / "eval.jsonl", small_heldout)
     assert run_cli("train", train_file, "--base-model", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
-                   "--batch-size", 8, "--eval", eval_file, "--promote", "--no-progress") == 0
+                   "--batch-size", 8, "--precision", "fp32", "--eval", eval_file, "--promote", "--no-progress") == 0
     serving = registry.serving()
     assert serving is not None and serving.base_model == str(tiny_bert_dir)
     assert serving.metrics["n_scored"] == len(small_heldout)
     served = registry.load()
     assert served.card.extra["train_config"]["max_length"] == 32
+    assert served.card.extra["train_config"]["precision"] == "fp32"  # no bf16 gate: trained once, in fp32
     assert served.card.fast_path["gates"]  # `train` built and gated the fast path (trainer.pipeline)
     capsys.readouterr()
     assert run_cli("evaluate", eval_file, "--json") == 0
