@@ -57,12 +57,13 @@ from core import own_labels
 from core.card import MODEL_CARD, ModelCard
 from core.kinds import kind_of_label
 from core.own_labels import is_candidate
-from tests.paths import SHARED
+from tests.paths import NLBSE, SHARED
 from trainer.dataset import github_objects, parse_time
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HF_FILE = SHARED / "data" / "huggingface-datasets-issues" / "datasets-issues.zip"
 CCIMS_DIR = SHARED / "data" / "ccims-issue-classification"
+NLBSE_FILES = [NLBSE / "issues_train.csv", NLBSE / "issues_test.csv"]
 CACHE = REPO_ROOT / "var" / "bench-cache"
 REFIT_EVERY = 100  # new issues between two fits (each on the history only)
 VARIANTS = ("vote", "prior", "head", "head+tfidf", "head+prior", "head+vote", "head+tfidf+vote", "served")
@@ -134,6 +135,37 @@ def load_ccims_issues(repository: str, *, seed: int, areas: list[str] | None = N
                "kinds": sorted({kind for label in carried[body] if (kind := kind_of_label(label))})}
               for number, body in enumerate(bodies, start=1)]
     return issues, {}, repository
+
+
+def load_nlbse_monorepo(*, areas: list[str] | None = None, cleaned: bool = False, seed: int | None = None
+                        ) -> tuple[list[dict], dict[str, str], str]:
+    """NLBSE'24's issues of five repositories as one repository whose areas are labelled without fail: each
+    issue carries `area:<its repository's name>` (`area:react`, `area:vscode`, ...) and its kind, oldest
+    first, or in `seed`'s shuffled order. Not a real repository: what the replay does where every issue of
+    an area carries its label. By dates the areas' shares drift (NLBSE took each repository's newest 200
+    issues of a kind, so a busy repository's are all recent)."""
+    import csv
+
+    from core.issue_text import format_issue_text
+    csv.field_size_limit(sys.maxsize)  # NLBSE has a 208k body
+    issues = []
+    for path in NLBSE_FILES:
+        with path.open(newline="", encoding="utf-8") as rows:
+            for row in csv.DictReader(rows):
+                area = "area:" + row["repo"].split("/")[1]
+                issues.append({"created_at": parse_time(row["created_at"]),
+                               "text": (format_issue_text(row["title"], row["body"]) if cleaned
+                                        else f"{row['title']}\n\n{row['body']}"),
+                               "own": own_of([area], areas),
+                               "kinds": [kind] if (kind := kind_of_label(row["label"])) else []})
+    issues.sort(key=lambda issue: (issue["created_at"], issue["text"]))
+    if seed is not None:
+        import random
+
+        random.Random(seed).shuffle(issues)
+    for number, issue in enumerate(issues, start=1):
+        issue["number"] = number
+    return issues, {}, "nlbse24/five-repositories-as-areas"
 
 
 def embed(texts: list[str], max_length: int, model: Path | None = None) -> np.ndarray:
@@ -441,7 +473,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ccims", metavar="OWNER/NAME",
                         help="instead, a ccims repository of ../shared with an area label (moby/moby, "
                              "pytorch/pytorch: `api`), body only and undated: replayed in --seed's order")
+    parser.add_argument("--nlbse-areas", action="store_true",
+                        help="instead, NLBSE'24's five repositories as the areas of one (`area:react`, ...), "
+                             "by their dates: areas that every issue of theirs carries")
     parser.add_argument("--seed", type=int, default=0, help="the order of a --ccims replay")
+    parser.add_argument("--shuffled", action="store_true", help="--nlbse-areas in --seed's order, not by dates")
     parser.add_argument("--areas", help="the config's `areas:`, comma-separated names or prefixes "
                                         "(`module:,area-`): only those labels are own labels")
     parser.add_argument("--history", type=int, default=500)
@@ -461,6 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision-z", type=float, default=own_labels.PRECISION_Z,
                         help="choose thresholds on the Wilson lower bound of precision at this z "
                              "(core.own_labels.PRECISION_Z; 0: the point estimate, as served)")
+    parser.add_argument("--local-precision", type=float, default=own_labels.LOCAL_PRECISION,
+                        help="a threshold's own neighbourhood (isotonic in the score) must be right this often "
+                             "too (core.own_labels.LOCAL_PRECISION; 0: off, as served)")
     parser.add_argument("--cleaned-text", action="store_true",
                         help="read each issue as the service does (core.issue_text), not the raw body")
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
@@ -474,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     own_labels.HEAD_C, own_labels.PSEUDO_COUNTS, own_labels.SCORING = args.head_c, args.pseudo_counts, args.scoring
     own_labels.STOPPED_EXPECTED = args.stopped_expected or None
     own_labels.PRECISION_Z = args.precision_z
+    own_labels.LOCAL_PRECISION = args.local_precision
     if unknown := {variant for variant in variants
                    if variant not in VARIANTS and variant.removeprefix("served:") not in own_labels.SCORINGS}:
         parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)} or "
@@ -483,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.ccims:
             issues, descriptions, repository = load_ccims_issues(args.ccims, seed=args.seed, areas=areas,
                                                                    cleaned=args.cleaned_text)
+        elif args.nlbse_areas:
+            issues, descriptions, repository = load_nlbse_monorepo(areas=areas, cleaned=args.cleaned_text,
+                                                                   seed=args.seed if args.shuffled else None)
         elif not args.file.exists():
             parser.error(f"no {args.file}: give a repository's issues as GitHub's API returned them")
         else:
@@ -506,18 +549,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{variant}: {runs[-1]['micro']} ({runs[-1]['fit_seconds']} s of fits)", flush=True)
     kinds = (replay_kinds(issues, vectors, history=args.history, k=args.neighbours, target=args.target,
                           min_examples=args.min_examples) if args.kinds else None)
-    record = {"repo": repository, "order": f"shuffled, seed {args.seed}" if args.ccims else "by dates",
+    shuffled = args.ccims or (args.nlbse_areas and args.shuffled)
+    record = {"repo": repository, "order": f"shuffled, seed {args.seed}" if shuffled else "by dates",
               "areas": areas,
               "date": dt.date.today().isoformat(), "cpu": cpu_name(),
               "history": args.history,
               "new_issues": len(issues) - args.history, "target": args.target,
               "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
               "stopped_expected": own_labels.STOPPED_EXPECTED, "precision_z": own_labels.PRECISION_Z,
+              "local_precision": own_labels.LOCAL_PRECISION,
               "encoder": ModelCard.read(args.encoder).version if args.encoder else "frozen all-MiniLM-L6-v2",
               "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = (f"own-labels-{repository.replace('/', '-')}" + (f"-seed{args.seed}" if args.ccims else "")
+    stem = (f"own-labels-{repository.replace('/', '-')}" + (f"-seed{args.seed}" if shuffled else "")
             + f"-history{args.history}")
     (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
     (args.out / f"{stem}.md").write_text(report_markdown(record))
