@@ -10,7 +10,8 @@ min_examples.
 Stored as data: each label's examples, threshold and bias as JSON, the heads' weights as one
 array (float64, so a stored head scores exactly as the fitted one; OwnLabelFit), and where the heads read
 words (core.own_labels.SCORING with tfidf) their TF-IDF vocabulary, terms and idf as JSON
-(core.own_label_words); nothing executable. The scoring is part of the key: another one is fitted anew.
+(core.own_label_words); nothing executable. The scoring and the thresholds' rule are part of the key:
+another one is fitted anew.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def stored_rules(session: Session, repository_id: int, version: str, *, target: 
 # labels (bench.own_labels, 2026-12-03, 2 shared cores), so after every decision of a busy repository the
 # feedback queue would do little else. A small memory (a fit in about a second) is refitted on every move; a
 # larger one once it moved by REFIT_SHARE of its rows or examples, or once the fit is REFIT_AFTER old and it
-# moved at all (the next decision or fill after that refits). A new model version or scoring always refits.
+# moved at all (the next decision or fill after that refits). A new model version, scoring or thresholds'
+# rule always refits.
 SMALL_MEMORY = 500
 REFIT_SHARE = 0.05
 REFIT_AFTER = dt.timedelta(minutes=10)
@@ -89,7 +91,7 @@ def refit_due(stored: list, moved: list, fitted_at: dt.datetime, now: dt.datetim
 
 def _fit_and_store(session: Session, repository_id: int, inputs: list, memory: OwnLabelMemory,
                    row: OwnLabelFit | None) -> OwnLabelRules:
-    version, target, min_examples, scoring = inputs
+    version, target, min_examples, scoring = inputs[:4]
     key = inputs + _moved(session, repository_id, version)  # counted before the fit: a newer move refits
     if own_labels.reads_text(scoring) and memory.texts is None:
         memory = own_labels.with_texts(session, memory)
@@ -136,7 +138,7 @@ def _finite(value: float | None) -> float | None:
 
 def _inputs(version: str, target: float, min_examples: int) -> list:
     """The first part of the key, as stored JSON reads back: what the fit depends on besides the memory."""
-    return [version, float(target), int(min_examples), own_labels.SCORING]
+    return [version, float(target), int(min_examples), own_labels.SCORING, own_labels.threshold_rule()]
 
 
 def _moved(session: Session, repository_id: int, version: str) -> list:

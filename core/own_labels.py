@@ -89,10 +89,20 @@ def loo_votes(vectors: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
 
 PSEUDO_COUNTS = 0.0  # a right and a wrong pseudo-label per threshold's count: (right + a) / (labelled + 2a)
 PRECISION_Z = 0.0  # > 0: a threshold's precision is its Wilson lower bound at this z (bench.own_labels; off)
+LOCAL_PRECISION = 0.5  # a threshold's own neighbourhood of scores (isotonic) must be right this often too:
+# the precision above a threshold can reach 0.85 by a band of mostly wrong rows riding on many sure ones,
+# and that band is what a shift in the issues' mix spoils (bench.own_labels: 0 lets it, 0.5 forbids it)
 
 
 STOPPED_EXPECTED: float | None = 5.0  # a label none of the memory's newest rows carries, where its share of
 # all rows expected this many among them, is no longer applied: the maintainers stopped using it (None: off)
+
+
+def threshold_rule() -> str:
+    """What a label's threshold depends on besides the memory and the target (core.own_label_fits keys its
+    stored fits by it, so that an upgrade that changes the rule refits them rather than serve the old)."""
+    return (f"pseudo {PSEUDO_COUNTS:g}, z {PRECISION_Z:g}, local {LOCAL_PRECISION:g}, "
+            f"stopped {STOPPED_EXPECTED or 0:g}")
 
 
 def stopped_using(carried: np.ndarray, expected: float | None = None) -> bool:
@@ -109,7 +119,8 @@ def stopped_using(carried: np.ndarray, expected: float | None = None) -> bool:
 def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> float:
     """The lowest threshold at which rows scored `scores` (each without itself), labelled where carried,
     are right at `target` precision, counted with PSEUDO_COUNTS (a few rows above a threshold prove less
-    than many); inf where none is (a score of 0 never applies a label)."""
+    than many), and rows scored about the threshold are right at LOCAL_PRECISION; inf where none is (a
+    score of 0 never applies a label)."""
     values = np.asarray(scores, dtype=float)
     if values.size == 0:
         return np.inf
@@ -121,7 +132,18 @@ def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> floa
     if PRECISION_Z:
         precision = wilson_lower_bound(hits, kept, PRECISION_Z)
     reaches = last_of_tie & (precision >= target - 1e-9)
+    if LOCAL_PRECISION:
+        reaches &= local_precision(values, np.asarray(carried, dtype=bool)[order]) >= LOCAL_PRECISION - 1e-9
     return max(float(values[reaches][-1]), 1e-9) if reaches.any() else np.inf
+
+
+def local_precision(values: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """How often a row scored about as each of `values` carries the label: the isotonic (monotone in the
+    score) fit of `carried` on `values`, so that a threshold's own neighbourhood, not only the rows above
+    it, is right often enough."""
+    from sklearn.isotonic import IsotonicRegression
+
+    return IsotonicRegression(out_of_bounds="clip").fit(values, carried.astype(float)).predict(values)
 
 
 def wilson_lower_bound(right: np.ndarray, applied: np.ndarray, z: float) -> np.ndarray:

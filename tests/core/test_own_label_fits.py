@@ -143,6 +143,23 @@ def test_another_scoring_is_fitted_anew_not_read(sessions, repo, monkeypatch):
         assert set(read(session, repo, fitted=fitted).heads) == {"streaming"} and fitted == [VERSION]
 
 
+def test_fits_stored_under_another_thresholds_rule_are_fitted_anew_not_read(sessions, repo, monkeypatch):
+    """An upgrade that changes how thresholds are chosen (here the local floor) must not serve the
+    thresholds stored by the old rule until the memory happens to move."""
+    with session_scope(sessions) as session:
+        remember(session, repo, 20, 30, streaming=False)
+        remember(session, repo, 1, 12, streaming=True)
+        fitted = []
+        read(session, repo, fitted=fitted)
+        read(session, repo, fitted=fitted)
+        assert fitted == [VERSION]  # fitted once, then read
+        monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)
+        read(session, repo, fitted=fitted)
+        assert fitted == [VERSION, VERSION]
+        assert own_label_fits.refresh_stored(session, repo) is not None
+        assert session.scalars(select(OwnLabelFit)).one().key[4] == own_labels.threshold_rule()
+
+
 def test_a_large_memory_is_refitted_once_it_moved_enough_or_its_fit_aged_not_on_every_decision(sessions, repo,
                                                                                                monkeypatch):
     monkeypatch.setattr(own_label_fits, "SMALL_MEMORY", 10)  # these 42 rows stand for thousands
@@ -154,11 +171,11 @@ def test_a_large_memory_is_refitted_once_it_moved_enough_or_its_fit_aged_not_on_
         remember(session, repo, 100, 1, streaming=False)  # one more row of 42: 2 %, the examples unchanged
         own_label_fits.refresh_stored(session, repo)
         row = session.scalars(select(OwnLabelFit)).one()
-        assert row.fitted_at == fitted_at and row.key[4] == 42  # kept: not worth a refit yet
+        assert row.fitted_at == fitted_at and row.key[5] == 42  # kept: not worth a refit yet
 
         later = store.as_utc(fitted_at) + own_label_fits.REFIT_AFTER
         own_label_fits.refresh_stored(session, repo, now=later)  # the fit aged: the move is taken in
-        assert session.scalars(select(OwnLabelFit)).one().key[4] == 43
+        assert session.scalars(select(OwnLabelFit)).one().key[5] == 43
 
         remember(session, repo, 200, 3, streaming=True)  # 3 examples more of 12: 25 %, refitted at once
         assert own_label_fits.refresh_stored(session, repo).examples == {"streaming": 15}
@@ -172,4 +189,4 @@ def test_a_small_memory_is_refitted_on_every_move(sessions, repo):
         read(session, repo)
         remember(session, repo, 100, 1, streaming=False)
         own_label_fits.refresh_stored(session, repo)
-        assert session.scalars(select(OwnLabelFit)).one().key[4] == 43
+        assert session.scalars(select(OwnLabelFit)).one().key[5] == 43

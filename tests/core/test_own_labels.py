@@ -155,9 +155,27 @@ def test_a_threshold_keeps_the_target_precision_among_the_rows_above_it():
     assert own_labels.threshold_at(scores, np.zeros(6, dtype=bool), 0.85) == np.inf
 
 
+def test_a_threshold_never_sits_in_a_band_of_scores_that_is_mostly_wrong():
+    """Twenty sure rows, then a band where one row in three carries the label: the rows above a threshold
+    deep in the band are still right at 0.85 (from 0.122: 21 of 24), but an issue scored in the band is
+    wrong two times in three, and more such issues than the memory had spoil the precision."""
+    scores = np.round(np.linspace(0.95, 0.05, 26), 3)
+    carried = np.array([1] * 20 + [0, 0, 1, 0, 0, 1], dtype=bool)
+    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.266)  # the last sure row
+    assert own_labels.local_precision(scores, carried)[20:] == pytest.approx([1 / 3] * 6)
+
+
+def test_without_the_local_floor_the_precision_above_may_buy_a_mostly_wrong_band(monkeypatch):
+    scores = np.round(np.linspace(0.95, 0.05, 26), 3)
+    carried = np.array([1] * 20 + [0, 0, 1, 0, 0, 1], dtype=bool)
+    monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)
+    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.122)  # 21 right of 24: 0.875
+
+
 def test_on_the_precision_bound_a_threshold_needs_more_rows_right_above_it(monkeypatch):
     """PRECISION_Z (a bench.own_labels knob, off where served): a threshold's precision is the Wilson lower
     bound, so five rows right of five (bound 0.833 at z = 1) no longer prove 0.8, six do (0.857)."""
+    monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)  # else no threshold sits on the wrong row 0.3
     assert own_labels.wilson_lower_bound(np.array([5.0, 6.0]), np.array([5.0, 6.0]), 1.0) == pytest.approx(
         [5 / 6, 6 / 7])
     scores, carried = np.linspace(0.9, 0.1, 9), np.array([1, 1, 1, 1, 1, 1, 0, 0, 0], dtype=bool)
@@ -210,8 +228,11 @@ def named_memory(rng, *, rows: int = 300, carried: int = 30) -> OwnLabelMemory:
 def test_a_label_named_like_an_issues_words_is_applied_there_and_not_elsewhere(scoring, applied, monkeypatch):
     """The memory's issues of `component: streaming` all say `Streaming`; a new one says `streams`, a word
     the memory's vocabulary never saw: the head that reads the label's name applies it there (the words'
-    head alone cannot), and neither applies it to an issue that does not use the name."""
+    head alone cannot), and neither applies it to an issue that does not use the name. The memory is
+    separable, so the local floor would put the threshold on its lowest example, just above the new
+    issue's score: the name's effect is shown without it."""
     monkeypatch.setattr(own_labels, "SCORING", scoring)
+    monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)
     rng = np.random.default_rng(5)
     memory = named_memory(rng)
     rules = fit_rules(memory, min_examples=20, target=0.85)
