@@ -302,13 +302,13 @@ class Served:
 
 
 def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, variant: str, history: int, k: int,
-           target: float, min_examples: int, window: int) -> dict:
+           target: float, min_examples: int, window: int, refit_every: int = REFIT_EVERY) -> dict:
     """One variant's replay; `served:SCORING` runs the service's code at that SCORING."""
     if variant.startswith("served:"):
         served_as, own_labels.SCORING = own_labels.SCORING, variant.split(":", 1)[1]
         try:
             return replay(issues, vectors, priors, variant="served", history=history, k=k, target=target,
-                          min_examples=min_examples, window=window)
+                          min_examples=min_examples, window=window, refit_every=refit_every)
         finally:
             own_labels.SCORING = served_as
     names = sorted({label for issue in issues for label in issue["own"]})
@@ -316,9 +316,11 @@ def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, varia
     runner = (Served(names, k, target, min_examples, [issue["text"] for issue in issues]) if variant == "served"
               else Replay(variant, k, target, [issue["text"] for issue in issues], priors))
     totals, per_label, windows, current = Counter(), {name: Counter() for name in names}, [], Counter()
-    for i in range(history, len(issues)):
+    from tqdm import tqdm
+
+    for i in tqdm(range(history, len(issues)), desc=variant, unit="issue", leave=False):
         served = carries[:i].sum(axis=0) >= min_examples
-        if (i - history) % REFIT_EVERY == 0:
+        if (i - history) % refit_every == 0:
             runner.fit(vectors, carries, served, i)
         scores = runner.score(vectors, i, np.flatnonzero(served))
         applied = served & (scores >= runner.thresholds)
@@ -486,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--neighbours", type=int, default=own_labels.NEIGHBOURS)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--window", type=int, default=500)
+    parser.add_argument("--refit-every", type=int, default=REFIT_EVERY,
+                        help="new issues between two fits (fewer fits: a faster replay of a large repository)")
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--head-c", type=float, default=own_labels.HEAD_C,
                         help="the heads' inverse L2 strength (core.own_labels.HEAD_C), to show what it moves")
@@ -514,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     own_labels.STOPPED_EXPECTED = args.stopped_expected or None
     own_labels.PRECISION_Z = args.precision_z
     own_labels.LOCAL_PRECISION = args.local_precision
+    if args.refit_every < 1:
+        parser.error("--refit-every must be at least 1")
     if unknown := {variant for variant in variants
                    if variant not in VARIANTS and variant.removeprefix("served:") not in own_labels.SCORINGS}:
         parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)} or "
@@ -545,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for variant in variants:
         runs.append(replay(issues, vectors, priors, variant=variant, history=args.history, k=args.neighbours,
-                           target=args.target, min_examples=args.min_examples, window=args.window))
+                           target=args.target, min_examples=args.min_examples, window=args.window,
+                           refit_every=args.refit_every))
         print(f"{variant}: {runs[-1]['micro']} ({runs[-1]['fit_seconds']} s of fits)", flush=True)
     kinds = (replay_kinds(issues, vectors, history=args.history, k=args.neighbours, target=args.target,
                           min_examples=args.min_examples) if args.kinds else None)
@@ -553,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     record = {"repo": repository, "order": f"shuffled, seed {args.seed}" if shuffled else "by dates",
               "areas": areas,
               "date": dt.date.today().isoformat(), "cpu": cpu_name(),
-              "history": args.history,
+              "history": args.history, "refit_every": args.refit_every,
               "new_issues": len(issues) - args.history, "target": args.target,
               "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
               "stopped_expected": own_labels.STOPPED_EXPECTED, "precision_z": own_labels.PRECISION_Z,
