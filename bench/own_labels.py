@@ -194,7 +194,9 @@ def embed(texts: list[str], max_length: int, model: Path | None = None) -> np.nd
                              dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
     CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(cached, vectors)
+    partial = cached.with_suffix(f".{os.getpid()}.npy")  # replays side by side never read a half-written file
+    np.save(partial, vectors)
+    os.replace(partial, cached)
     return vectors
 
 
