@@ -3,7 +3,8 @@
 huggingface/datasets by its dates by default (`--file`: any repository's issues as GitHub's API returned
 them; `--areas` narrows its own labels as a config's `areas:` does); `--ccims moby/moby` or
 `pytorch/pytorch`: the two repositories of ../shared with an area label (`api`) beside the kinds, body only
-and undated, in a seeded shuffled order.
+and undated, in a seeded shuffled order; `--nlbse-areas`: NLBSE'24's five repositories as the areas of one
+(`area:react`, ...: labels every issue of an area carries), by dates or `--shuffled`.
 
 Each own label (core.own_labels.is_candidate) is scored by one of these variants, all fitted on the
 history only (the issues before the one scored), refitted every REFIT_EVERY new issues:
@@ -22,7 +23,8 @@ history only (the issues before the one scored), refitted every REFIT_EVERY new 
 
 Every variant's threshold per label is the lowest whose precision reaches `--target` on the history's
 own scores, each history issue scored without itself: leave-one-out for the vote, cross-fitted
-(HEAD_FOLDS folds) for a head (core.own_labels.lowest_threshold_on). A label is served once the history
+(HEAD_FOLDS folds) for a head (core.own_labels.threshold_at), where rows scored about as it are right
+at least `--local-precision` of the time (core.own_labels.LOCAL_PRECISION). A label is served once the history
 holds `--min-examples` issues carrying it; a later issue is scored, then joins the history with all its
 labels (the simulated maintainer confirms what GitHub shows). The kind is decided separately (bot.labeling
 decides it before the own labels, from its own inputs); `--kinds` replays it through bot.labeling.decide
