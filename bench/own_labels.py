@@ -146,20 +146,13 @@ def load_nlbse_monorepo(*, areas: list[str] | None = None, cleaned: bool = False
     first, or in `seed`'s shuffled order. Not a real repository: what the replay does where every issue of
     an area carries its label. By dates the areas' shares drift (NLBSE took each repository's newest 200
     issues of a kind, so a busy repository's are all recent)."""
-    import csv
+    from trainer.dataset import load_file
 
-    from core.issue_text import format_issue_text
-    csv.field_size_limit(sys.maxsize)  # NLBSE has a 208k body
-    issues = []
-    for path in NLBSE_FILES:
-        with path.open(newline="", encoding="utf-8") as rows:
-            for row in csv.DictReader(rows):
-                area = "area:" + row["repo"].split("/")[1]
-                issues.append({"created_at": parse_time(row["created_at"]),
-                               "text": (format_issue_text(row["title"], row["body"]) if cleaned
-                                        else f"{row['title']}\n\n{row['body']}"),
-                               "own": own_of([area], areas),
-                               "kinds": [kind] if (kind := kind_of_label(row["label"])) else []})
+    issues = [{"created_at": example.created_at,
+               "text": example.text if cleaned else f"{example.title}\n\n{example.body}",
+               "own": own_of(["area:" + example.repo.split("/")[1]], areas),
+               "kinds": [kind] if (kind := kind_of_label(example.label)) else []}
+              for path in NLBSE_FILES for example in load_file(path)]
     issues.sort(key=lambda issue: (issue["created_at"], issue["text"]))
     if seed is not None:
         import random
