@@ -125,7 +125,8 @@ def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> floa
     if values.size == 0:
         return np.inf
     order = np.argsort(-values, kind="stable")
-    values, hits = values[order], np.cumsum(np.asarray(carried, dtype=bool)[order])
+    values, carried = values[order], np.asarray(carried, dtype=bool)[order]
+    hits = np.cumsum(carried)
     kept = np.arange(1, values.size + 1)
     last_of_tie = np.append(values[1:] < values[:-1], True)  # "score >= t" keeps every tie of t
     precision = (hits + PSEUDO_COUNTS) / (kept + 2 * PSEUDO_COUNTS)
@@ -133,7 +134,7 @@ def threshold_at(scores: np.ndarray, carried: np.ndarray, target: float) -> floa
         precision = wilson_lower_bound(hits, kept, PRECISION_Z)
     reaches = last_of_tie & (precision >= target - 1e-9)
     if LOCAL_PRECISION:
-        reaches &= local_precision(values, np.asarray(carried, dtype=bool)[order]) >= LOCAL_PRECISION - 1e-9
+        reaches &= local_precision(values, carried) >= LOCAL_PRECISION - 1e-9
     return max(float(values[reaches][-1]), 1e-9) if reaches.any() else np.inf
 
 
