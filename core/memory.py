@@ -1,6 +1,6 @@
 """A repository's memory of the issues its maintainers confirmed, and the rule that adjusts scores by it.
 
-Each human-confirmed issue is stored with its embedding by the serving model's encoder (bot.feedback
+Each human-confirmed issue is stored with its embedding by the serving model's encoder (bot.decisions.feedback
 writes it when the decision is recorded); the next issue of that repository is scored by the model, then
 `adjust_scores` mixes in the labels the repository confirms most often (prior correction) and a vote of
 its most similar confirmed issues (kNN, cosine). Nothing is retrained and nothing lives only in a process.
