@@ -16,16 +16,21 @@ from rq import get_current_job
 
 from bot import context
 from bot.context import WorkerContext
-from bot.decisions import commands, feedback, memory_fill
+from bot.decisions import act as decisions_act
+from bot.decisions import commands, memory_fill
+from bot.decisions import decide as decisions_decide
+from bot.decisions import gather as decisions_gather
 from bot.github_api.cache import CachedGitHub, forget_labels
 from bot.github_api.client import GitHubError, PermanentGitHubError, TransientGitHubError
-from bot.github_api.issues import has_text
 from bot.intake import queueing, redelivery
-from bot.labeling import act, comments, gather
-from bot.labeling import decide as labeling
+from bot.labeling import act as labeling_act
+from bot.labeling import comments
+from bot.labeling import decide as labeling_decide
+from bot.labeling import gather as labeling_gather
 from bot.labeling.serving import NO_MODEL
 from bot.lifecycle import backfill, preview, repositories
-from bot.review import decide, pending
+from bot.review import decide as review_decide
+from bot.review import pending
 from core import metrics, own_label_fits, queues, store
 from core.db import session_scope
 from core.queues import (
@@ -40,6 +45,7 @@ from core.queues import (
     REPLY_TO_RETRAIN,
     REVIEW_PREDICTION,
     SUSPEND_INSTALLATION,
+    TAKE_OFF_ABSTAIN_MARK,
     UPDATE_REPOSITORY,
     JobSpec,
     enqueue,
@@ -199,8 +205,8 @@ def review_prediction(**review) -> str:
         outcome = "skipped: dry-run cannot write to GitHub"
     else:
         try:
-            outcome = decide.carry_out(ctx.sessionmaker, github, decide.Review(
-                **{key: review[key] for key in decide.Review.__dataclass_fields__}),
+            outcome = review_decide.carry_out(ctx.sessionmaker, github, review_decide.Review(
+                **{key: review[key] for key in review_decide.Review.__dataclass_fields__}),
                 embedder=_embedder(ctx, review["repo"]))
             _refresh_thresholds(ctx, review["repo"])
         except TransientGitHubError as error:
@@ -290,17 +296,14 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
 
 
 def _label_in(session, ctx: WorkerContext, event: dict) -> str:
-    github = ctx.github(event.get("installation_id"))
-    if github is not None:
-        github = CachedGitHub(github, ctx.redis, labels_seconds=ctx.settings.labels_cache_seconds,
-                              missing_file_seconds=ctx.settings.missing_config_cache_seconds)
-    gathered = gather.gather(session, event, gather.Sources(
+    github = _cached(ctx, event.get("installation_id"))
+    gathered = labeling_gather.gather(session, event, labeling_gather.Sources(
         ctx.settings, github, lambda repo: ctx.models.for_repository(repo, session),  # in this job's
         inference=ctx.inference_slots.held))  # transaction: no session of its own for the promotion's query
     if isinstance(gathered, str):
         return f"skipped: {gathered}"
-    result = act.carry_out(
-        session, gathered, labeling.decide(gathered.inputs), github, delivery_id=event["delivery_id"],
+    result = labeling_act.carry_out(
+        session, gathered, labeling_decide.decide(gathered.inputs), github, delivery_id=event["delivery_id"],
         claim=lambda key: bool(ctx.redis.set(key, 1, nx=True, ex=comments.CONFIG_WARNING_SECONDS)),
         checkpoint=session.commit)  # the decision outlives a crash
     return f"skipped: {result}" if isinstance(result, str) else result.outcome
@@ -312,19 +315,62 @@ def _forget_labels(ctx: WorkerContext, event: dict) -> str:
 
 
 def _record_issue_event(ctx: WorkerContext, event: dict) -> str:
-    github = None if has_text(event["snapshot"]) else ctx.github(event.get("installation_id"))
-    if github is not None and event["action"] not in ("deleted", "transferred"):
-        # a retry: the issue's text as GitHub has it now (a deleted or moved issue's is not stored anyway);
-        # the rest of the delivery's copy (labels, state, time) still says what this event did
-        fresh = github.get_issue(event["repo"], event["number"])
-        event = {**event, "snapshot": {**event["snapshot"], "title": fresh.title, "body": fresh.body}}
+    """Gather the event's inputs once (the sender's standing asked of GitHub only where it matters), decide
+    (pure), record: bot.decisions.gather, .decide, .act; then what follows a decision."""
+    sources = decisions_gather.Sources(ctx.settings.bot_login, ctx.settings.app_id,
+                                       _cached(ctx, event.get("installation_id")))
+    embedder = _embedder(ctx, event["repo"])
     with session_scope(ctx.sessionmaker) as session:
-        embedder = _embedder(ctx, event["repo"])
-        outcome = feedback.record_issue_event(session, event, bot_login=ctx.settings.bot_login,
-                                              app_id=ctx.settings.app_id, embedder=embedder)
-        memory_fill.follow_issue(session, event["repo"], event["number"], embedder)  # an own label's too
-    _refresh_thresholds(ctx, event["repo"])
-    return outcome
+        gathered = decisions_gather.gather_event(session, event, sources)
+        if isinstance(gathered, str):
+            return gathered
+        recorded = decisions_act.record(session, gathered, decisions_decide.decide_event(gathered.inputs),
+                                        embedder=embedder)
+    return _after_decision(ctx, recorded)
+
+
+def _after_decision(ctx: WorkerContext, recorded: decisions_act.Recorded) -> str:
+    """The repository's thresholds follow a decision that changed what is confirmed; an abstain label a
+    maintainer's decision made stale is taken off by a job of its own (its write may wait for its slot)."""
+    if recorded.changed:
+        _refresh_thresholds(ctx, recorded.repo)
+    if recorded.take_off:
+        enqueue(ctx.redis, TAKE_OFF_ABSTAIN_MARK, {
+            "installation_id": recorded.installation_id, "repo": recorded.repo, "number": recorded.number,
+            "label": recorded.take_off, "prediction_id": recorded.prediction_id}, retry=CRASH_RETRY)
+    return recorded.outcome
+
+
+def take_off_abstain_mark(*, installation_id: int, repo: str, number: int, label: str, prediction_id: int) -> str:
+    """A maintainer decided the issue's kind: the abstain label the bot put on comes off, once."""
+    ctx = context.current()
+    github = ctx.github(installation_id)
+    args = {"installation_id": installation_id, "repo": repo, "number": number, "label": label,
+            "prediction_id": prediction_id}
+    if github is None:
+        return "skipped: dry-run cannot write to GitHub"
+    try:
+        github.remove_label(repo, number, label)
+    except TransientGitHubError as error:  # the write spacing's deferral too: the mark comes off later
+        return _reschedule(ctx, TAKE_OFF_ABSTAIN_MARK, args, error)
+    except PermanentGitHubError as error:
+        if error.status != 404:  # 404: it is off already
+            raise
+    with session_scope(ctx.sessionmaker) as session:
+        decisions_act.mark_taken_off(session, prediction_id, label)
+    log.info("%s#%s: took %r off: a maintainer decided its kind", repo, number, label)
+    return f"took {label!r} off {repo}#{number}"
+
+
+def _cached(ctx: WorkerContext, installation_id: int | None) -> CachedGitHub | None:
+    """The installation's GitHub with the answers a job need not ask again kept in Redis (bot.github_api.cache)."""
+    github = ctx.github(installation_id)
+    if github is None:
+        return None
+    settings = ctx.settings
+    return CachedGitHub(github, ctx.redis, labels_seconds=settings.labels_cache_seconds,
+                        missing_file_seconds=settings.missing_config_cache_seconds,
+                        permission_seconds=settings.permission_cache_seconds)
 
 
 def _refresh_thresholds(ctx: WorkerContext, repo: str) -> None:
@@ -353,7 +399,7 @@ def _embedder(ctx: WorkerContext, repo: str):
 def _handle_comment(ctx: WorkerContext, event: dict) -> str:
     if not commands.is_command(event["body"], commenter_is_bot=event.get("commenter_is_bot", False)):
         return "ignored: not a command"
-    github = ctx.github(event.get("installation_id"))
+    github = _cached(ctx, event.get("installation_id"))
     if github is None:
         return "ignored: dry-run cannot check permissions"
     return commands.handle_retrain_command(event, github, ctx.redis)

@@ -52,3 +52,8 @@ def labels_for_kinds(repo_labels: Iterable[str]) -> dict[str, str]:
 def _plainness(label: str, kind: str) -> tuple[int, int, str]:
     exact = 0 if label.lower() == kind else 1
     return exact, len(label), label
+
+
+def is_known_label(label: str, classes: Iterable[str]) -> bool:
+    """A label the models can learn from: one of a model's classes, or one that maps to a kind."""
+    return label in classes or kind_of_label(label) is not None

@@ -81,6 +81,9 @@ REMOVE_REPOSITORIES = _spec("bot.jobs.remove_repositories", FEEDBACK_QUEUE, *_IN
 SUSPEND_INSTALLATION = _spec("bot.jobs.suspend_installation", FEEDBACK_QUEUE, *_INSTALLATION)
 CLEAR_UNCONFIRMED = _spec("bot.jobs.clear_unconfirmed", FEEDBACK_QUEUE)  # cron: the retention of issue text
 REPLY_TO_RETRAIN = _spec("bot.jobs.reply_to_retrain", FEEDBACK_QUEUE, "reply_to", "result")
+# a maintainer decided the kind of an issue the bot marked with its abstain label: the mark comes off
+TAKE_OFF_ABSTAIN_MARK = _spec("bot.jobs.take_off_abstain_mark", FEEDBACK_QUEUE, "installation_id", "repo", "number",
+                              "label", "prediction_id")
 REVIEW_PREDICTION = _spec("bot.jobs.review_prediction", FEEDBACK_QUEUE, "review_id", "installation_id",
                           "repo", "number", "prediction_id", "choice", "label", "reviewer_login")
 REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
@@ -91,7 +94,8 @@ ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "reques
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
         FILL_MEMORY, UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
-        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, PREVIEW, RETRAIN, RETRAIN_DUE, PROMOTE, ROLLBACK)
+        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, TAKE_OFF_ABSTAIN_MARK, PREVIEW, RETRAIN, RETRAIN_DUE,
+        PROMOTE, ROLLBACK)
 
 
 class NotAContractJob(RuntimeError):

@@ -64,6 +64,10 @@ class Settings:
     labels_cache_seconds: int = env("ISSUE_SORTER_LABELS_CACHE_SECONDS", 3600, check=_NOT_NEGATIVE)
     # "no config file" is believed this long (GitHub sends no ETag with a 404: absence cannot be revalidated)
     missing_config_cache_seconds: int = env("ISSUE_SORTER_MISSING_CONFIG_CACHE_SECONDS", 300, check=_NOT_NEGATIVE)
+    # a sender's permission on a repository (whether their decisions teach the App, whether they may give
+    # commands) is asked of GitHub once per repository and login in this long; a permission taken away on
+    # GitHub stops counting within it
+    permission_cache_seconds: int = env("ISSUE_SORTER_PERMISSION_CACHE_SECONDS", 600, check=_NOT_NEGATIVE)
     worker_threads: int = env("ISSUE_SORTER_WORKER_THREADS", 1, check=_AT_LEAST_ONE)  # a bot worker's inference
     # model passes at once on this machine, across every worker (core.inference_slots); unset: one per
     # worker_threads cores, 0: no limit

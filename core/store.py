@@ -14,6 +14,7 @@ from core.tables import (
     GLOBAL_SCOPE,
     Installation,
     IssueRecord,
+    LabelEvent,
     ModelPromotion,
     ModelVersion,
     Prediction,
@@ -216,3 +217,10 @@ def processed_deliveries(session: Session, delivery_ids: Iterable[str]) -> set[s
         found.update(session.scalars(select(WebhookDelivery.id).where(
             WebhookDelivery.id.in_(ids[start:start + 500]))))
     return found
+
+
+def removed_by_human(session: Session, issue: IssueRecord) -> set[str]:
+    """Labels a human took off this issue (or its issue type): the bot never puts them back."""
+    return set(session.scalars(select(LabelEvent.label).where(
+        LabelEvent.issue_id == issue.id, LabelEvent.action.in_(("unlabeled", "untyped")),
+        LabelEvent.actor_is_human.is_(True))))

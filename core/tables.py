@@ -115,6 +115,9 @@ class Prediction(Base):
     decision: Mapped[str | None] = mapped_column(StorableString(16))
     decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the abstention label this prediction put on, taken off when a maintainer decides the issue's kind;
+    # None: none was put on, or it was taken off, or the repository's config keeps it
+    abstain_mark: Mapped[str | None] = mapped_column(StorableString(255))
 
     issue: Mapped[IssueRecord] = relationship()
     # the repository's own labels decided beside the kind (issue 29), one row each
@@ -182,6 +185,9 @@ class LabelEvent(Base):
     actor_login: Mapped[str | None] = mapped_column(StorableString(255))
     actor_is_human: Mapped[bool] = mapped_column(Boolean, default=True)
     by_this_app: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the sender could triage the repository (GitHub's triage, write, maintain or admin, or a signed-in
+    # reviewer): only such an event teaches the App; None: recorded before senders were checked
+    by_maintainer: Mapped[bool | None] = mapped_column(Boolean)
     occurred_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -3,8 +3,10 @@
 The command queues a retraining of the repository's model on the training queue (the trainer runs
 it) and acknowledges; when training is done, the trainer queues `reply_to_retrain` with the result,
 which answers in the same issue with both scores (`retrain_reply`). One retraining per repository at a
-time, and at most one an hour: each writes a model version of about 95 MB. Refusals are reactions on
-the command's comment, never a reply: a reply would @-mention its sender, for anyone to trigger.
+time, and at most one an hour: each writes a model version of about 95 MB. A command from someone without
+admin or maintain permission gets no answer at all (nothing written: a stranger's comments cost the
+installation nothing but, for a collaborator, one permission read); a refused maintainer's gets a reaction on
+the comment, never a reply: a reply would @-mention its sender.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ RETRAIN_COOLDOWN_SECONDS = 3600  # after a command queues a retraining, the next
 ACTION_COOLDOWN_KEY = "issue-sorter:{}-cooldown:{}"  # SET NX per action and scope, expiring with the cooldown
 COOLDOWN_KEY = ACTION_COOLDOWN_KEY.format("retrain", "{}")  # the retraining's, per scope
 PENDING = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
-NOT_ALLOWED = "-1"  # the reaction to a command from someone without admin or maintain permission
+# GitHub's author_association of a commenter who may hold a role on the repository; anyone else holds none
+MAY_HOLD_A_ROLE = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 ALREADY_QUEUED = "confused"  # the reaction to a command while one is queued, running or cooling down
 
 
@@ -63,12 +66,15 @@ def cooldown_key(action: str, scope: str) -> str:
 
 
 def handle_retrain_command(event: dict, github, redis: Redis) -> str:
-    """Ask GitHub for the commenter's role; queue the retraining and say so, or refuse with a reaction."""
+    """Ask GitHub for the commenter's role (cached: bot.github_api.cache); queue the retraining and say so,
+    refuse a maintainer's with a reaction, anyone else's with nothing at all."""
     repo, login = event["repo"], event["commenter_login"]
+    association = event.get("commenter_association")
+    if association is not None and association not in MAY_HOLD_A_ROLE:
+        return f"refused: {login} is no collaborator of {repo} ({association}); nothing asked, nothing written"
     role = github.get_permission(repo, login)
     if role not in RETRAIN_ROLES:
-        _react(github, event, NOT_ALLOWED)
-        return f"refused: {login} has {role} permission"
+        return f"refused: {login} has {role} permission; nothing written"
     job_id = retrain_job_id(repo)
     if not claim_scope_job(redis, "retrain", repo, login, RETRAIN_COOLDOWN_SECONDS):
         _react(github, event, ALREADY_QUEUED)

@@ -6,7 +6,7 @@ version (after a promotion; once, however many workers): at most one fill of a r
 waits in the queue at a time. A running one does not count, since it may already have passed the issues stored since.
 The confirmed issues are those of a kind and those that carry only the repository's own labels (the backfill
 keeps them; core.memory stores them under NO_KIND, outside every kind's vote). After each decision, the
-decided issue's row follows it at once (`follow_issue`).
+decided issue's row follows it at once (bot.decisions.act).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def queue_fill_on_first_serving(redis: Redis, repo: str, version: str) -> Job | 
     """A worker serves `repo` with `version` for the first time in its process (bot.labeling.serving's on_serve):
     the fill is queued by the first process of the whole fleet only. Each of N workers (and each restart)
     queued its own before, N fills of every repository per promotion; what is stored after the first fill
-    reaches the memory by `follow_issue` after each decision, or by the fill a backfill queues."""
+    reaches the memory by bot.decisions.act after each decision, or by the fill a backfill queues."""
     if not redis.set(SERVED_KEY.format(repo=repo, version=version), 1, nx=True, ex=KEEP_SECONDS):
         return None
     return queue_fill(redis, repo, version)
@@ -67,12 +67,3 @@ def fill_repository(sessions: sessionmaker[Session], repo: str, embedder, *, bat
             return f"skipped: {repo} is not stored"
         progress = memory.fill(session, repository.id, embedder, batch=batch, checkpoint=session.commit)
     return f"memory of {repo}: {progress.describe()}"
-
-
-def follow_issue(session: Session, repo: str, number: int, embedder) -> None:
-    """After a decision on `repo`#`number`: its memory row follows what humans confirmed of it, the kind or
-    only own labels (core.memory.follow_confirmation); nothing when the issue is not stored there (moved)."""
-    repository = store.find_repository(session, full_name=repo)
-    issue = store.find_issue(session, repository, number) if repository is not None else None
-    if issue is not None:
-        memory.follow_confirmation(session, issue, embedder)

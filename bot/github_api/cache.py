@@ -1,9 +1,11 @@
-"""What a labelling job need not ask GitHub again: a repository's labels and config files, kept in Redis.
+"""What a job need not ask GitHub again: a repository's labels, its config files and its senders' permissions,
+kept in Redis.
 
 Labels are cached per repository (bounded TTL as a safety net) and dropped by every `label` webhook
 (`forget_labels`); a config file is kept with its ETag and read again conditionally, which GitHub answers
 304 without counting it against the rate limit. GitHub sends no ETag with a 404, so "no such file" is
-believed for a bounded time only.
+believed for a bounded time only, and so is a login's permission on a repository (GitHub tells nobody when
+it changes).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from bot.github_api.client import MAX_CONFIG_BYTES, UNCHANGED, RepoFile
 LABELS_KEY = "issue-sorter:labels:{}"  # repo → {"generation": n, "labels": [...]}
 GENERATION_KEY = "issue-sorter:labels-generation:{}"  # repo → a counter every `label` webhook bumps
 FILE_KEY = "issue-sorter:file:{}:{}"  # repo, path → {"sha", "size", "etag", "content"} or {"missing": true}
+PERMISSION_KEY = "issue-sorter:permission:{}:{}"  # repo, login → the login's role on the repository
 FILE_SECONDS = 7 * 86400  # a file with an ETag is revalidated on every read; this only bounds Redis memory
 
 
@@ -30,9 +33,11 @@ class CachedGitHub:
     """An IssueWriter that answers `list_labels` and `get_file` from Redis while GitHub's answer stands;
     every other call goes straight to the writer it wraps."""
 
-    def __init__(self, github, redis: Redis, *, labels_seconds: int, missing_file_seconds: int):
+    def __init__(self, github, redis: Redis, *, labels_seconds: int = 0, missing_file_seconds: int = 0,
+                 permission_seconds: int = 0):
         self._github, self._redis = github, redis
         self._labels_seconds, self._missing_file_seconds = labels_seconds, missing_file_seconds
+        self._permission_seconds = permission_seconds
 
     def __getattr__(self, name: str):
         return getattr(self._github, name)
@@ -50,6 +55,17 @@ class CachedGitHub:
         if self._labels_seconds:
             self._redis.set(key, json.dumps({"generation": generation, "labels": labels}), ex=self._labels_seconds)
         return labels
+
+    def get_permission(self, repo: str, login: str) -> str:
+        """The login's role on the repository, asked of GitHub once per `permission_seconds`."""
+        key = PERMISSION_KEY.format(repo.lower(), login.lower())
+        cached = self._redis.get(key)
+        if cached is not None:
+            return cached.decode() if isinstance(cached, bytes) else cached
+        role = self._github.get_permission(repo, login)
+        if self._permission_seconds:
+            self._redis.set(key, role, ex=self._permission_seconds)
+        return role
 
     def create_label(self, repo: str, name: str, color: str, description: str) -> None:
         self._github.create_label(repo, name, color, description)

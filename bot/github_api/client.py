@@ -48,6 +48,23 @@ class PermanentGitHubError(GitHubError):
     """Retrying cannot help (401, a missing permission, 404, 410, 422): record and drop."""
 
 
+BASE_ROLES = ("admin", "maintain", "write", "triage", "read")  # GitHub's repository roles, strongest first
+TRIAGE_ROLES = frozenset({"admin", "maintain", "write", "triage"})  # may label and close others' issues
+# a collaborator's `permissions` object, key → the base role it grants, strongest first
+PERMISSION_ROLES = (("admin", "admin"), ("maintain", "maintain"), ("push", "write"), ("triage", "triage"),
+                    ("pull", "read"))
+
+
+def role_of(answer: Mapping[str, Any]) -> str:
+    """The role in GitHub's answer to `GET /repos/{repo}/collaborators/{login}/permission`. An organisation's
+    custom role answers with its own name: it reads as the strongest base role its permissions grant."""
+    role = answer.get("role_name") or answer.get("permission") or "none"
+    if role in BASE_ROLES or role == "none":
+        return role
+    permissions = (answer.get("user") or {}).get("permissions") or {}
+    return next((base for key, base in PERMISSION_ROLES if permissions.get(key)), "none")
+
+
 MAX_CONFIG_BYTES = 64 * 1024  # the config file's cap: real files are a few hundred bytes; every parse stays quick
 
 
@@ -263,7 +280,8 @@ class PyGithubWriter:
     def get_permission(self, repo: str, login: str) -> str:
         """The login's role on the repository: admin|maintain|write|triage|read|none (also for 404)."""
         try:
-            return self._call(lambda: self._repo(repo).get_collaborator_role_name(login))
+            return role_of(self._call(lambda: self._github.requester.requestJsonAndCheck(
+                "GET", f"{self._repo(repo).url}/collaborators/{quote(login, safe='')}/permission")[1]))
         except PermanentGitHubError as error:
             if error.status == 404:
                 return "none"

@@ -55,6 +55,14 @@ class IssueEvent:
     def job_kwargs(self) -> dict[str, Any]:
         return _plain(_fields(self)) | {"snapshot": self.snapshot.to_job()}
 
+    @classmethod
+    def from_job(cls, kwargs: dict[str, Any]) -> IssueEvent:
+        """The inverse of `job_kwargs`: the typed event a job's arguments carry (keys it does not know are
+        left out, so a job queued by another version still reads)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in kwargs.items() if key in known and key != "snapshot"},
+                   snapshot=IssueSnapshot.from_job(kwargs["snapshot"]))
+
 
 @dataclass(frozen=True)
 class CommentEvent(_JobArguments):
@@ -68,6 +76,9 @@ class CommentEvent(_JobArguments):
     commenter_is_bot: bool
     body: str  # the comment's first line when it is a command (command_line), else "": never its text
     comment_id: int | None = None  # where a refusal is answered, with a reaction
+    # GitHub's author_association of the comment: OWNER, MEMBER or COLLABORATOR may hold a role on the
+    # repository; anyone else cannot, so their command is refused without asking GitHub
+    commenter_association: str | None = None
 
 
 @dataclass(frozen=True)
@@ -248,6 +259,7 @@ def _parse_comment(delivery_id: str, payload: dict) -> CommentEvent:
         commenter_login=user.get("login") or "", commenter_is_bot=user.get("type") == "Bot",
         body=command_line(str(comment.get("body") or "")),
         comment_id=int(comment["id"]) if comment.get("id") is not None else None,
+        commenter_association=comment.get("author_association"),
     )
 
 

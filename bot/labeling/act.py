@@ -19,7 +19,6 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from bot.decisions.feedback import removed_by_human
 from bot.github_api.client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.labeling import comments
 from bot.labeling.decide import PENDING, Plan, Write
@@ -55,6 +54,7 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
                             applied=False, outcome=PENDING, reason=plan.reason,
                             model_scores=plan.model_scores, threshold=plan.threshold,
                             neighbours=list(plan.neighbours) if plan.neighbours is not None else None,
+                            abstain_mark=plan.abstain_mark,
                             own_labels=[OwnLabelDecision(label=own.label, score=own.score,
                                                          threshold=own.threshold, outcome=own.outcome)
                                         for own in plan.own])
@@ -116,7 +116,7 @@ def _answer_check(session: Session, gathered: Gathered, plan: Plan) -> Callable[
                   if name != plan.label and (name in classes or kind_of_label(name) in classes)]
         if others:
             return f"a maintainer labelled it {others[0]!r} meanwhile"
-        if plan.label in removed_by_human(session, gathered.issue_row):
+        if plan.label in store.removed_by_human(session, gathered.issue_row):
             return f"a maintainer removed {plan.label!r} meanwhile"
         return None
 

@@ -31,7 +31,7 @@ CONFIG_PATH = ".github/issue-sorter.yml"
 MODES = ("label", "comment", "suggest", "shadow", "off")  # shadow: classify and record, write nothing
 APPLY = ("label", "type", "both")  # what the predicted kind sets: a label, the issue type, or both
 KNOWN_KEYS = {"mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template",
-              "skip_authors", "abstain_label", "areas", "min_examples"}
+              "skip_authors", "abstain_label", "remove_abstain_label", "areas", "min_examples"}
 # Broken, they would let the bot do what they forbid. abstain_label is not one: it only adds a label, so a
 # broken one is dropped (the App's ISSUE_SORTER_ABSTAIN_LABEL applies) and reported like any other.
 GUARDS = ("mode", "apply", "labels", "allow", "skip_authors")
@@ -59,6 +59,8 @@ _short = _ShortRepr()
 _short.maxstring = _short.maxother = _short.maxlong = 40
 _short.maxlist = _short.maxtuple = _short.maxdict = _short.maxset = 4
 _short.maxlevel = 2
+_short_key = _ShortRepr()  # an unknown key is named beside the list of known ones: shorter still
+_short_key.maxstring = _short_key.maxother = 20
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class RepoConfig:
     comment_template: str | None = None  # {label}, {score}, {suggestions}, {own_labels}
     skip_authors: tuple[str, ...] = ()  # e.g. dependabot[bot]
     abstain_label: str | None = None  # put on issues the bot abstains on; "" (false): none; None: the App's
+    remove_abstain_label: bool = True  # the abstain label comes off when a maintainer decides the issue's kind
     # the repository's own labels beside the kind (core.own_labels): None every candidate, () none (off),
     # else names and prefixes (`module:`); a broken value turns them off, never widens them
     areas: tuple[str, ...] | None = None
@@ -194,7 +197,7 @@ def _meant(key: object) -> str | None:
 def _unknown_setting(key: object) -> str:
     meant = _meant(key)
     hint = f"did you mean {code_span(meant)}?" if meant else f"known: {', '.join(sorted(KNOWN_KEYS))}"
-    return f"unknown setting {describe(key)} ({hint})"
+    return f"unknown setting {code_span(_short_key.repr(key))} ({hint})"
 
 
 def _meant_guard(key: object, data: dict) -> bool:
@@ -264,6 +267,12 @@ def _label_name(key: str, value: object) -> tuple[object, str | None]:
                   f"spaces, or false, not {describe(value)}")
 
 
+def _boolean(key: str, value: object) -> tuple[object, str | None]:
+    if isinstance(value, bool):
+        return value, None
+    return None, f"{key} must be true or false, not {describe(value)}"
+
+
 def _areas(key: str, value: object) -> tuple[object, str | None]:
     if value is False or value is None:  # `areas: false` (or empty): no own labels
         return (), None
@@ -285,7 +294,8 @@ def _min_examples(key: str, value: object) -> tuple[object, str | None]:
 
 CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "skip_authors": _names,
           "threshold": _fraction, "target_precision": _target_precision, "comment_template": _template,
-          "abstain_label": _label_name, "areas": _areas, "min_examples": _min_examples}
+          "abstain_label": _label_name, "remove_abstain_label": _boolean, "areas": _areas,
+          "min_examples": _min_examples}
 
 
 def template_problem(template: str) -> str | None:

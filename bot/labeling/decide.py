@@ -51,6 +51,7 @@ class LabelingPolicy:
     held: str | None = None  # the repository's config is broken: apply nothing, say why (RepoConfig.held)
     memory: bool = True  # adjust the model's scores by the repository's confirmed issues (core.memory)
     abstain_label: str | None = None  # put on an issue the bot abstains on, e.g. needs-triage; None: nothing
+    remove_abstain_label: bool = True  # ... and taken off when a maintainer decides its kind
     areas: tuple[str, ...] | None = ()  # own labels (RepoConfig.areas): None every candidate, () off
     min_examples: int = DEFAULT_MIN_EXAMPLES  # confirmed examples before an own label is applied
     own_target: float = DEFAULT_TARGET_PRECISION  # the precision each own label's threshold keeps
@@ -73,6 +74,7 @@ def policy_for(settings: Settings, config: RepoConfig, *, dry_run: bool,
                           held=config.held, memory=settings.memory, never_again=never_again,
                           abstain_label=settings.abstain_label if config.abstain_label is None
                           else config.abstain_label or None,
+                          remove_abstain_label=config.remove_abstain_label,
                           # with `apply: type` the labels read are issue types: no own labels among them
                           areas=() if config.apply == "type" else config.areas,
                           min_examples=config.min_examples,
@@ -207,6 +209,7 @@ class Plan:
     writes: tuple[Write, ...] = ()
     resumed: bool = False  # finishes a stored decision instead of storing a new one
     own: tuple[OwnDecision, ...] = ()  # the repository's own labels applied or suggested beside the kind
+    abstain_mark: str | None = None  # the abstain label put on, to take off when a maintainer decides
 
     @property
     def own_applied(self) -> tuple[str, ...]:
@@ -232,15 +235,18 @@ def decide(inputs: LabelingInputs) -> Plan:
     reason = f"{choice.reason}; its issue type is {issue_type!r}" if issue_type else choice.reason
     own = own_label_decisions(inputs, choice.label)
     outcome, writes = _writes(inputs, choice, scores, issue_type, similar=_similar(voters), own=own)
+    abstain_mark = None
     if outcome == "abstained" and policy.apply != "type":  # the abstention mark is a label
         mark, marked = _abstention_mark(inputs)
         writes, reason = writes + mark, reason + marked
+        if mark and policy.remove_abstain_label:
+            abstain_mark = policy.abstain_label
     applied = tuple(decision.label for decision in own if decision.outcome == "applied")
     if applied:
         reason += f"; own labels {', '.join(map(repr, applied))}"
     return Plan(outcome=outcome, predicted=choice.predicted, label=choice.label, reason=reason, scores=scores,
                 model_scores=model_scores, neighbours=voters, threshold=policy.threshold_for(choice.predicted),
-                writes=warning + _one_label_write(writes, inputs, applied), own=own)
+                writes=warning + _one_label_write(writes, inputs, applied), own=own, abstain_mark=abstain_mark)
 
 
 def own_label_decisions(inputs: LabelingInputs, kind_label: str | None = None) -> tuple[OwnDecision, ...]:

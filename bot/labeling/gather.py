@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from bot.decisions.feedback import removed_by_human
 from bot.github_api.client import PermanentGitHubError
 from bot.github_api.issues import IssueSnapshot, event_time, has_text
 from bot.intake.events import MAX_JOB_BODY_CHARS
@@ -84,7 +83,7 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
                                     opened_at=issue.created_at, event_at=event_at)
     # a row this job created has no prediction and no label event yet: two statements fewer per new issue
     latest = None if new else store.latest_prediction(session, row)
-    removed = frozenset() if new else frozenset(removed_by_human(session, row))
+    removed = frozenset() if new else frozenset(store.removed_by_human(session, row))
     version_id = session.query(ModelVersion.id).filter_by(version=classifier.version).scalar()
     policy = policy_for(settings, config, dry_run=github is None, never_again=removed)
     base = LabelingInputs(repo=repo, number=number, issue=issue, policy=policy, classes=list(classifier.labels),

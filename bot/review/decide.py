@@ -1,8 +1,8 @@
 """A reviewer's click, carried out by the feedback worker: the App writes the label, the reviewer decides.
 
 The label changes are made on GitHub as the App's installation, then stored as the label events they are
-(bot.decisions.feedback.record_label_event), attributed to the reviewer, so a review and the same edit made on
-GitHub by hand leave the same decision behind. The web process never imports this module.
+(bot.decisions: gathered, decided and recorded as a GitHub event is), attributed to the reviewer, so a review and
+the same edit made on GitHub by hand leave the same decision behind. The web process never imports this module.
 """
 
 from __future__ import annotations
@@ -11,10 +11,13 @@ import dataclasses
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.decisions.feedback import Actor, is_known_label, record_label_event, record_review_verdict
+from bot.decisions import act
+from bot.decisions.decide import decide_event, review_verdict
+from bot.decisions.gather import PredictionState, inputs_for, reviewer
 from bot.review.decisions import CHOICES, OWN_CHOICES
 from core import memory, own_labels, store
 from core.db import session_scope
+from core.kinds import is_known_label
 from core.tables import IssueRecord, Prediction, utcnow
 
 
@@ -69,24 +72,27 @@ def carry_out(sessions: sessionmaker[Session], github, review: Review, *, embedd
         refused = refusal(prediction, issue, review)
         if refused:
             return refused
-        ours = prediction.label
+        ours, mark = prediction.label, prediction.abstain_mark
         classes = list(getattr(store.serving_model_for(session, review.repo), "labels", None) or [])
     if review.choice in OWN_CHOICES:
         outcome = _own_label(sessions, github, review, classes)
     else:
-        outcome = _kind(sessions, github, review, classes, ours)
+        outcome = _kind(sessions, github, review, classes, ours, mark)
     with session_scope(sessions) as session:
         memory.follow_confirmation(session, session.get(Prediction, review.prediction_id).issue, embedder)
     return outcome
 
 
-def _kind(sessions, github, review: Review, classes: list[str], ours: str | None) -> str:
-    """The bot's kind `ours` accepted, replaced by the label picked, or rejected."""
+def _kind(sessions, github, review: Review, classes: list[str], ours: str | None, mark: str | None) -> str:
+    """The bot's kind `ours` accepted, replaced by the label picked, or rejected; the abstain label `mark`
+    comes off with a kind the reviewer put on."""
     if review.choice == "relabel" and not (review.label in github.list_labels(review.repo)
                                            and is_known_label(review.label, classes)):
         return f"refused: {review.label!r} is not a label of {review.repo} that the bot knows"
     current = github.get_issue(review.repo, review.number).labels
     added, removed = label_changes(ours, review.choice, review.label, current)
+    if mark and mark in current and added:
+        removed.append(mark)
     for label in removed:
         github.remove_label(review.repo, review.number, label)
     if added:
@@ -116,18 +122,27 @@ def _own_label(sessions, github, review: Review, classes: list[str]) -> str:
 
 def _record(sessions, review: Review, classes: list[str], current: tuple[str, ...], added: list[str],
             removed: list[str]) -> str:
-    actor = Actor(review.reviewer_login, is_human=True, is_this_app=False)
+    """The review's label changes, one after the other, as the reviewer's label events and what each decided;
+    a review that changed no label is its verdict alone."""
+    sender = reviewer(review.reviewer_login)
     labels, concluded = list(current), []
     with session_scope(sessions) as session:
         prediction = session.get(Prediction, review.prediction_id)
+        issue = prediction.issue
         changes = [("unlabeled", label) for label in removed] + [("labeled", label) for label in added]
         for n, (action, label) in enumerate(changes):
             labels = [x for x in labels if x != label] + ([label] if action == "labeled" else [])
-            concluded.append(record_label_event(
-                session, prediction.issue, action=action, label=label, actor=actor,
-                delivery_id=f"review:{review.review_id}:{n}", current_labels=tuple(labels), classes=classes))
+            decision = decide_event(inputs_for(session, issue, action=action, label=label, sender=sender,
+                                         current_labels=tuple(labels), classes=tuple(classes)))
+            act.apply(session, issue, decision, action=action, label=label, sender=sender,
+                      delivery_id=f"review:{review.review_id}:{n}")
+            concluded.append(decision.outcome)
+        if prediction.abstain_mark and added and prediction.abstain_mark not in labels:  # off with the kind
+            act.mark_taken_off(session, prediction.id, prediction.abstain_mark)
         if not changes:
-            concluded.append(record_review_verdict(session, prediction.issue, prediction,
-                                                   kept=review.choice == "accept", actor=actor,
-                                                   delivery_id=f"review:{review.review_id}:0"))
+            kept = review.choice == "accept"
+            decision = review_verdict(PredictionState.of(prediction), kept=kept, login=review.reviewer_login)
+            act.apply(session, issue, decision, action="kept" if kept else "dismissed", label=prediction.label,
+                      sender=sender, delivery_id=f"review:{review.review_id}:0")
+            concluded.append(decision.outcome)
     return concluded[-1]

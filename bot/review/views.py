@@ -27,7 +27,6 @@ from flask import (
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from bot.decisions.feedback import is_known_label
 from bot.review import admins, display, pending
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import (
@@ -45,7 +44,7 @@ from bot.review.decisions import (
 from bot.review.github_user import GitHubUserError, UserClient, authorize_url, exchange_code
 from core import memory, store
 from core.db import session_scope
-from core.kinds import labels_for_kinds
+from core.kinds import is_known_label, labels_for_kinds
 from core.queues import CRASH_RETRY, REVIEW_PREDICTION, enqueue
 
 log = logging.getLogger(__name__)

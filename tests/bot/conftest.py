@@ -88,9 +88,10 @@ def deliver(client, event: str, body: dict, delivery: str, secret: str = WEBHOOK
 
 
 def issue_payload(payload, action: str, number: int, *, title: str = "", body: str = "", labels=(),
-                  label: str | None = None, sender: str = "Codertocat", sender_type: str = "User") -> dict:
+                  label: str | None = None, sender: str | None = None, sender_type: str = "User") -> dict:
     """A real `issues` example from ../shared, pointed at our repository, issue and sender, stamped now
-    (`updated_at`: GitHub's time of the event; an older one never overwrites newer state)."""
+    (`updated_at`: GitHub's time of the event; an older one never overwrites newer state). The sender is the
+    example's author for `opened`, else the repository's maintainer (fake_github's collaborators)."""
     name = {"opened": "issues/opened", "labeled": "issues/labeled", "unlabeled": "issues/unlabeled",
             "closed": "issues/opened", "edited": "issues/edited", "deleted": "issues/deleted"}[action]
     data = payload(name)
@@ -99,7 +100,7 @@ def issue_payload(payload, action: str, number: int, *, title: str = "", body: s
     data["issue"].update(number=number, title=title or data["issue"]["title"], body=body,
                          labels=[{"name": name} for name in labels], state="closed" if action == "closed" else "open",
                          updated_at=dt.datetime.now(dt.UTC).isoformat())
-    data["sender"].update(login=sender, type=sender_type)
+    data["sender"].update(login=sender or ("Codertocat" if action == "opened" else "maintainer"), type=sender_type)
     if label is not None:
         data["label"] = {"name": label, "color": "ededed"}
     return data

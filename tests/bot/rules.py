@@ -12,7 +12,9 @@ import datetime as dt
 
 from sqlalchemy import select
 
-from bot.decisions import feedback
+from bot.decisions import act as decisions_act
+from bot.decisions import decide as decisions_decide
+from bot.decisions import gather as decisions_gather
 from bot.github_api.issues import IssueSnapshot
 from bot.intake.events import IssueEvent
 from bot.labeling import act as labeling_writes
@@ -102,10 +104,26 @@ def event(action: str, number: int, *, labels=(), label=None, sender="maintainer
                       label=label).job_kwargs()
 
 
-def record(sessions, data: dict) -> str:
-    """What the feedback job does with one `issues` event; its outcome."""
+# who may triage REPO (GitHub's roles): the senders whose events teach; anyone else's are history only
+ROLES = {"maintainer": "maintain", "boss": "admin", "helper": "triage", "writer": "write", "reader": "read"}
+
+
+def record(sessions, data: dict, *, embedder=None, roles: dict[str, str] | None = None, asked: list | None = None,
+           bot_login: str | None = BOT, app_id: int | None = 1) -> str:
+    """What the feedback job does with one `issues` event (gather, decide, record), its GitHub standing read
+    from `roles` (ROLES by default; each question appended to `asked`); its outcome."""
+    roles = ROLES if roles is None else roles
+
+    github = FakeGitHub(permissions={(REPO, login): role for login, role in roles.items()})
     with session_scope(sessions) as session:
-        return feedback.record_issue_event(session, data, bot_login=BOT, app_id=1)
+        gathered = decisions_gather.gather_event(session, data, decisions_gather.Sources(bot_login, app_id, github))
+        if isinstance(gathered, str):
+            return gathered
+        outcome = decisions_act.record(session, gathered, decisions_decide.decide_event(gathered.inputs),
+                                       embedder=embedder).outcome
+    if asked is not None:
+        asked.extend(call[1:] for call in github.calls if call[0] == "get_permission")
+    return outcome
 
 
 def issue_row(sessions, number: int) -> tuple:

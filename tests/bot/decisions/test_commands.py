@@ -13,10 +13,11 @@ COMMENT_ID = 492700400
 
 
 def comment(client, payload, body: str, login: str, *, user_type: str = "User", delivery: str = "d-comment",
-            comment_id: int = COMMENT_ID):
-    """A real `issue_comment.created` example on issue 1 of our repository, by `login`."""
+            comment_id: int = COMMENT_ID, association: str = "COLLABORATOR"):
+    """A real `issue_comment.created` example on issue 1 of our repository, by `login` (GitHub's
+    author_association of the comment: `association`)."""
     data = payload("issue_comment/created.with-installation")
-    data["comment"].update(body=body, id=comment_id)
+    data["comment"].update(body=body, id=comment_id, author_association=association)
     data["comment"]["user"].update(login=login, type=user_type)
     data["sender"].update(login=login, type=user_type)
     data["issue"]["number"] = 1
@@ -53,16 +54,27 @@ def test_retrain_from_an_admin_or_maintainer_queues_one_training_job_and_says_so
     assert answer.startswith(ACKNOWLEDGED)
 
 
-@pytest.mark.parametrize("login", ["helper", "reader", "passer-by"])  # triage, read, not a collaborator
-def test_retrain_from_anyone_else_is_refused_with_a_reaction_that_pings_nobody(bare_context, fake_github, client,
-                                                                               payload, redis, issue, login):
-    for n in range(3):  # however often they ask, the issue gets no comment, so nobody is notified
+@pytest.mark.parametrize("login", ["helper", "reader"])  # triage, read
+def test_a_collaborators_command_without_the_role_writes_nothing_and_asks_github_once(
+        bare_context, fake_github, client, payload, redis, issue, login):
+    for n in range(3):  # however often they ask: no comment, no reaction, one permission read in the cache window
         comment(client, payload, "/issue-sorter retrain", login, delivery=f"d-{n}", comment_id=COMMENT_ID + n)
     run_feedback_jobs(redis)
-    assert permission_asked_times(fake_github, login) == 3
+    assert permission_asked_times(fake_github, login) == 1
     assert Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER).count == 0
     assert fake_github.comments(REPO, issue) == []
-    assert [fake_github.reactions(REPO, COMMENT_ID + n) for n in range(3)] == [["-1"]] * 3
+    assert [fake_github.reactions(REPO, COMMENT_ID + n) for n in range(3)] == [[]] * 3
+
+
+@pytest.mark.parametrize("association", ["NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR"])
+def test_a_strangers_command_costs_no_github_call_at_all(bare_context, fake_github, client, payload, redis, issue,
+                                                         association):
+    for n in range(3):
+        comment(client, payload, "/issue-sorter retrain", "passer-by", delivery=f"d-{n}", comment_id=COMMENT_ID + n,
+                association=association)
+    run_feedback_jobs(redis)
+    assert fake_github.calls("GET", r"/repos/.*") == [] and fake_github.calls("POST", r".*") == []
+    assert Queue(TRAINING_QUEUE, connection=redis, serializer=SERIALIZER).count == 0
 
 
 def permission_asked_times(fake_github, login: str) -> int:

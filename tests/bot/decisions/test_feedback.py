@@ -11,11 +11,12 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from sqlalchemy import select
 
 from bot import context
-from bot.decisions import feedback
+from bot.decisions import gather
 from bot.intake.queueing import DELIVERY_KEY
 from bot.worker import build_context
 from core import memory, store
 from core.db import Base, make_sessionmaker, session_scope
+from core.kinds import is_known_label
 from core.queues import FEEDBACK_QUEUE, SERIALIZER
 from core.tables import IssueRecord, MemoryEntry, Repository, WebhookDelivery
 from tests.bot.conftest import deliver, issue_payload, run_worker
@@ -45,13 +46,13 @@ KNOWN = ("bug", "enhancement", "question")  # labels of the repository that map 
     ("some-bot", True, 1, False, True),  # performed via our App id
 ])
 def test_identify_actor_tells_humans_our_app_and_other_bots_apart(login, is_bot, via_app, human, this_app):
-    actor = feedback.identify_actor(login, is_bot, via_app, bot_login=BOT, app_id=1)
+    actor = gather.identify_actor(login, is_bot, via_app, bot_login=BOT, app_id=1)
     assert (actor.login, actor.is_human, actor.is_this_app) == (login, human, this_app)
 
 
 def test_without_a_known_identity_only_the_bot_flag_marks_a_bot():
-    assert feedback.identify_actor(BOT, False, None, bot_login=None, app_id=None).is_human
-    assert not feedback.identify_actor(BOT, True, None, bot_login=None, app_id=None).is_human
+    assert gather.identify_actor(BOT, False, None, bot_login=None, app_id=None).is_human
+    assert not gather.identify_actor(BOT, True, None, bot_login=None, app_id=None).is_human
 
 
 @pytest.mark.parametrize("label,classes,known", [
@@ -62,7 +63,7 @@ def test_without_a_known_identity_only_the_bot_flag_marks_a_bot():
     ("duplicate", [], False), ("bug", ["area: ui"], True),
 ])
 def test_is_known_label_accepts_model_classes_and_kind_labels(label, classes, known):
-    assert feedback.is_known_label(label, classes) is known
+    assert is_known_label(label, classes) is known
 
 
 # ---- decisions on the fakes -----------------------------------------------------------------------
@@ -250,7 +251,7 @@ def test_another_bots_label_events_are_not_a_human_decision(sessions):
     assert decision_and_training_label(sessions) == (None, None)
     assert [e[3:] for e in label_events(sessions)] == [(False, False), (False, False)]
     with session_scope(sessions) as session:
-        assert feedback.removed_by_human(session, session.scalars(select(IssueRecord)).one()) == set()
+        assert store.removed_by_human(session, session.scalars(select(IssueRecord)).one()) == set()
 
 
 def test_edited_updates_the_stored_text(sessions):

@@ -1,23 +1,19 @@
 """The memory row of an issue follows what is confirmed of it without embedding its text again (issue 29):
-the feedback job (bot.decisions.feedback.update_memory, then bot.decisions.memory_fill.follow_issue, as bot.jobs runs them)
-relabels the row a kind change or removal leaves standing. Before, a kind removed from an issue that keeps
+the feedback job (bot.decisions.act, as bot.jobs runs it) relabels the row a kind change or removal leaves standing. Before, a kind removed from an issue that keeps
 own labels dropped its row and embedded the same text once more."""
 
 from sqlalchemy import select
 
-from bot.decisions import feedback, memory_fill
 from core import memory
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry
 from tests.bot.labeling.test_own_labels import ENCODER, event
-from tests.bot.rules import BOT, REPO
+from tests.bot.rules import record
 
 
 def feedback_job(sessions, data: dict) -> None:
     """What bot.jobs._record_issue_event does with one event, the serving model as embedder."""
-    with session_scope(sessions) as session:
-        feedback.record_issue_event(session, data, bot_login=BOT, app_id=1, embedder=ENCODER)
-        memory_fill.follow_issue(session, REPO, data["number"], ENCODER)
+    record(sessions, data, embedder=ENCODER)
 
 
 def row(sessions, number: int) -> tuple[str, bytes] | None:

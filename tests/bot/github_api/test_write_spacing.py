@@ -16,6 +16,7 @@ from rq.job import Job
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
 from bot import context
+from bot.decisions.commands import cooldown_key
 from bot.github_api.write_spacing import SLOT_KEY, SpacedGitHub, WriteDeferred, WriteSpacing
 from bot.labeling import decide as labeling
 from bot.worker import build_context
@@ -103,7 +104,8 @@ def test_a_job_whose_write_must_wait_is_rescheduled_not_slept(spaced_context, fa
                                                                redis):
     fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
     WriteSpacing(redis, 30.0).claim(1)  # another worker wrote for installation 1 just now
-    comment(client, payload, "/issue-sorter retrain", "reader", delivery="d-wait")  # refused: a reaction
+    redis.set(cooldown_key("retrain", REPO), "boss", ex=3600)  # a retraining was queued a minute ago
+    comment(client, payload, "/issue-sorter retrain", "maintainer", delivery="d-wait")  # refused: a reaction
     started = time.monotonic()
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
     assert time.monotonic() - started < 10  # the worker moved on, instead of waiting half a minute
@@ -122,7 +124,7 @@ def test_a_job_whose_write_must_wait_is_rescheduled_not_slept(spaced_context, fa
     scheduled.remove(job)
     make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)  # what RQ's scheduler does at its time
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
-    assert fake_github.reactions(REPO, COMMENT_ID) == ["-1"]
+    assert fake_github.reactions(REPO, COMMENT_ID) == ["confused"]
     with session_scope(spaced_context.sessionmaker) as session:
         assert session.get(WebhookDelivery, "d-wait") is not None
 

@@ -12,11 +12,11 @@ import datetime as dt
 
 import pytest
 
-from bot.decisions import feedback
 from bot.github_api.issues import IssueSnapshot, event_time
 from bot.intake import events
 from core import store
 from core.tables import IssueRecord
+from tests.bot.rules import record
 
 ARRIVED = "2026-03-04T05:06:07+00:00"
 
@@ -42,8 +42,8 @@ def test_the_age_limit_and_the_stored_order_date_an_issue_event_alike(payload, s
     event = events.parse("issues", "d-1", body, received_at=ARRIVED)
     # what bot.intake.webhooks reads for the age limit, and what the worker stores as the issue's newest event
     assert event_time(None, ARRIVED, body.get("issue"), body.get("comment")) == expected
+    record(sessions, event.job_kwargs(), bot_login=None, app_id=None)
     with sessions() as session:
-        feedback.record_issue_event(session, event.job_kwargs(), bot_login=None, app_id=None)
         row = session.query(IssueRecord).one()
         assert store.as_utc(row.last_event_at) == expected
 

@@ -8,7 +8,6 @@ import itertools
 import pytest
 from sqlalchemy import select
 
-from bot.decisions import memory_fill
 from bot.labeling import decide as labeling
 from bot.labeling.config import parse_config
 from bot.lifecycle.backfill import backfill
@@ -429,12 +428,10 @@ def test_the_kinds_vote_never_counts_an_issue_of_own_labels_only(sessions, githu
 
 
 def test_an_own_label_a_maintainer_confirms_on_an_issue_without_kind_gives_it_its_memory_row(sessions):
-    """What the feedback job does after each event (bot.jobs): the issue's row follows what is confirmed."""
+    """What the feedback job does after each event (bot.decisions.act): the issue's row follows what is
+    confirmed."""
     def recorded(data):
-        outcome = record(sessions, data)
-        with session_scope(sessions) as session:
-            memory_fill.follow_issue(session, REPO, 1, ENCODER)
-        return outcome
+        return record(sessions, data, embedder=ENCODER)
 
     recorded(event("labeled", 1, labels=["streaming"], label="streaming", title="Stream stops"))
     assert memory_labels(sessions) == {1: memory.NO_KIND}
