@@ -12,7 +12,7 @@ from bot import labeling, memory_fill
 from bot.backfill import backfill
 from bot.review import decide, quality
 from bot.repo_config import parse_config
-from core import memory, own_label_fits, own_labels, store
+from core import memory, own_labels, store
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry, OwnLabelDecision, OwnLabelExample
 from tests.bot.rules import (
@@ -146,7 +146,7 @@ def test_by_default_an_own_label_is_applied_from_its_twentieth_confirmed_example
         session.flush()
         memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
         own_labels.confirm(session, issue, "streaming", "maintainer")
-        own_label_fits.refresh_stored(session, repo.id)  # the feedback queue's refit after a decision
+        own_labels.refresh_stored(session, repo.id)  # the feedback queue's refit after a decision
     streaming_issue(sessions, github, 2)
     assert own_decisions(sessions, 2) == [("streaming", "applied", None)]
     assert github.writes()[-1] == ("add_labels", REPO, 2, ("bug", "streaming"))
