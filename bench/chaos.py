@@ -49,7 +49,7 @@ from pathlib import Path
 
 import requests
 
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 from trainer.sources import shared_dir
 

@@ -26,8 +26,15 @@ from pathlib import Path
 
 import requests
 
-from bench.chaos import APP_ID, INSTALLATION, LABELS, SECRET, SHAPE, prepare_model  # the same fake GitHub set-up
-from bot.signatures import sign_body
+from bench.chaos import (  # the same fake GitHub set-up
+    APP_ID,
+    INSTALLATION,
+    LABELS,
+    SECRET,
+    SHAPE,
+    prepare_model,
+)
+from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

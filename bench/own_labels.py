@@ -25,7 +25,7 @@ own scores, each history issue scored without itself: leave-one-out for the vote
 where rows scored about as it are right at least `--local-precision` of the time (the service's rule,
 core.own_labels.heads.threshold_at). A label is served once the history
 holds `--min-examples` issues carrying it; a later issue is scored, then joins the history with all its
-labels (the simulated maintainer confirms what GitHub shows). The kind is decided separately (bot.labeling
+labels (the simulated maintainer confirms what GitHub shows). The kind is decided separately (bot.labeling.decide
 decides it before the own labels, from its own inputs); `--kinds` replays it through bot.labeling.decide
 with and without own labels and reports both.
 
@@ -355,8 +355,8 @@ def replay_kinds(issues: list[dict], vectors: np.ndarray, *, history: int, param
     history's kind-labelled issues stands in for the served model's scores (refitted every REFIT_EVERY)."""
     from sklearn.linear_model import LogisticRegression
 
-    from bot.issues import IssueSnapshot
-    from bot.labeling import LabelingInputs, LabelingPolicy, decide
+    from bot.github_api.issues import IssueSnapshot
+    from bot.labeling.decide import LabelingInputs, LabelingPolicy, decide
 
     names = sorted({label for issue in issues for label in issue["own"]})
     carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)

@@ -46,9 +46,19 @@ from pathlib import Path
 
 import requests
 
-from bench.chaos import (APP_ID, LABELLING_WORKER, LABELS, SECRET, SHAPE, Service, delivery_body, environment,
-                         prepare_model, real_issues)
-from bot.signatures import sign_body
+from bench.chaos import (
+    APP_ID,
+    LABELLING_WORKER,
+    LABELS,
+    SECRET,
+    SHAPE,
+    Service,
+    delivery_body,
+    environment,
+    prepare_model,
+    real_issues,
+)
+from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 
 LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"

@@ -9,7 +9,8 @@ from redis import Redis
 from sqlalchemy.engine import Engine
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from bot import health, metrics, webhooks
+from bot import health, metrics
+from bot.intake import webhooks
 from bot.review import web as review
 from core.db import make_engine
 from core.settings import Settings

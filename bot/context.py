@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.github_client import PermanentGitHubError
-from bot.serving import ServingModels
+from bot.github_api.client import PermanentGitHubError
+from bot.labeling.serving import ServingModels
 from core.inference_slots import InferenceSlots
 from core.settings import Settings
 from core.worker_context import ContextSlot
@@ -22,7 +22,7 @@ class WorkerContext:
     models: ServingModels  # loaded once per process, refreshed when the registry switches
     github_for: Callable[[int], object] | None  # installation id → IssueWriter; None in dry-run
     redis: Redis
-    github_app: object | None = None  # the App itself (bot.redelivery.HookDeliveries); None in dry-run
+    github_app: object | None = None  # the App itself (bot.intake.redelivery.HookDeliveries); None in dry-run
     retry_base_seconds: float = 30.0  # first back-off after a transient GitHub error; doubles each time
     max_attempts: int = 6  # transient errors after this many tries are given up (and logged)
     backfill_max_issues: int = 1000  # labelled issues read per repository on installation

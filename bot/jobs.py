@@ -1,6 +1,6 @@
 """RQ entry points of the bot's workers: each reads the WorkerContext and hands over to the domain.
 
-Jobs take the plain fields of a delivery (bot.events) as keyword arguments, named in the contract
+Jobs take the plain fields of a delivery (bot.intake.events) as keyword arguments, named in the contract
 (core.queues). `_once` is their one boundary: a delivery is processed once, GitHub's transient errors
 reschedule it at the time GitHub asks for, permanent ones are recorded and dropped; the issue text that
 travelled beside the job is put back for it, and deleted when it ends (a retry reads the issue again).
@@ -14,28 +14,18 @@ from collections.abc import Callable
 
 from rq import get_current_job
 
-from bot import (
-    backfill,
-    commands,
-    comments,
-    context,
-    feedback,
-    github_cache,
-    labeling,
-    labeling_inputs,
-    labeling_writes,
-    lifecycle,
-    memory_fill,
-    preview,
-    queueing,
-    redelivery,
-)
+from bot import context
 from bot.context import WorkerContext
-from bot.github_cache import CachedGitHub
-from bot.github_client import GitHubError, PermanentGitHubError, TransientGitHubError
-from bot.issues import has_text
+from bot.decisions import commands, feedback, memory_fill
+from bot.github_api.cache import CachedGitHub, forget_labels
+from bot.github_api.client import GitHubError, PermanentGitHubError, TransientGitHubError
+from bot.github_api.issues import has_text
+from bot.intake import queueing, redelivery
+from bot.labeling import act, comments, gather
+from bot.labeling import decide as labeling
+from bot.labeling.serving import NO_MODEL
+from bot.lifecycle import backfill, preview, repositories
 from bot.review import decide, pending
-from bot.serving import NO_MODEL
 from core import metrics, own_labels, queues, store
 from core.db import session_scope
 from core.queues import (
@@ -115,25 +105,25 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
 
 def update_repository(**event) -> str:
     """repository.renamed / transferred / privatized / publicized: the repository's name and visibility."""
-    return _once(UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: lifecycle.update_repository(
+    return _once(UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: repositories.update_repository(
         session, e, _github_now(ctx))))
 
 
 def remove_installation(**event) -> str:
     """installation.deleted: purge the installation's data and models."""
-    return _once(REMOVE_INSTALLATION, event, _purging(lambda session, ctx, e: lifecycle.remove_installation(
+    return _once(REMOVE_INSTALLATION, event, _purging(lambda session, ctx, e: repositories.remove_installation(
         session, e["installation_id"], ctx.settings.model_dir, _github_now(ctx))))
 
 
 def remove_repositories(**event) -> str:
     """installation_repositories.removed: purge those repositories' data and models."""
-    return _once(REMOVE_REPOSITORIES, event, _purging(lambda session, ctx, e: lifecycle.remove_repositories(
+    return _once(REMOVE_REPOSITORIES, event, _purging(lambda session, ctx, e: repositories.remove_repositories(
         session, e["installation_id"], e["repositories"], ctx.settings.model_dir, _github_now(ctx))))
 
 
 def suspend_installation(**event) -> str:
     """installation.suspend / unsuspend: freeze (nothing labelled, data kept) or thaw the installation."""
-    return _once(SUSPEND_INSTALLATION, event, _in_session(lambda session, ctx, e: lifecycle.suspend_installation(
+    return _once(SUSPEND_INSTALLATION, event, _in_session(lambda session, ctx, e: repositories.suspend_installation(
         session, e["installation_id"], suspended=e["action"] == "suspend", github=_github_now(ctx))))
 
 
@@ -144,12 +134,12 @@ def clear_unconfirmed() -> str:
     if days is None:
         return "skipped: no retention set"
     with session_scope(ctx.sessionmaker) as session:
-        return f"cleared {lifecycle.clear_unconfirmed(session, older_than_days=days)} unconfirmed issues"
+        return f"cleared {repositories.clear_unconfirmed(session, older_than_days=days)} unconfirmed issues"
 
 
 def _github_now(ctx: WorkerContext):
-    """What an installation or repository event claims is checked with GitHub (bot.lifecycle)."""
-    return lifecycle.github_now(ctx.github_app, ctx.github_for)
+    """What an installation or repository event claims is checked with GitHub (bot.lifecycle.repositories)."""
+    return repositories.github_now(ctx.github_app, ctx.github_for)
 
 
 def _in_session(work: Callable) -> Callable[[WorkerContext, dict], str]:
@@ -163,7 +153,7 @@ def _purging(work: Callable) -> Callable[[WorkerContext, dict], str]:
     def run(ctx: WorkerContext, event: dict) -> str:
         with session_scope(ctx.sessionmaker) as session:
             purged = work(session, ctx, event)
-        lifecycle.delete_directories(purged)  # after the commit: no row is left pointing at a missing model
+        repositories.delete_directories(purged)  # after the commit: no row is left pointing at a missing model
         return purged.summary()
     return run
 
@@ -266,7 +256,7 @@ def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[
         if records_itself:
             return outcome
     except TransientGitHubError as error:
-        if not getattr(error, "deferral", False):  # a write spaced by bot.write_spacing never reached GitHub
+        if not getattr(error, "deferral", False):  # a write spaced by bot.github_api.write_spacing never reached GitHub
             metrics.count_github_error(ctx.redis, error.status)
         return _reschedule(ctx, spec, event, error)
     except PermanentGitHubError as error:
@@ -289,7 +279,7 @@ def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: Transien
 
 
 def _label_issue(ctx: WorkerContext, event: dict) -> str:
-    """Gather every input once, decide (pure), carry the plan out: bot.labeling_inputs, .labeling, .labeling_writes.
+    """Gather every input once, decide (pure), carry the plan out: bot.labeling.gather, .decide, .act.
     One transaction from the delivery's check to its record, committed with the decision's outcome."""
     with session_scope(ctx.sessionmaker) as session:
         if store.is_delivery_processed(session, event["delivery_id"]):
@@ -304,12 +294,12 @@ def _label_in(session, ctx: WorkerContext, event: dict) -> str:
     if github is not None:
         github = CachedGitHub(github, ctx.redis, labels_seconds=ctx.settings.labels_cache_seconds,
                               missing_file_seconds=ctx.settings.missing_config_cache_seconds)
-    gathered = labeling_inputs.gather(session, event, labeling_inputs.Sources(
+    gathered = gather.gather(session, event, gather.Sources(
         ctx.settings, github, lambda repo: ctx.models.for_repository(repo, session),  # in this job's
         inference=ctx.inference_slots.held))  # transaction: no session of its own for the promotion's query
     if isinstance(gathered, str):
         return f"skipped: {gathered}"
-    result = labeling_writes.carry_out(
+    result = act.carry_out(
         session, gathered, labeling.decide(gathered.inputs), github, delivery_id=event["delivery_id"],
         claim=lambda key: bool(ctx.redis.set(key, 1, nx=True, ex=comments.CONFIG_WARNING_SECONDS)),
         checkpoint=session.commit)  # the decision outlives a crash
@@ -317,7 +307,7 @@ def _label_in(session, ctx: WorkerContext, event: dict) -> str:
 
 
 def _forget_labels(ctx: WorkerContext, event: dict) -> str:
-    github_cache.forget_labels(ctx.redis, event["repo"])
+    forget_labels(ctx.redis, event["repo"])
     return f"labels of {event['repo']} will be listed again ({event.get('action')} {event.get('label')!r})"
 
 
@@ -372,7 +362,7 @@ def _handle_comment(ctx: WorkerContext, event: dict) -> str:
 # ---- the memory's fill -----------------------------------------------------------------------------------
 
 def fill_memory(*, repo: str, version: str) -> str:
-    """Embed a repository's confirmed issues into its memory by the model serving it (bot.memory_fill)."""
+    """Embed a repository's confirmed issues into its memory by the model serving it (bot.decisions.memory_fill)."""
     ctx = context.current()
     if not ctx.settings.memory:
         return "skipped: the memory is off"

@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from bot.events import PARSED_EVENTS
+from bot.intake.events import event_label
 from core import engines, metrics
 from core.queues import QUEUES, SERIALIZER
 from core.tables import Prediction
@@ -35,18 +35,12 @@ STATUS_OUTCOMES = {200: "ping", 204: "ignored", 400: "malformed", 401: "rejected
                    413: "too_large", 415: "unsupported", 500: "error", 503: "unavailable"}
 
 
-COUNTED_EVENTS = PARSED_EVENTS | {"ping"}
 UNSIGNED = "unsigned"  # the event of every answer given before the signature held: its header is anyone's
-
-
-def event_label(header: str | None) -> str:
-    """The counter's name for an X-GitHub-Event header: one of a fixed few, so no sender grows the hash."""
-    return header if header in COUNTED_EVENTS else "other"
 
 
 def count_delivery(response):
     """After each /webhook answer: one delivery of this event, by outcome (an app.after_request hook). A
-    delivery queued (or found a duplicate) was counted by the script that queued it (bot.queueing).
+    delivery queued (or found a duplicate) was counted by the script that queued it (bot.intake.queueing).
 
     Only signed deliveries are counted by their event; the rest (401, 413: answered before the signature
     was checked or held) all under UNSIGNED, with one field per outcome."""

@@ -9,12 +9,14 @@ import time
 from collections.abc import Callable
 
 from redis import Redis
-from sqlalchemy.orm import Session
 from rq import SimpleWorker
+from sqlalchemy.orm import Session
 
-from bot import context, memory_fill, write_spacing
-from bot.queueing import DELIVERY_KEY
-from bot.serving import NO_MODEL, Served, ServingModels
+from bot import context
+from bot.decisions import memory_fill
+from bot.github_api import write_spacing
+from bot.intake.queueing import DELIVERY_KEY
+from bot.labeling.serving import NO_MODEL, Served, ServingModels
 from core import engines, inference_slots, store
 from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.classifier import load_classifier
@@ -45,7 +47,7 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
         return Served(promotion.scope, promotion.model_version.version, promotion.model_version.path)
 
     if github_for is None and not settings.dry_run:
-        from bot.github_client import GitHubApp
+        from bot.github_api.client import GitHubApp
 
         app = GitHubApp.from_settings(settings, write_interval=0.0)  # spaced in Redis, below, not by sleeping
         github_for, github_app = app.writer_for, app

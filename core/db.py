@@ -47,7 +47,7 @@ def make_sessionmaker(url: str) -> sessionmaker[Session]:
 @contextlib.contextmanager
 def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
     """Commit on success, roll back on any error; the only place transactions end (besides the
-    labelling job's checkpoint: its decision is committed before GitHub is written, bot.labeling)."""
+    labelling job's checkpoint: its decision is committed before GitHub is written, bot.labeling.decide)."""
     session = factory()
     try:
         yield session

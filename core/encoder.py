@@ -140,6 +140,7 @@ class OnnxClassifier(EncoderClassifier):
                   engine: str = SERVES) -> OnnxClassifier:
         """The graph at `path`, with the tokenizer of the encoder in `directory`, whose card is `card`."""
         import onnxruntime
+
         # the tokenizers-backed class itself: AutoTokenizer would import torch (transformers 5)
         from transformers import PreTrainedTokenizerFast
 

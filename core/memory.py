@@ -1,6 +1,6 @@
 """A repository's memory of the issues its maintainers confirmed, and the rule that adjusts scores by it.
 
-Each human-confirmed issue is stored with its embedding by the serving model's encoder (bot.feedback
+Each human-confirmed issue is stored with its embedding by the serving model's encoder (bot.decisions.feedback
 writes it when the decision is recorded); the next issue of that repository is scored by the model, then
 `adjust_scores` mixes in a vote of its most similar confirmed issues (kNN, cosine), each counted against
 its kind's share of the memory, weighted by how far the vote beats the model on the repository's latest

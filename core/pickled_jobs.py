@@ -2,7 +2,7 @@
 
 Before core.queues.SERIALIZER, RQ pickled every job, and the new workers fail a pickle; so an upgrade
 needed the queues drained first. A job's pickle is read here by an unpickler that loads no class or
-function at all: the jobs' arguments were plain data (bot.events' `job_kwargs`), and a pickle that names
+function at all: the jobs' arguments were plain data (bot.intake.events' `job_kwargs`), and a pickle that names
 anything else (`os.system`) is refused unrun. A job the contract cannot run (an unknown name, missing
 arguments) is moved to the failed registry, saying which delivery to ask GitHub again for.
 """

@@ -30,7 +30,7 @@ BOT_QUEUES = (LABELING_QUEUE, FEEDBACK_QUEUE)  # what `issue-sorter worker` serv
 QUEUES = (*BOT_QUEUES, TRAINING_QUEUE)
 JOB_TIMEOUT = {LABELING_QUEUE: 300, FEEDBACK_QUEUE: 1800, TRAINING_QUEUE: 6 * 3600}  # seconds
 # A job that crashed (DB restarting, worker killed) is retried by RQ; GitHub's own transient errors
-# are rescheduled by the job itself at the time GitHub asks for (bot.queueing.reschedule).
+# are rescheduled by the job itself at the time GitHub asks for (bot.intake.queueing.reschedule).
 CRASH_RETRY = Retry(max=3, interval=[10, 60, 300])
 SERIALIZER = JSONSerializer  # of every job's data, meta and result: what Redis holds cannot run code when read
 KEEP_SECONDS = 7 * 24 * 3600  # the most a job stays in Redis: queued or scheduled (RQ's ttl) and failed
@@ -59,7 +59,7 @@ def _spec(name: str, queue: str, *arguments: str, text: tuple[str, ...] = ()) ->
 
 
 _DELIVERY = ("delivery_id", "installation_id", "repo", "number")  # what every issue delivery's job reads
-_ISSUE_TEXT = ("snapshot.title", "snapshot.body")  # bot.issues.IssueSnapshot.to_job's text
+_ISSUE_TEXT = ("snapshot.title", "snapshot.body")  # bot.github_api.issues.IssueSnapshot.to_job's text
 LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot", text=_ISSUE_TEXT)
 RECORD_ISSUE_EVENT = _spec("bot.jobs.record_issue_event", FEEDBACK_QUEUE, *_DELIVERY, "action", "snapshot",
                            "label", "sender_login", "sender_is_bot", "via_app_id", text=_ISSUE_TEXT)
@@ -71,7 +71,7 @@ HANDLE_COMMENT = _spec("bot.jobs.handle_comment", FEEDBACK_QUEUE, *_DELIVERY, "c
 BACKFILL_INSTALLATION = _spec("bot.jobs.backfill_installation", FEEDBACK_QUEUE, "delivery_id",
                               "installation_id", "account_login", "repos")
 BACKFILL_REPOSITORY = _spec("bot.jobs.backfill_repository", FEEDBACK_QUEUE, "installation_id", "repo")
-# a repository's confirmed issues into its memory: never on the labelling queue (bot.memory_fill)
+# a repository's confirmed issues into its memory: never on the labelling queue (bot.decisions.memory_fill)
 FILL_MEMORY = _spec("bot.jobs.fill_memory", FEEDBACK_QUEUE, "repo", "version")
 UPDATE_REPOSITORY = _spec("bot.jobs.update_repository", FEEDBACK_QUEUE, "delivery_id", "action",
                           "installation_id", "repo", "repo_id", "private")

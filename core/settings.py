@@ -119,7 +119,7 @@ class Settings:
                       f"must be auto, measure or one of {', '.join(ENGINES)}")
     abstain_label: str | None = env("ISSUE_SORTER_ABSTAIN_LABEL", None)  # label for issues the bot abstains on
     # seconds after which an issue or comment event is ignored as a replay (0: never); GitHub redelivers for
-    # 3 days, plus an hour for clocks and queues (bot.queueing.REPLAY_WINDOW_SECONDS)
+    # 3 days, plus an hour for clocks and queues (bot.intake.queueing.REPLAY_WINDOW_SECONDS)
     max_event_age: int = env("ISSUE_SORTER_MAX_EVENT_AGE", 3 * 24 * 3600 + 3600,
                              check=_rule(lambda v: v >= 0, "must be 0 (no limit) or a positive number of seconds"))
 

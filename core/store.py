@@ -33,7 +33,7 @@ def serving_model_version(session: Session, scope: str = GLOBAL_SCOPE) -> ModelV
 
 def serving_promotion_for(session: Session, repo: str | None) -> ModelPromotion | None:
     """The promotion that makes a version serve `repo`: the repository's own, else the global one, with
-    its version. One query: every labelling job asks it (bot.serving), so that a promotion reaches
+    its version. One query: every labelling job asks it (bot.labeling.serving), so that a promotion reaches
     running workers at their next job."""
     scopes = [repo, GLOBAL_SCOPE] if repo and repo != GLOBAL_SCOPE else [GLOBAL_SCOPE]
     return session.scalars(

@@ -2,7 +2,7 @@
 precision any thresholds give. Pure: (served scores, confirmed kind) pairs in, plain data out.
 
 The bot applies a kind when it is the top class and its score reaches the kind's threshold
-(bot.labeling.LabelingPolicy.threshold_for), so a kind's precision is measured on the issues it was the
+(bot.labeling.decide.LabelingPolicy.threshold_for), so a kind's precision is measured on the issues it was the
 top class of: of those at or above the threshold, the share whose confirmed kind it is. The lowest
 threshold that reaches the target labels the most issues. A repository's own figure is trusted from
 MIN_SUPPORT predictions of the kind on; below that the model's global threshold (its card, computed at

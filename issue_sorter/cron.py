@@ -14,8 +14,15 @@ from rq.defaults import DEFAULT_CRON_JOB_HISTORY_LIMIT, DEFAULT_CRON_JOB_HISTORY
 from rq.job import Job
 
 from bot.jobs import clear_unconfirmed, redeliver_failed
-from core.queues import (CLEAR_UNCONFIRMED, CRASH_RETRY, JOB_TIMEOUT, REDELIVER_FAILED, RETRAIN_DUE, job_options,
-                         make_queue)
+from core.queues import (
+    CLEAR_UNCONFIRMED,
+    CRASH_RETRY,
+    JOB_TIMEOUT,
+    REDELIVER_FAILED,
+    RETRAIN_DUE,
+    job_options,
+    make_queue,
+)
 from core.settings import Settings
 from trainer.jobs import retrain_due
 

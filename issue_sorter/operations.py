@@ -82,8 +82,8 @@ def cmd_retrain(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.backfill import backfill
-    from bot.github_client import GitHubApp
+    from bot.github_api.client import GitHubApp
+    from bot.lifecycle.backfill import backfill
 
     if settings.dry_run:
         raise SystemExit("backfill reads GitHub: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY")
@@ -95,7 +95,7 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     if settings.memory and settings.redis_url:  # the bot's feedback worker embeds the history
         from redis import Redis
 
-        from bot.memory_fill import queue_fill_by_serving
+        from bot.decisions.memory_fill import queue_fill_by_serving
 
         if queue_fill_by_serving(Redis.from_url(settings.redis_url), sessions, args.repo) is not None:
             print(f"the memory's fill of {args.repo} is queued on the feedback queue")
@@ -105,8 +105,8 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
     from redis import Redis
 
-    from bot.github_client import GitHubApp
-    from bot.redelivery import MAX_ASKS, Ledger, parse_since, sweep
+    from bot.github_api.client import GitHubApp
+    from bot.intake.redelivery import MAX_ASKS, Ledger, parse_since, sweep
 
     if settings.dry_run:
         raise SystemExit("redeliver cannot ask GitHub in dry-run: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY; "
@@ -133,21 +133,21 @@ def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
-    from bot import lifecycle
+    from bot.lifecycle import repositories
     from core import store
 
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         repository = store.find_repository(session, full_name=args.repo)
         if repository is None:
             raise SystemExit(f"purge: no repository {args.repo!r} is stored; nothing was deleted")
-        purged = lifecycle.purge(session, [repository], settings.model_dir)
-    lifecycle.delete_directories(purged)
+        purged = repositories.purge(session, [repository], settings.model_dir)
+    repositories.delete_directories(purged)
     print(f"{args.repo}: {purged.summary()}")
     return 0
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.stats import format_table, live_stats
+    from bot.decisions.stats import format_table, live_stats
 
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         stats = live_stats(session, args.repo)

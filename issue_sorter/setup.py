@@ -20,7 +20,7 @@ import requests
 from flask import Flask, abort, request
 from werkzeug.serving import make_server
 
-from bot.manifest import (
+from bot.github_api.manifest import (
     CONFIG_FILE,
     build_manifest,
     credentials_from_conversion,

@@ -10,7 +10,7 @@ point on the issues that come next.
 
 With a history, the repository already holds labelled issues when the App is installed: they sit on the
 fake GitHub, an `installation.created` delivery starts the real backfill, and its memory fill embeds them
-(bot.memory_fill), all before the first new issue arrives.
+(bot.decisions.memory_fill), all before the first new issue arrives.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from sqlalchemy import func, select
 
 from bot import context
 from bot.app import create_app
-from bot.repo_config import CONFIG_PATH
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
+from bot.labeling.config import CONFIG_PATH
 from bot.worker import build_context
 from core import store
 from core.db import session_scope

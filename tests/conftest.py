@@ -111,7 +111,7 @@ def sessions(sqlite_url):
 @pytest.fixture
 def settings(sqlite_url, tmp_path) -> Settings:
     """The App's settings for a test; naming the test Redis reaches nothing (the `redis` fixture does).
-    max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/test_replays.py
+    max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/intake/test_replays.py
     tests the age limit)."""
     return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=REDIS_TEST_URL,
                     model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0)

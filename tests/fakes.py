@@ -11,8 +11,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.github_client import RepoFile
-from bot.issues import IssueSnapshot
+from bot.github_api.client import RepoFile
+from bot.github_api.issues import IssueSnapshot
 from core.card import ModelCard
 
 
@@ -60,7 +60,7 @@ class FakeEncoder(FakeClassifier):
 
 @dataclass
 class FakeGitHub:
-    """An in-memory `bot.github_client.IssueWriter` for one installation; `calls` records each one."""
+    """An in-memory `bot.github_api.client.IssueWriter` for one installation; `calls` records each one."""
 
     labels: dict[str, list[str]] = field(default_factory=dict)  # repo → its labels
     issue_labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)

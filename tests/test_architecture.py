@@ -91,3 +91,58 @@ def test_docs_architecture_names_every_module():
             if not any(name in row for name in names):
                 missing.append(f"{package}/{'/'.join(parts)}.py")
     assert missing == []
+
+
+BOT_PARTS = {  # bot's subpackages → the ones below them that each may import; none imports the processes
+    "github_api": set(),
+    "intake": {"github_api"},
+    "decisions": {"github_api"},
+    "lifecycle": {"github_api"},
+    "labeling": {"github_api", "intake", "decisions", "lifecycle"},
+    "review": {"github_api", "decisions", "lifecycle", "labeling"},
+}
+BOT_PROCESSES = {"app", "jobs", "worker", "context"}  # bot's top-level wiring: what imports the parts
+
+
+def bot_part_imports(part: str, root: Path = REPO_ROOT) -> set[tuple[str, str]]:
+    """(file, bot module) of every `bot.X` import in one of bot's subpackages, lazy ones included."""
+    found = set()
+    for path in sorted((root / "bot" / part).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("bot"):
+                modules = ([f"bot.{alias.name}" for alias in node.names] if node.module == "bot"
+                           else [node.module])
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names if alias.name.startswith("bot.")]
+            else:
+                continue
+            found |= {(str(path.relative_to(root)), module) for module in modules}
+    return found
+
+
+def test_bot_shows_its_parts_each_with_a_one_line_docstring():
+    parts = {path.parent.name for path in (REPO_ROOT / "bot").glob("*/__init__.py")}
+    assert parts == set(BOT_PARTS)
+    for part in parts:
+        docstring = ast.get_docstring(ast.parse((REPO_ROOT / "bot" / part / "__init__.py").read_text()))
+        assert docstring and "\n" not in docstring.strip(), part
+    top_level = {path.stem for path in (REPO_ROOT / "bot").glob("*.py")} - {"__init__"}
+    assert top_level == BOT_PROCESSES | {"health", "metrics"}  # the web process's two operator routes
+
+
+@pytest.mark.parametrize("part", sorted(BOT_PARTS))
+def test_each_part_of_bot_imports_only_the_parts_below_it(part):
+    wrong = []
+    for path, module in sorted(bot_part_imports(part)):
+        name = module.split(".")[1]
+        if name in BOT_PROCESSES or (name in BOT_PARTS and name != part and name not in BOT_PARTS[part]):
+            wrong.append(f"{path} imports {module}")
+    assert wrong == []
+
+
+def test_a_part_importing_a_part_above_it_is_found(tmp_path):
+    (tmp_path / "bot" / "github_api").mkdir(parents=True)
+    (tmp_path / "bot" / "github_api" / "client.py").write_text(
+        "def f():\n    from bot.labeling import decide\n    from bot import jobs\n")
+    assert bot_part_imports("github_api", tmp_path) == {("bot/github_api/client.py", "bot.labeling"),
+                                                        ("bot/github_api/client.py", "bot.jobs")}

@@ -10,7 +10,7 @@ import inspect
 
 import pytest
 
-from bot import events, webhooks
+from bot.intake import events, webhooks
 from core import queues
 from tests.conftest import WEBHOOK_SECRET
 

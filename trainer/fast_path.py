@@ -35,8 +35,15 @@ import numpy as np
 from core import engines
 from core.card import BLEND_MEMBERS, ModelCard, encoder_directory, update_card
 from core.classifier import BlendedClassifier, load_classifier
-from core.encoder import (FAST_DIR, FAST_FILE, FP32_FILE, SERVES, SERVES_FP32, OnnxClassifier,
-                          TransformerClassifier)
+from core.encoder import (
+    FAST_DIR,
+    FAST_FILE,
+    FP32_FILE,
+    SERVES,
+    SERVES_FP32,
+    OnnxClassifier,
+    TransformerClassifier,
+)
 from core.file_hash import file_sha256
 from core.memory import MEMORY_SIZE, Memory
 from trainer.dataset import Example, load_file

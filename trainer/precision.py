@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from core.card import MODEL_CARD, read_card
-from core.engines import cpu_flags as this_cpu, has_bf16
+from core.engines import cpu_flags as this_cpu
+from core.engines import has_bf16
 from trainer.config import TrainConfig
 from trainer.dataset import Example
 from trainer.evaluate import evaluate_classifier

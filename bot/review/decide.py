@@ -1,7 +1,7 @@
 """A reviewer's click, carried out by the feedback worker: the App writes the label, the reviewer decides.
 
 The label changes are made on GitHub as the App's installation, then stored as the label events they are
-(bot.feedback.record_label_event), attributed to the reviewer, so a review and the same edit made on
+(bot.decisions.feedback.record_label_event), attributed to the reviewer, so a review and the same edit made on
 GitHub by hand leave the same decision behind. The web process never imports this module.
 """
 
@@ -11,7 +11,7 @@ import dataclasses
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.feedback import Actor, is_known_label, record_label_event, record_review_verdict
+from bot.decisions.feedback import Actor, is_known_label, record_label_event, record_review_verdict
 from bot.review.decisions import CHOICES, OWN_CHOICES
 from core import memory, own_labels, store
 from core.db import session_scope

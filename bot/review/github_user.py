@@ -1,6 +1,6 @@
 """GitHub as the signed-in user: the OAuth web flow of the App's client, then a few reads with their token.
 
-Plain `requests`, not PyGithub, keeps the web process light (tests/bot/test_webhooks.py checks its imports).
+Plain `requests`, not PyGithub, keeps the web process light (tests/bot/intake/test_webhooks.py checks its imports).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The quality page's buttons as jobs: one queued or running per repository and action, a cooldown after each
-(bot.commands' rule, shared with the slash command), and what became of the last one.
+(bot.decisions.commands' rule, shared with the slash command), and what became of the last one.
 
 Each job has a fixed id per action and repository, so its RQ job is also its record: queued, running, then
 its result (kept a week, `RESULT_TTL`), which says promoted or refused and why, in the trainer's words.
@@ -15,7 +15,7 @@ from redis import Redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from bot import commands
+from bot.decisions import commands
 from core.queues import KEEP_SECONDS, PREVIEW, PROMOTE, RETRAIN, ROLLBACK, SERIALIZER, JobSpec, enqueue
 
 ACTIONS: dict[str, JobSpec] = {"retrain": RETRAIN, "promote": PROMOTE, "rollback": ROLLBACK,

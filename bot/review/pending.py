@@ -44,7 +44,7 @@ return review['number']
 
 
 class NotItsTurn(Exception):
-    """An earlier review of the same prediction is still queued: this one runs again later (bot.queueing's
+    """An earlier review of the same prediction is still queued: this one runs again later (bot.intake.queueing's
     deferral: no attempt counted, nothing asked of GitHub)."""
 
     deferral = True

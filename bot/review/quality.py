@@ -10,7 +10,7 @@ import datetime as dt
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from bot.stats import as_utc, summarize
+from bot.decisions.stats import as_utc, summarize
 from core import store
 from core.kinds import kind_of_label
 from core.repository_thresholds import ThresholdStats, last_target, repository_thresholds
@@ -39,7 +39,7 @@ class Week:
     applied: int  # labels the bot chose: written, or (suggest, shadow mode) that it would have written
     judged: int  # of those, the ones a human accepted, rejected or corrected
     accepted: int
-    precision: float | None  # of the labels humans judged, the share they kept (bot.stats: live precision)
+    precision: float | None  # of the labels humans judged, the share they kept (bot.decisions.stats: live precision)
 
     @property
     def coverage(self) -> float:

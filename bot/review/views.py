@@ -27,14 +27,14 @@ from flask import (
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from bot.feedback import is_known_label
+from bot.decisions.feedback import is_known_label
 from bot.review import admins, display, pending
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import (
     CHOICES,
-    OWN_CHOICES,
     FILTERS,
     OUTCOMES,
+    OWN_CHOICES,
     BadView,
     View,
     decisions_page,
@@ -375,7 +375,7 @@ def operator_retry(queue: str, job_id: str):
 
 @blueprint.get("/<owner>/<name>/quality")
 def quality_page(owner: str, name: str):
-    from bot import preview
+    from bot.lifecycle import preview
     from bot.review import model_jobs, quality
 
     repo = _reviewable(owner, name)

@@ -12,7 +12,7 @@ from rq import SimpleWorker
 
 from bot import context
 from bot.app import create_app
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from bot.worker import build_context
 from core.queues import QUEUES, SERIALIZER
 from simulation.fake_github import FakeGitHub
@@ -36,7 +36,7 @@ def fake_github():
 @pytest.fixture
 def app_settings(settings, fake_github):
     """The App on the fake GitHub. Its jobs read every issue again from the fake (no fresh window), where
-    the tests set the state under test; tests/bot/test_github_calls.py opens the window to measure it."""
+    the tests set the state under test; tests/bot/github_api/test_github_calls.py opens the window to measure it."""
     return dataclasses.replace(settings, app_id=1, private_key=fake_github.private_key_pem,
                                api_url=fake_github.url, threshold=0.0, app_slug="issue-sorter",
                                fresh_delivery_seconds=0.0)

@@ -12,10 +12,13 @@ import datetime as dt
 
 from sqlalchemy import select
 
-from bot import feedback, labeling, labeling_inputs, labeling_writes
-from bot.events import IssueEvent
-from bot.issues import IssueSnapshot
-from bot.repo_config import CONFIG_PATH, parse_config
+from bot.decisions import feedback
+from bot.github_api.issues import IssueSnapshot
+from bot.intake.events import IssueEvent
+from bot.labeling import act as labeling_writes
+from bot.labeling import decide as labeling
+from bot.labeling import gather as labeling_inputs
+from bot.labeling.config import CONFIG_PATH, parse_config
 from core import store
 from core.db import session_scope
 from core.settings import Settings

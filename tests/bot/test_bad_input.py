@@ -18,8 +18,8 @@ from sqlalchemy import select
 
 from bot import context
 from bot.app import MAX_DELIVERY_BYTES
-from bot.queueing import DELIVERY_KEY
-from bot.signatures import sign_body
+from bot.intake.queueing import DELIVERY_KEY
+from bot.intake.signatures import sign_body
 from bot.worker import build_context
 from core.db import session_scope
 from core.issue_text import format_issue_text
@@ -27,8 +27,8 @@ from core.migrate import upgrade
 from core.queues import LABELING_QUEUE, QUEUES, SERIALIZER, make_queue
 from core.storable_text import storable
 from core.tables import IssueRecord, Prediction, WebhookDelivery
-from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
 from tests.bot import rules
+from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
 from tests.bot.rules import CLASSIFIER, label, repository, snapshot
 from tests.conftest import WEBHOOK_SECRET, promote_model
 from tests.fakes import FakeClassifier, FakeGitHub

@@ -12,7 +12,7 @@ import string
 import pytest
 
 from bot.app import create_app
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from core import metrics
 from tests.bot.review.conftest import review_app, review_github, review_settings, sign_in  # noqa: F401
 from tests.conftest import WEBHOOK_SECRET

@@ -22,7 +22,8 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from rq.scheduler import RQScheduler
 from sqlalchemy import select
 
-from bot import context, events, jobs
+from bot import context, jobs
+from bot.intake import events
 from bot.worker import build_context
 from core.db import session_scope
 from core.queues import (

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from bot import context
-from bot.repo_config import CONFIG_PATH
+from bot.labeling.config import CONFIG_PATH
 from bot.worker import build_context
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry, ModelVersion, Prediction, Repository
@@ -139,7 +139,7 @@ def test_by_default_an_abstention_puts_no_label_on(worker_context, fake_github, 
 
 def test_when_another_model_serves_the_memory_is_re_embedded_from_the_stored_text(
         worker_context, fake_github, client, payload, redis, tiny_model_dir):
-    """The first job that sees the new version queues the fill on the feedback queue (bot.memory_fill); the
+    """The first job that sees the new version queues the fill on the feedback queue (bot.decisions.memory_fill); the
     labelling job itself embeds nothing but its issue, so the issue after it is the first to gain."""
     _, kind = teach(fake_github, client, payload, redis, (1, 2))
     settings = worker_context.settings

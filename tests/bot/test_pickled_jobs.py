@@ -14,7 +14,7 @@ import pytest
 from rq import Queue
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
-from bot.queueing import DELIVERY_KEY
+from bot.intake.queueing import DELIVERY_KEY
 from bot.worker import upgrade_queued_jobs
 from core import queues
 from core.pickled_jobs import is_pickle

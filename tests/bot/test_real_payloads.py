@@ -11,7 +11,7 @@ import pytest
 from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from core.queues import QUEUES, SERIALIZER
 from tests.bot.conftest import REPO, run_worker
 from tests.conftest import WEBHOOK_SECRET

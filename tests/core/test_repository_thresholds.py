@@ -150,7 +150,7 @@ class Member:
 
 
 def test_a_blends_thresholds_apply_to_the_kinds_its_repository_has_too_few_of(sessions, repo):
-    from bot.labeling import LabelingPolicy
+    from bot.labeling.decide import LabelingPolicy
     from core.card import ModelCard
     from core.classifier import BlendedClassifier
 

@@ -15,7 +15,7 @@ import requests
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from core.classifier import load_classifier
 from core.issue_text import format_issue_text
 from core.kinds import labels_for_kinds

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from issue_sorter.run import READY_LINE
 
 METRICS_TOKEN = "the-tests-metrics-token"  # /healthz says dry-run mode only to its bearer

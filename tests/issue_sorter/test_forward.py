@@ -9,7 +9,7 @@ from flask import Flask, Response
 from werkzeug.serving import make_server
 
 from bot.app import create_app
-from bot.signatures import sign_body
+from bot.intake.signatures import sign_body
 from core.queues import LABELING_QUEUE, make_queue
 from issue_sorter.forward import delivery_from_event, forward
 from tests.conftest import WEBHOOK_SECRET

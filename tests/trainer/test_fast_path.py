@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.serving import Served, ServingModels
+from bot.labeling.serving import Served, ServingModels
 from core.card import ModelCard, read_card
-from core.db import Base, make_sessionmaker, session_scope
 from core.classifier import BlendedClassifier, load_classifier
+from core.db import Base, make_sessionmaker, session_scope
 from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
 from tests.conftest import ONNX_FIRST_CPU
 from tests.trainer.conftest import balanced

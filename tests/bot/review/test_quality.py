@@ -7,7 +7,7 @@ import re
 import pytest
 from rq import Queue
 
-from bot import commands
+from bot.decisions import commands
 from core import store
 from core.db import session_scope
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER, TRAINING_QUEUE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.stats import format_table, live_stats
+from bot.decisions.stats import format_table, live_stats
 from core.db import session_scope
 from tests.bot.conftest import REPO, run_worker
 from tests.bot.review.conftest import seed, sign_in

@@ -7,10 +7,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from bot import labeling_inputs, labeling_writes
-from bot.events import IssueEvent
-from bot.issues import IssueSnapshot
-from bot.labeling import decide
+from bot.github_api.issues import IssueSnapshot
+from bot.intake.events import IssueEvent
+from bot.labeling import act as labeling_writes
+from bot.labeling import gather as labeling_inputs
+from bot.labeling.decide import decide
 from core import memory, store
 from core.db import session_scope
 from core.issue_text import format_issue_text

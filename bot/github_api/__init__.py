@@ -1,0 +1,1 @@
+"""The GitHub adapter: PyGithub calls sorted into retry or drop, issue snapshots, the Redis cache, write spacing, the manifest."""

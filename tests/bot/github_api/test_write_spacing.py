@@ -1,0 +1,165 @@
+"""GitHub's write spacing holds per installation across every worker process (issue 31, loose end 1).
+
+It was PyGithub's throttle: per client, so per worker process, and by sleeping in the worker's thread.
+Three labelling workers on one installation wrote up to three times a second. Now a write claims the
+installation's slot in Redis; one that must wait is rescheduled and the worker moves on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+from redis import Redis
+from rq.job import Job
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry
+
+from bot import context
+from bot.github_api.write_spacing import SLOT_KEY, SpacedGitHub, WriteDeferred, WriteSpacing
+from bot.labeling import decide as labeling
+from bot.worker import build_context
+from core import metrics
+from core.db import session_scope
+from core.queues import FEEDBACK_QUEUE, REPLY_TO_RETRAIN, SERIALIZER, enqueue, make_queue
+from core.tables import WebhookDelivery
+from tests.bot import rules
+from tests.bot.conftest import REPO, run_worker
+from tests.bot.decisions.test_commands import COMMENT_ID, comment
+from tests.fakes import FakeClassifier, FakeGitHub
+
+pytestmark = pytest.mark.redis
+
+
+def worker(settings, redis_url: str, github: FakeGitHub):
+    """One worker process's context: its own Redis connection, the same Redis."""
+    return build_context(settings, redis=Redis.from_url(redis_url), github_for=lambda installation: github)
+
+
+def test_two_workers_on_one_installation_write_an_interval_apart(settings, redis, redis_url):
+    spaced = dataclasses.replace(settings, github_write_interval=0.5)
+    github = FakeGitHub()
+    first, second = worker(spaced, redis_url, github), worker(spaced, redis_url, github)
+    first.github(1).add_labels(REPO, 1, ["bug"])
+    with pytest.raises(WriteDeferred) as deferred:
+        second.github(1).create_comment(REPO, 2, "hello")
+    assert 0 < deferred.value.retry_after <= 1.0  # the rest of the interval, and up to one more (jitter)
+    second.github(2).add_labels(REPO, 3, ["bug"])  # another installation has its own slot
+    second.github(1).list_labels(REPO)  # reads are not spaced
+    assert [call[0] for call in github.writes()] == ["add_labels", "add_labels"]
+    time.sleep(0.55)
+    second.github(1).create_comment(REPO, 2, "hello")
+    assert [call[0] for call in github.writes()] == ["add_labels", "add_labels", "create_comment"]
+
+
+def test_the_slot_is_one_clock_for_every_process(redis, redis_url):
+    """Redis's clock decides: two clients (two processes) in one burst get one write between them."""
+    spacings = [WriteSpacing(Redis.from_url(redis_url), 1.0) for _ in range(4)]
+    granted = [spacing.claim(7) == 0 for spacing in spacings for _ in range(5)]
+    assert granted.count(True) == 1
+    assert 0 < redis.pttl(SLOT_KEY.format(7)) <= 1000  # the key lives only while it can refuse
+
+
+class SlowWrites(FakeGitHub):
+    """A GitHub whose writes take `seconds` to answer (a loaded machine, a slow network)."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+
+    def add_labels(self, *args, **kwargs):
+        time.sleep(self.seconds)
+        return super().add_labels(*args, **kwargs)
+
+
+def test_the_interval_runs_from_the_write_s_answer_not_its_claim(redis, redis_url):
+    """A write GitHub took 0.4 s to answer may have arrived at its end: the next write of the installation,
+    from another process, waits a whole interval after the answer, not after the claim."""
+    slow = SlowWrites(0.4)
+    SpacedGitHub(slow, WriteSpacing(Redis.from_url(redis_url), 0.5), 1).add_labels(REPO, 1, ["bug"])
+    other = WriteSpacing(Redis.from_url(redis_url), 0.5)
+    assert 0.4 < other.claim(1) <= 0.5  # 0.4 s after the claim, but just after the answer
+    assert 0 < redis.pttl(SLOT_KEY.format(1)) <= 500
+
+
+def test_spacing_off_writes_straight_through(settings, redis, redis_url):
+    github = FakeGitHub()
+    ctx = worker(dataclasses.replace(settings, github_write_interval=0.0), redis_url, github)
+    for number in range(3):
+        ctx.github(1).add_labels(REPO, number, ["bug"])
+    assert len(github.writes()) == 3 and not redis.keys(SLOT_KEY.format("*"))
+
+
+@pytest.fixture
+def spaced_context(app_settings, sessions, redis):
+    """The bot's worker on the fake GitHub with writes spaced 30 s apart per installation."""
+    ctx = build_context(dataclasses.replace(app_settings, github_write_interval=30.0), redis=redis)
+    context.configure(ctx)
+    yield ctx
+    context.configure(None)
+
+
+def test_a_job_whose_write_must_wait_is_rescheduled_not_slept(spaced_context, fake_github, client, payload,
+                                                               redis):
+    fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
+    WriteSpacing(redis, 30.0).claim(1)  # another worker wrote for installation 1 just now
+    comment(client, payload, "/issue-sorter retrain", "reader", delivery="d-wait")  # refused: a reaction
+    started = time.monotonic()
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert time.monotonic() - started < 10  # the worker moved on, instead of waiting half a minute
+    assert fake_github.reactions(REPO, COMMENT_ID) == []
+    scheduled = ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER)
+    assert scheduled.get_job_ids() == ["handle_comment--d-wait--defer1"]
+    when = scheduled.get_scheduled_time("handle_comment--d-wait--defer1").timestamp()
+    assert time.time() + 25 < when < time.time() + 61  # the rest of the interval, and some jitter
+    job = Job.fetch("handle_comment--d-wait--defer1", connection=redis, serializer=SERIALIZER)
+    assert job.meta == {"attempt": 1, "deferrals": 1}  # a deferral is no failed attempt
+    assert not redis.hgetall(metrics.GITHUB_ERRORS_KEY)  # nor a GitHub error: GitHub was never asked
+    with session_scope(spaced_context.sessionmaker) as session:
+        assert session.get(WebhookDelivery, "d-wait") is None  # not done yet: it runs again
+
+    redis.delete(SLOT_KEY.format(1))  # the interval has passed
+    scheduled.remove(job)
+    make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)  # what RQ's scheduler does at its time
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.reactions(REPO, COMMENT_ID) == ["-1"]
+    with session_scope(spaced_context.sessionmaker) as session:
+        assert session.get(WebhookDelivery, "d-wait") is not None
+
+
+def test_a_labelling_job_deferred_between_its_writes_finishes_its_decision_once(sessions, redis):
+    """Comment mode writes the label, then the comment, a second apart: the comment is deferred, the
+    decision stays pending, and the rescheduled job posts the comment without asking the model again."""
+    github = rules.repository()
+    rules.use_config(github, "mode: comment\n")
+    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1)
+    classifier = FakeClassifier({"crash": "bug"})
+    with pytest.raises(WriteDeferred):
+        rules.run_job(sessions, spaced, 1, classifier=classifier, checkpoint=True)
+    assert [call[0] for call in github.writes()] == ["add_labels"]
+    assert [p.outcome for p in rules.predictions(sessions)] == [labeling.PENDING]
+    asked = len(classifier.seen)
+    time.sleep(0.35)
+    result = rules.run_job(sessions, spaced, 1, classifier=classifier, checkpoint=True, labels=("bug",))
+    assert result.outcome == "applied" and len(classifier.seen) == asked
+    assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
+
+
+def test_a_retraining_s_reply_that_must_wait_is_rescheduled_not_failed(spaced_context, fake_github, redis):
+    """The trainer's answer under a `/issue-sorter retrain` comment is a write too: deferred, it comes later."""
+    fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
+    WriteSpacing(redis, 30.0).claim(1)  # another worker wrote for installation 1 just now
+    reply_to, result = {"installation_id": 1, "repo": REPO, "number": 1}, {"summary": "0.71 -> 0.74, promoted"}
+    enqueue(redis, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": result}, job_id="reply_to_retrain--r1")
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.comments(REPO, 1) == []
+    assert not FailedJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
+    scheduled = ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER)
+    assert scheduled.get_job_ids() == ["reply_to_retrain--r1--defer1"]
+
+    redis.delete(SLOT_KEY.format(1))  # the interval has passed
+    job = Job.fetch("reply_to_retrain--r1--defer1", connection=redis, serializer=SERIALIZER)
+    scheduled.remove(job)
+    make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)  # what RQ's scheduler does at its time
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert len(fake_github.comments(REPO, 1)) == 1 and "0.71 -> 0.74" in fake_github.comments(REPO, 1)[0]
