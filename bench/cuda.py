@@ -10,7 +10,7 @@ then the inference speed of each: issues per second in the evaluation's batches,
 PyTorch; then its encoder alone by every engine on every device, one issue at a time, on one CPU thread.
 
 On CUDA the trainer uses float16 autocast with a gradient scaler (trainer.train.Stepper); on CPU fp32 (the
-bf16 gate is trainer.precision's, measured by bench.training_precision). Without CUDA only the CPU runs.
+bf16 gate is trainer.precision's, docs/BENCHMARKS.md, "Training per precision"). Without CUDA only the CPU runs.
 """
 
 from __future__ import annotations

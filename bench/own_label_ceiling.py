@@ -1,5 +1,5 @@
 """How far a repository's own labels can be learnt from its issues' words at all (issue 29): each label with
-enough examples scored by the served head (core.own_labels: embeddings and TF-IDF, one logistic regression
+enough examples scored by the served head (core.own_labels.heads: embeddings and TF-IDF, one logistic regression
 per label) in 5-fold cross-validation over every issue, as if every other issue were known, not in time
 order. For each label: its AUC, the best recall at the target precision, and the top-scored issues that do
 not carry it, so that a maintainer can see whether the "wrong" ones are the model's mistakes or issues the
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.own_labels import HF_FILE, REPO_ROOT, cpu_name, embed, load_ccims_issues, load_issues
-from core.own_label_words import WordFeatures
-from core.own_labels import fit_head
+from core.own_labels.heads import fit_head
+from core.own_labels.words import WordFeatures
 
 FOLDS = 5
 

@@ -9,22 +9,21 @@ and undated, in a seeded shuffled order; `--nlbse-areas`: NLBSE'24's five reposi
 Each own label (core.own_labels.is_candidate) is scored by one of these variants, all fitted on the
 history only (the issues before the one scored), refitted every REFIT_EVERY new issues:
 
-- `vote`: the similarity-weighted share of the issue's `k` nearest earlier issues that carry it;
-- `prior`: the issue's cosine similarity to the label's own name and GitHub description, embedded;
-- `head`: a logistic regression per label on the embeddings (core.own_labels.fit_head), fitted on every
-  earlier issue (those without the label are its negatives);
-- `head+tfidf`: the same head on the embeddings and the TF-IDF of the text (a vocabulary of the history);
-- `head+prior`: the head with the label's prior similarity as one more feature;
-- `head+vote`: the mean of the head's probability and the vote;
-- `head+tfidf+vote`: the mean of the `head+tfidf` head's probability and the vote;
-- `served`: what the service serves, through its own code (core.own_labels.fit_rules on the history as an
-  OwnLabelMemory, OwnLabelRules.score per issue; core.own_labels.SCORING names the variant it is);
-  `served:SCORING` the same at another of core.own_labels.SCORINGS, side by side in one run.
+- `served`: what the service serves, through its own code (core.own_labels.heads.fit_rules on the history
+  as an OwnLabelMemory, OwnLabelRules.score per issue: a head per label on the embedding and the TF-IDF of
+  the text), with the knobs given here (OwnLabelParams; the service's by default);
+- the alternatives it was chosen against, carried here: `vote`, the similarity-weighted share of the
+  issue's `--neighbours` nearest earlier issues that carry it; `prior`, the issue's cosine similarity to
+  the label's own name and GitHub description, embedded; `head`, a logistic regression per label on the
+  embeddings alone, fitted on every earlier issue (those without the label are its negatives);
+  `head+tfidf`, the same head on the embeddings and the text's words (the served head, by this module's
+  code); `tfidf`, the head on the words alone; `head+prior`, the head with the label's prior similarity as
+  one more feature; `head+vote` and `head+tfidf+vote`, the mean of the head's probability and the vote.
 
 Every variant's threshold per label is the lowest whose precision reaches `--target` on the history's
-own scores, each history issue scored without itself: leave-one-out for the vote, cross-fitted
-(HEAD_FOLDS folds) for a head (core.own_labels.threshold_at), where rows scored about as it are right
-at least `--local-precision` of the time (core.own_labels.LOCAL_PRECISION). A label is served once the history
+own scores, each history issue scored without itself: leave-one-out for the vote, cross-fitted for a head,
+where rows scored about as it are right at least `--local-precision` of the time (the service's rule,
+core.own_labels.heads.threshold_at). A label is served once the history
 holds `--min-examples` issues carrying it; a later issue is scored, then joins the history with all its
 labels (the simulated maintainer confirms what GitHub shows). The kind is decided separately (bot.labeling.decide
 decides it before the own labels, from its own inputs); `--kinds` replays it through bot.labeling.decide
@@ -55,10 +54,12 @@ from pathlib import Path
 
 import numpy as np
 
-from core import own_labels
 from core.card import MODEL_CARD, ModelCard
 from core.kinds import kind_of_label
-from core.own_labels import is_candidate
+from core.own_labels import OwnLabelMemory, OwnLabelParams, in_areas, is_candidate
+from core.own_labels.heads import cross_fitted, fit_head, fit_rules, threshold_at
+from core.own_labels.vote import vote
+from core.own_labels.words import TFIDF
 from tests.paths import NLBSE, SHARED
 from trainer.dataset import github_objects, parse_time
 
@@ -68,7 +69,8 @@ CCIMS_DIR = SHARED / "data" / "ccims-issue-classification"
 NLBSE_FILES = [NLBSE / "issues_train.csv", NLBSE / "issues_test.csv"]
 CACHE = REPO_ROOT / "var" / "bench-cache"
 REFIT_EVERY = 100  # new issues between two fits (each on the history only)
-VARIANTS = ("vote", "prior", "head", "head+tfidf", "head+prior", "head+vote", "head+tfidf+vote", "served")
+VARIANTS = ("vote", "prior", "head", "head+tfidf", "tfidf", "head+prior", "head+vote", "head+tfidf+vote", "served")
+PRIOR_SCALE = 4.0  # the label's prior similarity as a `head+prior` feature, scaled: its weight costs less L2
 
 
 def load_issues(path: Path, *, cleaned: bool = False, areas: list[str] | None = None
@@ -101,7 +103,7 @@ def load_issues(path: Path, *, cleaned: bool = False, areas: list[str] | None = 
 
 
 def own_of(labels: list[str], areas: list[str] | None) -> list[str]:
-    return sorted({label for label in labels if is_candidate(label) and own_labels.in_areas(label, areas)})
+    return sorted({label for label in labels if is_candidate(label) and in_areas(label, areas)})
 
 
 def repository_of(issue: dict) -> str:
@@ -195,11 +197,18 @@ def embed(texts: list[str], max_length: int, model: Path | None = None) -> np.nd
     return vectors
 
 
-class Replay:
-    """The history's fits at one refit, and the scores of the issues after it, for one variant."""
+def loo_votes(vectors: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
+    """(rows, labels): each history row's vote by the k nearest *other* rows (no row votes for itself)."""
+    similarities = vectors @ vectors.T
+    np.fill_diagonal(similarities, -np.inf)
+    return vote(similarities, carries, k)
 
-    def __init__(self, variant: str, k: int, target: float, texts: list[str], priors: np.ndarray):
-        self.variant, self.k, self.target, self.texts, self.priors = variant, k, target, texts, priors
+
+class Replay:
+    """The history's fits at one refit, and the scores of the issues after it, for one alternative variant."""
+
+    def __init__(self, variant: str, params: OwnLabelParams, target: float, texts: list[str], priors: np.ndarray):
+        self.variant, self.params, self.target, self.texts, self.priors = variant, params, target, texts, priors
         self.seconds = 0.0
 
     def fit(self, vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, history: int) -> None:
@@ -207,24 +216,25 @@ class Replay:
         started = time.perf_counter()
         self.history_vectors, self.history_carries = vectors[:history], carries[:history]
         features, self.tfidf = vectors[:history], None
-        if self.variant.startswith("head+tfidf"):
+        if "tfidf" in self.variant:
             features, self.tfidf = self._with_tfidf(vectors[:history], self.texts[:history])
         self.heads, self.thresholds = {}, np.full(carries.shape[1], np.inf)
         for label in np.flatnonzero(served):
             carried = carries[:history, label] > 0
             own = self._history_scores(features, carried, label)
-            self.thresholds[label] = own_labels.threshold_at(own, carried, self.target)
-            if self.variant.startswith("head"):
-                self.heads[label] = own_labels.fit_head(self._label_features(features, label, history), carried)
+            self.thresholds[label] = threshold_at(own, carried, self.target, self.params.local_precision)
+            if self.variant not in ("vote", "prior"):
+                self.heads[label] = fit_head(self._label_features(features, label), carried, self.params.head_c)
         self.seconds += time.perf_counter() - started
 
     def score(self, vectors: np.ndarray, i: int, labels: np.ndarray) -> np.ndarray:
         """Each label's score for issue i (rows of `labels` only; the others 0)."""
         scores = np.zeros(self.history_carries.shape[1])
         if self.variant.endswith("vote"):
-            vote = own_labels.vote((vectors[i] @ self.history_vectors.T)[None, :], self.history_carries, self.k)[0]
+            voted = vote((vectors[i] @ self.history_vectors.T)[None, :], self.history_carries,
+                         self.params.neighbours)[0]
         if self.variant == "vote":
-            return vote
+            return voted
         if self.variant == "prior":
             return self.priors @ vectors[i]
         features = vectors[i][None, :]
@@ -233,9 +243,9 @@ class Replay:
         for label in labels:
             head = self.heads.get(label)
             if head is not None:
-                scores[label] = head.score(self._label_features(features, label, None))[0]
+                scores[label] = head.score(self._label_features(features, label))[0]
         if self.variant.endswith("+vote"):
-            scores = (scores + vote) / 2
+            scores = (scores + voted) / 2
         return scores
 
     def _history_scores(self, features, carried: np.ndarray, label: int) -> np.ndarray:
@@ -243,38 +253,39 @@ class Replay:
             return self.history_vectors @ self.priors[label]
         if self.variant == "vote":
             return self._loo_votes()[:, label]
-        head = own_labels.cross_fitted(self._label_features(features, label, len(carried)), carried)
+        head = cross_fitted(self._label_features(features, label), carried, self.params)
         return (head + self._loo_votes()[:, label]) / 2 if self.variant.endswith("+vote") else head
 
     def _loo_votes(self) -> np.ndarray:
         if getattr(self, "_votes_for", None) is not self.history_vectors:
-            self._votes, self._votes_for = own_labels.loo_votes(self.history_vectors, self.history_carries,
-                                                                self.k), self.history_vectors
+            self._votes, self._votes_for = loo_votes(self.history_vectors, self.history_carries,
+                                                     self.params.neighbours), self.history_vectors
         return self._votes
 
-    def _label_features(self, features, label: int, history):
+    def _label_features(self, features, label: int):
         if self.variant != "head+prior":
             return features
-        vectors = features if self.tfidf is None else features[:, :self.priors.shape[1]]
-        return np.hstack([features, (vectors @ self.priors[label])[:, None] * own_labels.PRIOR_SCALE])
+        return np.hstack([features, (features @ self.priors[label])[:, None] * PRIOR_SCALE])
 
     def _with_tfidf(self, vectors, texts, vectorizer=None):
         from scipy.sparse import csr_matrix, hstack
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         if vectorizer is None:
-            vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2, max_features=20000, ngram_range=(1, 2))
+            vectorizer = TfidfVectorizer(**TFIDF)
             words = vectorizer.fit_transform(texts)
         else:
             words = vectorizer.transform(texts)
+        if self.variant == "tfidf":
+            return words.tocsr(), vectorizer
         return hstack([csr_matrix(vectors), words]).tocsr(), vectorizer
 
 
 class Served:
-    """The service's own fit and score (core.own_labels.fit_rules, OwnLabelRules.score) on the replay."""
+    """The service's own fit and score (core.own_labels.heads.fit_rules, OwnLabelRules.score) on the replay."""
 
-    def __init__(self, names: list[str], k: int, target: float, min_examples: int, texts: list[str]):
-        self.names, self.k, self.target, self.min_examples, self.seconds = names, k, target, min_examples, 0.0
+    def __init__(self, names: list[str], params: OwnLabelParams, target: float, min_examples: int, texts: list[str]):
+        self.names, self.params, self.target, self.min_examples, self.seconds = names, params, target, min_examples, 0.0
         self.texts = texts
 
     def fit(self, vectors: np.ndarray, carries: np.ndarray, served: np.ndarray, history: int) -> None:
@@ -282,9 +293,8 @@ class Served:
         labels = [frozenset(self.names[j] for j in np.flatnonzero(row)) for row in carries[:history]]
         examples = {name: int(count) for name, count in zip(self.names, carries[:history].sum(axis=0),
                                                             strict=True) if count}
-        self.memory = own_labels.OwnLabelMemory(vectors[:history], labels, examples, texts=self.texts[:history])
-        self.rules = own_labels.fit_rules(self.memory, min_examples=self.min_examples, target=self.target,
-                                          k=self.k)
+        self.memory = OwnLabelMemory(vectors[:history], labels, examples, texts=self.texts[:history])
+        self.rules = fit_rules(self.memory, min_examples=self.min_examples, target=self.target, params=self.params)
         self.thresholds = np.array([self.rules.thresholds.get(name, np.inf) for name in self.names])
         self.last_fit = {"rows": history, "served_labels": len(self.rules.heads),
                          "seconds": round(time.perf_counter() - started, 2)}  # one feedback-queue refit
@@ -293,25 +303,20 @@ class Served:
     def score(self, vectors: np.ndarray, i: int, labels: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(self.names))
         for scored in self.rules.score(vectors[i], [self.names[j] for j in labels], self.memory,
-                                       text=self.texts[i], k=self.k):
+                                       text=self.texts[i]):
             scores[self.names.index(scored.label)] = scored.score
         return scores
 
 
-def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, variant: str, history: int, k: int,
-           target: float, min_examples: int, window: int, refit_every: int = REFIT_EVERY) -> dict:
-    """One variant's replay; `served:SCORING` runs the service's code at that SCORING."""
-    if variant.startswith("served:"):
-        served_as, own_labels.SCORING = own_labels.SCORING, variant.split(":", 1)[1]
-        try:
-            return replay(issues, vectors, priors, variant="served", history=history, k=k, target=target,
-                          min_examples=min_examples, window=window, refit_every=refit_every)
-        finally:
-            own_labels.SCORING = served_as
+def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, variant: str, history: int,
+           params: OwnLabelParams, target: float, min_examples: int, window: int,
+           refit_every: int = REFIT_EVERY) -> dict:
+    """One variant's replay."""
     names = sorted({label for issue in issues for label in issue["own"]})
     carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)
-    runner = (Served(names, k, target, min_examples, [issue["text"] for issue in issues]) if variant == "served"
-              else Replay(variant, k, target, [issue["text"] for issue in issues], priors))
+    texts = [issue["text"] for issue in issues]
+    runner = (Served(names, params, target, min_examples, texts) if variant == "served"
+              else Replay(variant, params, target, texts, priors))
     totals, per_label, windows, current = Counter(), {name: Counter() for name in names}, [], Counter()
     from tqdm import tqdm
 
@@ -334,7 +339,8 @@ def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, varia
             current = Counter()
     labels = {name: {**_rates(row), "examples_at_end": int(carries[:, names.index(name)].sum())}
               for name, row in per_label.items() if row["truth"] or row["applied"]}
-    return {"variant": f"served ({own_labels.SCORING})" if variant == "served" else variant, "neighbours": k, "micro": _rates(totals), "fit_seconds": round(runner.seconds, 1),
+    return {"variant": variant, "neighbours": params.neighbours, "micro": _rates(totals),
+            "fit_seconds": round(runner.seconds, 1),
             "last_fit": getattr(runner, "last_fit", None),
             "windows": windows, "labels": labels}
 
@@ -342,7 +348,7 @@ def replay(issues: list[dict], vectors: np.ndarray, priors: np.ndarray, *, varia
 KIND_LABELS = ["bug", "enhancement", "documentation", "question"]  # the repository's labels for the kinds
 
 
-def replay_kinds(issues: list[dict], vectors: np.ndarray, *, history: int, k: int, target: float,
+def replay_kinds(issues: list[dict], vectors: np.ndarray, *, history: int, params: OwnLabelParams, target: float,
                  min_examples: int) -> dict:
     """The kind of every new issue with one kind label, decided by bot.labeling.decide with the own labels
     on (the served rules beside it) and off: a logistic regression on the frozen embeddings of the
@@ -354,7 +360,7 @@ def replay_kinds(issues: list[dict], vectors: np.ndarray, *, history: int, k: in
 
     names = sorted({label for issue in issues for label in issue["own"]})
     carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)
-    served = Served(names, k, target, min_examples, [issue["text"] for issue in issues])
+    served = Served(names, params, target, min_examples, [issue["text"] for issue in issues])
     decided = {"off": [], "on": []}
     for i in range(history, len(issues)):
         if (i - history) % REFIT_EVERY == 0:
@@ -410,14 +416,20 @@ def cpu_name() -> str:
 
 def label_texts(names: list[str], descriptions: dict[str, str]) -> list[str]:
     """What the prior embeds for each label: its name, and its GitHub description where it has one."""
-    return [own_labels.label_text(name, descriptions.get(name)) for name in names]
+    return [label_text(name, descriptions.get(name)) for name in names]
+
+
+def label_text(name: str, description: str | None) -> str:
+    words = name.replace("-", " ").replace("_", " ").replace(":", ": ").replace("/", " / ")
+    return f"{words}: {description}" if description else words
 
 
 def report_markdown(record: dict) -> str:
     lines = [f"# Own labels: {record['repo']}, {record.get('order', 'by dates')}", "",
              f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
-             f"heads' C {record.get('head_c')}, thresholds' pseudo-counts {record.get('pseudo_counts')}, a label stopped at {record.get('stopped_expected')} expected; embeddings: {record.get('encoder', 'frozen all-MiniLM-L6-v2')}.", "",
+             f"the rule's knobs {record['params']}; "
+             f"embeddings: {record.get('encoder', 'frozen all-MiniLM-L6-v2')}.", "",
              f"CPU: {record.get('cpu')}. Command: `{record['command']}`", "",
              "| variant | k | micro precision | micro recall | labels applied | carried (served labels) | fits (s) |",
              "|---|---|---|---|---|---|---|"]
@@ -482,45 +494,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=500)
     parser.add_argument("--target", type=float, default=0.85)
     parser.add_argument("--min-examples", type=int, default=20)
-    parser.add_argument("--neighbours", type=int, default=own_labels.NEIGHBOURS)
+    served = OwnLabelParams()
+    parser.add_argument("--neighbours", type=int, default=served.neighbours,
+                        help="confirmed issues whose vote scores a label no head serves (and the `vote` variants')")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("--refit-every", type=int, default=REFIT_EVERY,
                         help="new issues between two fits (fewer fits: a faster replay of a large repository)")
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--head-c", type=float, default=own_labels.HEAD_C,
-                        help="the heads' inverse L2 strength (core.own_labels.HEAD_C), to show what it moves")
-    parser.add_argument("--pseudo-counts", type=float, default=own_labels.PSEUDO_COUNTS,
-                        help="pseudo-counts of the thresholds' precision (core.own_labels.PSEUDO_COUNTS)")
-    parser.add_argument("--stopped-expected", type=float, default=own_labels.STOPPED_EXPECTED,
+    parser.add_argument("--head-c", type=float, default=served.head_c,
+                        help="the heads' inverse L2 strength (OwnLabelParams.head_c), to show what it moves")
+    parser.add_argument("--stopped-expected", type=float, default=served.stopped_expected,
                         help="a label none of the newest rows carries where its share expected this many "
-                             "there is no longer applied (core.own_labels.STOPPED_EXPECTED; 0: off)")
-    parser.add_argument("--precision-z", type=float, default=own_labels.PRECISION_Z,
-                        help="choose thresholds on the Wilson lower bound of precision at this z "
-                             "(core.own_labels.PRECISION_Z; 0: the point estimate, as served)")
-    parser.add_argument("--local-precision", type=float, default=own_labels.LOCAL_PRECISION,
+                             "there is no longer applied (OwnLabelParams.stopped_expected; 0: off)")
+    parser.add_argument("--local-precision", type=float, default=served.local_precision,
                         help="a threshold's own neighbourhood (isotonic in the score) must be right this often "
-                             "too (core.own_labels.LOCAL_PRECISION; 0: off, as served)")
+                             "too (OwnLabelParams.local_precision; 0: off)")
     parser.add_argument("--cleaned-text", action="store_true",
                         help="read each issue as the service does (core.issue_text), not the raw body")
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
-    parser.add_argument("--scoring", choices=own_labels.SCORINGS, default=own_labels.SCORING,
-                        help="what `served` scores by (core.own_labels.SCORING, the service's by default)")
     parser.add_argument("--encoder", type=Path, help="embed with this registered model's directory (as the "
                                                        "service does) instead of the frozen all-MiniLM-L6-v2")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
-    own_labels.HEAD_C, own_labels.PSEUDO_COUNTS, own_labels.SCORING = args.head_c, args.pseudo_counts, args.scoring
-    own_labels.STOPPED_EXPECTED = args.stopped_expected or None
-    own_labels.PRECISION_Z = args.precision_z
-    own_labels.LOCAL_PRECISION = args.local_precision
+    params = OwnLabelParams(neighbours=args.neighbours, head_c=args.head_c,
+                            local_precision=args.local_precision, stopped_expected=args.stopped_expected or None)
     if args.refit_every < 1:
         parser.error("--refit-every must be at least 1")
-    if unknown := {variant for variant in variants
-                   if variant not in VARIANTS and variant.removeprefix("served:") not in own_labels.SCORINGS}:
-        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)} or "
-                     f"served:SCORING ({', '.join(own_labels.SCORINGS)})")
+    if unknown := set(variants) - set(VARIANTS):
+        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)}")
     areas = [area.strip() for area in args.areas.split(",") if area.strip()] if args.areas else None
     try:
         if args.ccims:
@@ -547,11 +550,11 @@ def main(argv: list[str] | None = None) -> int:
     priors = embed(label_texts(names, descriptions), args.max_length, args.encoder)
     runs = []
     for variant in variants:
-        runs.append(replay(issues, vectors, priors, variant=variant, history=args.history, k=args.neighbours,
+        runs.append(replay(issues, vectors, priors, variant=variant, history=args.history, params=params,
                            target=args.target, min_examples=args.min_examples, window=args.window,
                            refit_every=args.refit_every))
         print(f"{variant}: {runs[-1]['micro']} ({runs[-1]['fit_seconds']} s of fits)", flush=True)
-    kinds = (replay_kinds(issues, vectors, history=args.history, k=args.neighbours, target=args.target,
+    kinds = (replay_kinds(issues, vectors, history=args.history, params=params, target=args.target,
                           min_examples=args.min_examples) if args.kinds else None)
     shuffled = args.ccims or (args.nlbse_areas and args.shuffled)
     record = {"repo": repository, "order": f"shuffled, seed {args.seed}" if shuffled else "by dates",
@@ -559,9 +562,7 @@ def main(argv: list[str] | None = None) -> int:
               "date": dt.date.today().isoformat(), "cpu": cpu_name(),
               "history": args.history, "refit_every": args.refit_every,
               "new_issues": len(issues) - args.history, "target": args.target,
-              "min_examples": args.min_examples, "head_c": args.head_c, "pseudo_counts": args.pseudo_counts,
-              "stopped_expected": own_labels.STOPPED_EXPECTED, "precision_z": own_labels.PRECISION_Z,
-              "local_precision": own_labels.LOCAL_PRECISION,
+              "min_examples": args.min_examples, "params": params.key(),
               "encoder": ModelCard.read(args.encoder).version if args.encoder else "frozen all-MiniLM-L6-v2",
               "runs": runs, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}

@@ -14,8 +14,7 @@ TF-IDF-only variants of the data mix (cheap) ride along: what each part of the m
 
 Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick); the
 out-of-fold scores to <workdir>/unseen-oof.json and each scored issue's embedding by its fold's encoder
-(fine-tuned, or the frozen one) to <workdir>/unseen-embeddings.npy (bench/memory_rule.py and
-bench/precision_target.py read both).
+(fine-tuned, or the frozen one) to <workdir>/unseen-embeddings.npy.
 """
 
 from __future__ import annotations
@@ -215,32 +214,6 @@ def save_out_of_fold(oof, workdir: Path) -> None:
                                                          "scores": oof.scores}) + "\n")
     if "encoder" in oof.embeddings:
         np.save(workdir / "unseen-embeddings.npy", np.asarray(oof.embeddings["encoder"], dtype=np.float32))
-
-
-def is_repository(group: str) -> bool:
-    """Whether a group of the pool is one repository (owner/name), as an install is; Ticket Tagger's issues
-    are one group from many repositories."""
-    return "/" in group
-
-
-def add_out_of_fold_arguments(parser: argparse.ArgumentParser) -> None:
-    """--workdir and --share for a benchmark that reads what `save_out_of_fold` wrote."""
-    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen",
-                        help="where bench/unseen.py wrote unseen-oof.json and unseen-embeddings.npy")
-    parser.add_argument("--share", type=float, default=BOOTSTRAP_RECIPE["tfidf_share"],
-                        help="TF-IDF share of the served blend (default: the recipe's)")
-
-
-def served_out_of_fold(workdir: Path, share: float):
-    """(the scored pool, each issue's served blend scores, its fold's encoder embedding) from what
-    `save_out_of_fold` wrote."""
-    import numpy as np
-
-    from core.classifier import blend_scores
-
-    oof = json.loads((workdir / "unseen-oof.json").read_text())
-    vectors = np.load(workdir / "unseen-embeddings.npy")
-    return oof["pool"], blend_scores(oof["scores"]["encoder"], oof["scores"]["tfidf"], share), vectors
 
 
 def run(args) -> dict:

@@ -31,7 +31,7 @@ from bot.labeling.serving import NO_MODEL
 from bot.lifecycle import backfill, preview, repositories
 from bot.review import decide as review_decide
 from bot.review import pending
-from core import metrics, own_label_fits, queues, store
+from core import metrics, own_labels, queues, store
 from core.db import session_scope
 from core.queues import (
     BACKFILL_REPOSITORY,
@@ -381,7 +381,7 @@ def _refresh_thresholds(ctx: WorkerContext, repo: str) -> None:
         if repository is not None:
             refresh_stored(session, repository.id)
             serving = store.serving_model_for(session, repo)  # the own labels' heads follow a promotion
-            own_label_fits.refresh_stored(session, repository.id, serving.version if serving else None)
+            own_labels.refresh_stored(session, repository.id, serving.version if serving else None)
 
 
 def _embedder(ctx: WorkerContext, repo: str):

@@ -8,8 +8,8 @@ Engines, by the names the card and the logs use:
   fastest where AMX multiplies bf16 tiles; with AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX
   Runtime; emulated, and slow, without either.
 - `pytorch`: PyTorch in fp32, the reference every gate compares with; always allowed, the last fallback.
-  Where PyTorch sees an NVIDIA GPU, it serves, on the GPU: one issue in 2.6 ms on an H100 against 11 ms for
-  the fastest engine on one thread of that machine's AMX CPU, and bf16 autocast is slower there (3.4 ms).
+  Where PyTorch sees an NVIDIA GPU, it serves, on the GPU: faster there than any CPU engine, and than bf16
+  autocast on the GPU (docs/BENCHMARKS.md, "On a GPU").
 
 An engine serves only when its registration's gate passed (recorded in the card's `fast_path.gates`) and it
 loads here; otherwise the next one is tried and one log line says why. Which of the allowed ones serves comes
@@ -46,17 +46,15 @@ ENGINES_KEY = "issue-sorter:metrics:engines"  # field "host:pid|scope" → "vers
 WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-up took: ready for a first job
 
 # Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"), one issue at a time as a labelling job runs:
-# - AMX: bf16 autocast runs MiniLM at ~2.9x its fp32 speed (issue 30's figures, not measured here): bf16 first.
-# - AVX-512 BF16 without AMX (Zen 4, bench.serving 2026-12-03, 2 cores): bf16 autocast beats fp32 PyTorch
-#   (p50 28 against 42 ms, 50 against 31 issues/s) but not ONNX Runtime: fp32 p50 24 ms, p99 29 against bf16's
-#   43 ms; int8 16 ms, 87 issues/s. So the ONNX engines first, bf16 before fp32 PyTorch.
-# - Neither: bf16 is emulated, 6x slower than fp32 (Zen 3, same bench): never tried unless forced or measured.
+# - AMX: bf16 autocast is the fastest: bf16 first.
+# - AVX-512 BF16 without AMX: bf16 autocast beats fp32 PyTorch but not ONNX Runtime: the ONNX engines first,
+#   bf16 before fp32 PyTorch.
+# - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured.
 ORDER_WITH_AMX = (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
 ORDER_WITH_AVX512_BF16 = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
-# - An NVIDIA GPU that PyTorch can use (bench.cuda --served, H100, 2026-12-05): fp32 on the GPU, 2.6 ms an issue
-#   one at a time, bf16 autocast 3.4 ms (tiny kernels: the casts cost more than they save), every CPU engine
-#   on one thread 11-19 ms: PyTorch fp32 on the GPU alone.
+# - An NVIDIA GPU that PyTorch can use (bench.cuda --served): fp32 on the GPU beats bf16 autocast there (tiny
+#   kernels: the casts cost more than they save) and every CPU engine: PyTorch fp32 on the GPU alone.
 ORDER_WITH_GPU = (TORCH_FP32,)
 NVIDIA_CONTROL_DEVICE = Path("/dev/nvidiactl")  # present wherever NVIDIA's driver runs a GPU
 # ISSUE_SORTER_ENGINE=measure: each allowed engine labels these one at a time (as a job does), once to warm
@@ -73,10 +71,6 @@ MEASURE_TEXTS = (
 )
 MEASURE_ROUNDS = 3
 MEASURE_MARGIN = 0.05  # an engine earlier in the CPU's order keeps its place unless another is 5 % faster
-
-
-class EngineRefused(RuntimeError):
-    """An engine that may not serve this model here (its gate failed, or it was never gated)."""
 
 
 @dataclass(frozen=True)

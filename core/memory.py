@@ -2,8 +2,9 @@
 
 Each human-confirmed issue is stored with its embedding by the serving model's encoder (bot.decisions.feedback
 writes it when the decision is recorded); the next issue of that repository is scored by the model, then
-`adjust_scores` mixes in the labels the repository confirms most often (prior correction) and a vote of
-its most similar confirmed issues (kNN, cosine). Nothing is retrained and nothing lives only in a process.
+`adjust_scores` mixes in a vote of its most similar confirmed issues (kNN, cosine), each counted against
+its kind's share of the memory, weighted by how far the vote beats the model on the repository's latest
+confirmed issues (the self-check, `Memory.trust`). Nothing is retrained and nothing lives only in a process.
 
 Rows embedded by another model version than the one serving are never compared with its embeddings (the
 spaces differ). `fill` embeds a repository's newest confirmed issues that the serving version has not
@@ -32,29 +33,23 @@ from core.tables import IssueRecord, MemoryEntry, OwnLabelExample, Repository
 
 log = logging.getLogger(__name__)
 
-# The rule's constants, chosen by bench/memory_rule.py over 4,480 candidates on 15 repositories never
-# trained on, replayed as installs with 0-1,000 confirmed issues (the served recipe's out-of-fold scores,
-# TF-IDF share 0.5; docs/BENCHMARKS.md, "The memory's rule"): the best mean gain in macro-F1 and accuracy
-# among the 204 rules that keep macro-F1 within 1 point of the cold model at every memory size of 10 or
-# more on every one (worst 0.0 points). The rule served before (the same k and w, a similarity vote, no
-# check) fell 13.7 points below cold on huggingface/datasets after 1,000 issues: its vote took the
-# majority kinds' side where the model was already right.
 MEMORY_SIZE = 2000  # newest confirmed issues kept per repository (and model version)
-NEIGHBOURS = 5  # confirmed issues that vote
-KNN_WEIGHT = 0.7  # w: the kNN vote's share, as an exponent
-KNN_RAMP = 0  # memory size at which the vote gets half of KNN_WEIGHT (0: full weight from the first issue)
-PRIOR_STRENGTH = 0.0  # β: exponent of the repository's label frequencies; 0 turns prior correction off
-PRIOR_SMOOTHING = 2.0  # α: Laplace pseudo-count per class, so a class never confirmed keeps a chance
-VOTE_SMOOTHING = 0.05  # pseudo-vote per class: no single vote can zero a class the model believes in
-BALANCED_VOTE = True  # each neighbour's vote divided by C × its class's share of the memory
-# The self-check: "model": trust = clip(gain × (vote's leave-one-out agreement on the latest rows − the
-# model's own accuracy on them), 0, 1), the model's answers being the raw scores stored with each row (rows
-# without them: against the majority label instead); "majority": against the memory's most frequent label;
-# "none": trust 1. A memory whose vote does not beat the model on the repository's latest confirmed issues
-# leaves the model's scores alone.
-SELF_CHECK = "model"
-SELF_CHECK_GAIN = 8.0
-SELF_CHECK_ISSUES = 50  # the memory's latest rows the self-check predicts, each from all the others
+
+
+@dataclass(frozen=True)
+class MemoryRule:
+    """How the memory adjusts a model's scores; the defaults are what serves, chosen on repositories never
+    trained on, replayed as installs of 0 to 1,000 confirmed issues (docs/BENCHMARKS.md, "The memory's
+    rule"): the best gain among the rules that never leave the model worse off on any of them."""
+
+    neighbours: int = 5  # confirmed issues that vote
+    knn_weight: float = 0.7  # w: the vote's share, as an exponent
+    prior_smoothing: float = 2.0  # α: pseudo-count per class of the memory's shares, so none is ever 0
+    vote_smoothing: float = 0.05  # pseudo-vote per class: no single vote can zero a class the model believes in
+    # The self-check (Memory.trust): the vote weighs only as far as it beats the model's own answers on the
+    # repository's latest confirmed issues, trust = clip(gain × (agreement − the model's accuracy), 0, 1).
+    self_check_gain: float = 8.0
+    self_check_issues: int = 50  # the memory's latest rows the self-check predicts, each from all the others
 
 
 @dataclass(frozen=True)
@@ -65,45 +60,43 @@ class Neighbour:
 
 
 def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour],
-                  label_counts: Mapping[str, int], *, knn_weight: float = KNN_WEIGHT, knn_ramp: float = KNN_RAMP,
-                  prior_strength: float = PRIOR_STRENGTH, balanced: bool = BALANCED_VOTE,
+                  label_counts: Mapping[str, int], *, rule: MemoryRule = MemoryRule(),
                   trust: float = 1.0) -> dict[str, float]:
-    """normalise(model × prior^β)^(1-w') × vote^w', with w' = w · n / (n + ramp) · trust for a memory of
-    n issues.
+    """normalise(model)^(1-w') × vote^w', with w' = w · trust.
 
     `scores` are the model's probabilities; `label_counts` the repository's confirmed issues per class;
     `neighbours` its most similar confirmed issues; `trust` in [0, 1], how far the memory's vote has earned
-    its weight (`Memory.trust`, the self-check; 1: the full weight); `balanced`: the vote counts each
-    neighbour against its class's share of the memory, so a majority kind cannot outvote a minority one by
-    its numbers alone. An empty memory returns the scores unchanged.
+    its weight (`Memory.trust`, the self-check; 1: the full weight). The vote counts each neighbour against
+    its class's share of the memory, so a majority kind cannot outvote a minority one by its numbers alone.
+    An empty memory returns the scores unchanged.
     """
     classes = list(scores)
     total = sum(label_counts.get(c, 0) for c in classes)
     if total == 0:
         return dict(scores)
-    prior = {c: (label_counts.get(c, 0) + PRIOR_SMOOTHING) / (total + PRIOR_SMOOTHING * len(classes))
-             for c in classes}
-    corrected = _normalise({c: max(scores[c], 1e-9) * prior[c] ** prior_strength for c in classes})
-    weight = knn_weight * total / (total + knn_ramp) * trust if neighbours else 0.0
-    vote = knn_vote(neighbours, classes, shares=prior if balanced else None)
-    return _normalise({c: corrected[c] ** (1 - weight) * vote[c] ** weight for c in classes})
+    shares = {c: (label_counts.get(c, 0) + rule.prior_smoothing) / (total + rule.prior_smoothing * len(classes))
+              for c in classes}
+    model = _normalise({c: max(scores[c], 1e-9) for c in classes})
+    weight = rule.knn_weight * trust if neighbours else 0.0
+    vote = knn_vote(neighbours, classes, shares, smoothing=rule.vote_smoothing)
+    return _normalise({c: model[c] ** (1 - weight) * vote[c] ** weight for c in classes})
 
 
-def knn_vote(neighbours: Sequence[Neighbour], classes: Sequence[str],
-             shares: Mapping[str, float] | None = None) -> dict[str, float]:
-    """Each class's share of the neighbours' similarity (negative similarities count 0), smoothed; with
-    `shares` (each class's smoothed share of the memory), each neighbour's similarity is divided by
-    C × its class's share: in a balanced memory that changes nothing."""
-    votes = Counter({c: VOTE_SMOOTHING for c in classes})
+def knn_vote(neighbours: Sequence[Neighbour], classes: Sequence[str], shares: Mapping[str, float], *,
+             smoothing: float = MemoryRule.vote_smoothing) -> dict[str, float]:
+    """Each class's share of the neighbours' similarity (negative similarities count 0), smoothed, each
+    neighbour's similarity divided by C × its class's share of the memory (`shares`, smoothed): in a
+    balanced memory that changes nothing."""
+    votes = Counter({c: smoothing for c in classes})
     for neighbour in neighbours:
         if neighbour.label in votes:
-            balance = 1.0 if shares is None else 1.0 / (len(classes) * shares[neighbour.label])
-            votes[neighbour.label] += max(neighbour.similarity, 0.0) * balance
+            votes[neighbour.label] += max(neighbour.similarity, 0.0) * (1.0 / (len(classes) * shares[neighbour.label]))
     return _normalise(dict(votes))
 
 
-def self_check_agreement(vectors: np.ndarray, labels: Sequence[str], *, k: int, balanced: bool,
-                         rows: Sequence[int], similarity: np.ndarray | None = None) -> tuple[float, float]:
+def self_check_agreement(vectors: np.ndarray, labels: Sequence[str], *, k: int, rows: Sequence[int],
+                         smoothing: float = MemoryRule.prior_smoothing,
+                         similarity: np.ndarray | None = None) -> tuple[float, float]:
     """(how often the vote of its k most similar other rows names the label of each of `rows`, how often
     the memory's most frequent label does): the memory predicting itself, leave-one-out.
 
@@ -118,8 +111,7 @@ def self_check_agreement(vectors: np.ndarray, labels: Sequence[str], *, k: int, 
     k = min(k, len(labels) - 1)
     top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
     weights = np.maximum(np.take_along_axis(sims, top, axis=1), 0.0)
-    if balanced:  # argmax only: dividing by (count + α) orders the classes as knn_vote's shares do
-        weights = weights / (counts[index[top]] + PRIOR_SMOOTHING)
+    weights = weights / (counts[index[top]] + smoothing)  # argmax only: orders the classes as knn_vote does
     votes = np.zeros((len(rows), len(classes)))
     np.add.at(votes, (np.arange(len(rows))[:, None], index[top]), weights)
     agreement = float(np.mean(votes.argmax(axis=1) == index[rows]))
@@ -143,23 +135,25 @@ def class_of(label: str, classes: Sequence[str]) -> str | None:
 
 @dataclass(frozen=True)
 class Memory:
-    """A repository's confirmed issues as one model version embedded them."""
+    """A repository's confirmed issues as one model version embedded them, and the rule that adjusts by them."""
 
     vectors: np.ndarray  # (n, d) float32, rows L2-normalised
     labels: list[str]  # the model class of each row
     numbers: list[int] = field(default_factory=list)  # each row's issue number (recall's; empty: unknown)
     # each row's class by the model's own scores stored with it (None: not stored; empty: none known)
     model_labels: list[str | None] = field(default_factory=list)
+    rule: MemoryRule = MemoryRule()
 
     def __len__(self) -> int:
         return len(self.labels)
 
-    def nearest(self, vector: Sequence[float], k: int = NEIGHBOURS) -> list[Neighbour]:
-        """The k most similar confirmed issues (cosine: the rows and the query are normalised)."""
+    def nearest(self, vector: Sequence[float], k: int | None = None) -> list[Neighbour]:
+        """The k (the rule's neighbours) most similar confirmed issues (cosine: the rows and the query are
+        normalised)."""
         if not self.labels:
             return []
         similarities = self.vectors @ _normalised(vector)
-        top = np.argsort(-similarities)[:k]
+        top = np.argsort(-similarities)[:self.rule.neighbours if k is None else k]
         return [Neighbour(self.labels[i], float(similarities[i]), self.numbers[i] if self.numbers else None)
                 for i in top]
 
@@ -168,30 +162,28 @@ class Memory:
 
     @cached_property
     def trust(self) -> float:
-        """How far this memory's vote has earned its weight, in [0, 1] (SELF_CHECK): its latest
-        SELF_CHECK_ISSUES rows predicted leave-one-out by the vote, against the model's own answers on
-        them (or the majority label)."""
-        if SELF_CHECK == "none":
-            return 1.0
+        """How far this memory's vote has earned its weight, in [0, 1]: its latest rows predicted
+        leave-one-out by the vote, against the model's own answers on them (stored with the rows; against
+        the memory's most frequent label where none are)."""
         if len(self) < 2:
             return 0.0
-        latest = range(max(0, len(self) - SELF_CHECK_ISSUES), len(self))
-        agreement, reference = self_check_agreement(self.vectors, self.labels, k=NEIGHBOURS,
-                                                    balanced=BALANCED_VOTE, rows=latest)
+        latest = range(max(0, len(self) - self.rule.self_check_issues), len(self))
+        agreement, reference = self_check_agreement(self.vectors, self.labels, k=self.rule.neighbours,
+                                                    rows=latest, smoothing=self.rule.prior_smoothing)
         known = [i for i in latest if self.model_labels and self.model_labels[i] is not None]
-        if SELF_CHECK == "model" and known:
+        if known:
             reference = sum(self.model_labels[i] == self.labels[i] for i in known) / len(known)
-        return min(max(SELF_CHECK_GAIN * (agreement - reference), 0.0), 1.0)
+        return min(max(self.rule.self_check_gain * (agreement - reference), 0.0), 1.0)
 
     def adjust(self, scores: Mapping[str, float], vector: Sequence[float]) -> dict[str, float]:
         """adjust_scores with this memory's neighbours of `vector`, its label counts and its trust."""
-        return adjust_scores(scores, self.nearest(vector), self.label_counts(), trust=self.trust)
+        return self.adjust_with_neighbours(scores, vector)[0]
 
     def adjust_with_neighbours(self, scores: Mapping[str, float], vector: Sequence[float]
                                ) -> tuple[dict[str, float], list[Neighbour]]:
         """`adjust`, and the neighbours that voted (the review page shows them with the prediction)."""
         neighbours = self.nearest(vector)
-        return adjust_scores(scores, neighbours, self.label_counts(), trust=self.trust), neighbours
+        return adjust_scores(scores, neighbours, self.label_counts(), rule=self.rule, trust=self.trust), neighbours
 
 
 def _normalised(vector: Sequence[float]) -> np.ndarray:
@@ -270,8 +262,8 @@ def model_label(scores: Mapping[str, float] | None, classes: Sequence[str]) -> s
 
 
 def remember(session: Session, issue: IssueRecord, label: str, version: str, vector: Sequence[float],
-             scores: Mapping[str, float] | None = None) -> None:
-    """Store (or replace) the issue's entry for `version`, then keep the repository's newest MEMORY_SIZE.
+             scores: Mapping[str, float] | None = None, *, size: int = MEMORY_SIZE) -> None:
+    """Store (or replace) the issue's entry for `version`, then keep the repository's newest `size`.
 
     `scores`: the model's own scores of the issue, kept beside it so the repository's thresholds can be
     measured on its history (core.repository_thresholds); None keeps those already stored."""
@@ -284,16 +276,16 @@ def remember(session: Session, issue: IssueRecord, label: str, version: str, vec
     if scores is not None:
         entry.scores = {c: float(v) for c, v in scores.items()}
     session.flush()
-    _keep_newest(session, issue.repository_id, version, own_only=label == NO_KIND)
+    _keep_newest(session, issue.repository_id, version, own_only=label == NO_KIND, size=size)
 
 
-def _keep_newest(session: Session, repository_id: int, version: str, *, own_only: bool) -> None:
-    """The newest MEMORY_SIZE by confirmation, as the fill chooses them (_is_missing): by row id, a fill that
+def _keep_newest(session: Session, repository_id: int, version: str, *, own_only: bool, size: int) -> None:
+    """The newest `size` by confirmation, as the fill chooses them (_is_missing): by row id, a fill that
     stores newest-first would trim what it just stored; rows of a kind and NO_KIND rows apart."""
     stale = select(MemoryEntry.id).join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id) \
         .where(MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
                (MemoryEntry.label == NO_KIND) if own_only else (MemoryEntry.label != NO_KIND)) \
-        .order_by(*(_newest_own_first() if own_only else _newest_confirmed_first())).offset(MEMORY_SIZE)
+        .order_by(*(_newest_own_first() if own_only else _newest_confirmed_first())).offset(size)
     session.execute(delete(MemoryEntry).where(MemoryEntry.id.in_(stale.scalar_subquery())))
 
 
@@ -302,20 +294,20 @@ def forget(session: Session, issue: IssueRecord) -> None:
     session.execute(delete(MemoryEntry).where(MemoryEntry.issue_id == issue.id))
 
 
-def not_embedded(session: Session, repository_id: int, version: str, limit: int = MEMORY_SIZE
-                 ) -> list[IssueRecord]:
-    """Confirmed issues among the repository's newest MEMORY_SIZE that `version` has not embedded yet, newest
+def not_embedded(session: Session, repository_id: int, version: str, limit: int = MEMORY_SIZE, *,
+                 size: int = MEMORY_SIZE) -> list[IssueRecord]:
+    """Confirmed issues among the repository's newest `size` that `version` has not embedded yet, newest
     first."""
-    return list(session.scalars(select(IssueRecord).where(_is_missing(repository_id, version))
+    return list(session.scalars(select(IssueRecord).where(_is_missing(repository_id, version, size))
                                 .order_by(*_newest_confirmed_first()).limit(limit)))
 
 
-def _is_missing(repository_id: int, version: str):
+def _is_missing(repository_id: int, version: str, size: int):
     newest = select(IssueRecord.id).where(IssueRecord.repository_id == repository_id,
                                           IssueRecord.confirmed_label.is_not(None)) \
-        .order_by(*_newest_confirmed_first()).limit(MEMORY_SIZE)
+        .order_by(*_newest_confirmed_first()).limit(size)
     newest_own = select(IssueRecord.id).where(IssueRecord.repository_id == repository_id,
-                                              _only_own_labels()).order_by(*_newest_own_first()).limit(MEMORY_SIZE)
+                                              _only_own_labels()).order_by(*_newest_own_first()).limit(size)
     embedded = select(MemoryEntry.issue_id).where(MemoryEntry.model_version == version,
                                                   MemoryEntry.repository_id == repository_id)
     return (IssueRecord.id.in_(newest.scalar_subquery()) | IssueRecord.id.in_(newest_own.scalar_subquery())) \
@@ -354,7 +346,8 @@ def can_embed(embedder) -> bool:
     return embedder is not None and (hasattr(embedder, "predict_and_embed") or hasattr(embedder, "embed"))
 
 
-def embed_and_remember(session: Session, issues: Sequence[IssueRecord], embedder) -> None:
+def embed_and_remember(session: Session, issues: Sequence[IssueRecord], embedder, *, size: int = MEMORY_SIZE
+                       ) -> None:
     """Embed confirmed `issues` from their stored text and store them as the embedder's version's entries,
     with the model's scores of each where one forward pass gives both (`predict_and_embed`)."""
     texts = [format_issue_text(issue.title, issue.body) for issue in issues]
@@ -364,10 +357,10 @@ def embed_and_remember(session: Session, issues: Sequence[IssueRecord], embedder
         scores, vectors = [None] * len(texts), embedder.embed(texts)
     for issue, row, vector in zip(issues, scores, vectors, strict=True):
         label = issue.confirmed_label if issue.confirmed_label is not None else NO_KIND
-        remember(session, issue, label, embedder.version, vector, scores=row)
+        remember(session, issue, label, embedder.version, vector, scores=row, size=size)
 
 
-def follow_confirmation(session: Session, issue: IssueRecord, embedder) -> None:
+def follow_confirmation(session: Session, issue: IssueRecord, embedder, *, size: int = MEMORY_SIZE) -> None:
     """The issue's rows follow what humans confirmed of it, its kind or its own labels: gone once nothing
     is confirmed any more; relabelled where a version holds it under another label (an embedding is of the
     text, not of its label: not embedded again); embedded by `embedder`'s version where that version lacks
@@ -381,9 +374,9 @@ def follow_confirmation(session: Session, issue: IssueRecord, embedder) -> None:
         if entry.label != label:
             entry.label = label
             session.flush()
-            _keep_newest(session, issue.repository_id, entry.model_version, own_only=label == NO_KIND)
+            _keep_newest(session, issue.repository_id, entry.model_version, own_only=label == NO_KIND, size=size)
     if can_embed(embedder) and all(entry.model_version != embedder.version for entry in rows):
-        embed_and_remember(session, [issue], embedder)
+        embed_and_remember(session, [issue], embedder, size=size)
 
 
 @dataclass(frozen=True)
@@ -391,8 +384,8 @@ class FillProgress:
     """How far one model version has embedded a repository's memory."""
 
     version: str  # the model version that embeds
-    embedded: int  # confirmed issues, of the newest MEMORY_SIZE, that this version has embedded
-    of: int  # confirmed issues the memory holds when complete (at most MEMORY_SIZE)
+    embedded: int  # confirmed issues, of the newest the memory keeps, that this version has embedded
+    of: int  # confirmed issues the memory holds when complete (at most its size)
 
     @property
     def complete(self) -> bool:
@@ -403,8 +396,8 @@ class FillProgress:
 
 
 def fill(session: Session, repository_id: int, embedder, *, batch: int = FILL_BATCH,
-         checkpoint: Callable[[], None] | None = None) -> FillProgress:
-    """Embed the confirmed issues (of the newest MEMORY_SIZE) that `embedder`'s version has not embedded,
+         checkpoint: Callable[[], None] | None = None, size: int = MEMORY_SIZE) -> FillProgress:
+    """Embed the confirmed issues (of the newest `size`) that `embedder`'s version has not embedded,
     `batch` at a time; after each batch its progress is stored on the repository and `checkpoint` (the
     job's commit) called, so an interrupted fill continues where it stopped. Once the memory is complete,
     and the version still serves the repository, the other versions' rows go."""
@@ -413,14 +406,14 @@ def fill(session: Session, repository_id: int, embedder, *, batch: int = FILL_BA
     repository = session.get(Repository, repository_id)
     if repository is None:
         raise ValueError(f"fill: no repository has the id {repository_id}")
-    progress = record_progress(session, repository, embedder.version)
-    # bounded: each pass embeds `batch` missing issues, and at most MEMORY_SIZE can be missing
-    for _ in range(math.ceil(MEMORY_SIZE / batch)):
-        missing = not_embedded(session, repository_id, embedder.version, limit=batch)
+    progress = record_progress(session, repository, embedder.version, size=size)
+    # bounded: each pass embeds `batch` missing issues, and at most `size` can be missing
+    for _ in range(math.ceil(size / batch)):
+        missing = not_embedded(session, repository_id, embedder.version, limit=batch, size=size)
         if not missing:
             break
-        embed_and_remember(session, missing, embedder)
-        progress = record_progress(session, repository, embedder.version)
+        embed_and_remember(session, missing, embedder, size=size)
+        progress = record_progress(session, repository, embedder.version, size=size)
         log.info("memory of %s: %s", repository.full_name, progress.describe())
         if checkpoint is not None:
             checkpoint()
@@ -432,13 +425,14 @@ def fill(session: Session, repository_id: int, embedder, *, batch: int = FILL_BA
     return progress
 
 
-def record_progress(session: Session, repository: Repository, version: str) -> FillProgress:
+def record_progress(session: Session, repository: Repository, version: str, *, size: int = MEMORY_SIZE
+                    ) -> FillProgress:
     """Count `version`'s share of the repository's memory and store it on the repository (the review page
     shows it)."""
-    of = sum(min(MEMORY_SIZE, session.scalar(select(func.count(IssueRecord.id)).where(
+    of = sum(min(size, session.scalar(select(func.count(IssueRecord.id)).where(
         IssueRecord.repository_id == repository.id, confirmed)) or 0)
         for confirmed in (IssueRecord.confirmed_label.is_not(None), _only_own_labels()))
-    missing = session.scalar(select(func.count(IssueRecord.id)).where(_is_missing(repository.id, version))) or 0
+    missing = session.scalar(select(func.count(IssueRecord.id)).where(_is_missing(repository.id, version, size))) or 0
     repository.memory_version, repository.memory_embedded, repository.memory_of = version, of - missing, of
     session.flush()
     return FillProgress(version, of - missing, of)

@@ -13,7 +13,8 @@ The result is cached on the Repository row with what it was computed from (model
 thresholds, and the counts that grow with the memory and the decisions). The feedback queue keeps it
 current (`refresh_stored`, after each decision and memory fill); the labelling job reads it as stored
 (`stale_ok`) and computes only when nothing is stored for its version and target: recomputing after every
-decision cost the labelling job 161 ms against its 6.5 ms read (docs/BENCHMARKS.md, bench.threshold_cost).
+decision would cost the labelling job a pass over the whole memory (docs/BENCHMARKS.md, "A precision
+target per repository").
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def judged_history(session: Session, repository_id: int, version: str, classes: 
     labels = [label for _, label, _, _ in rows]
     raw = [{c: float(rows[i][3][c]) for c in classes} for i in scored]
     # the vote's trust as the labelling job computes it (Memory.trust), once for the whole memory: leaving
-    # one row of its SELF_CHECK_ISSUES latest out moves it by a step of the clip at most
+    # one row of the self-check's latest out moves it by a step of the clip at most
     trust = memory.Memory(vectors, labels, model_labels=[memory.model_label(scores, classes)
                                                          for _, _, _, scores in rows]).trust
     served = leave_one_out(vectors, labels, scored, raw, trust=trust)
@@ -170,13 +171,14 @@ def judged_history(session: Session, repository_id: int, version: str, classes: 
 
 
 def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int],
-                  raw_scores: Sequence[Mapping[str, float]], k: int = memory.NEIGHBOURS, *,
+                  raw_scores: Sequence[Mapping[str, float]], *, rule: memory.MemoryRule = memory.MemoryRule(),
                   trust: float = 1.0) -> list[dict[str, float]]:
     """Each of `rows`' raw scores adjusted by the memory (`vectors`: L2-normalised, `labels`) without itself:
-    its k most similar other rows vote, and the label counts leave it out; `trust`: the vote's (Memory.trust)."""
+    its `rule.neighbours` most similar other rows vote, and the label counts leave it out; `trust`: the
+    vote's (Memory.trust)."""
     rows = list(rows)
     counts = Counter(labels)
-    k = min(k, len(labels) - 1)
+    k = min(rule.neighbours, len(labels) - 1)
     similarities = vectors[rows] @ vectors.T  # (len(rows), n): one product and one partition for all rows
     similarities[np.arange(len(rows)), rows] = -np.inf
     nearest = np.argpartition(-similarities, k - 1, axis=1)[:, :k] if k > 0 else np.zeros((len(rows), 0), int)
@@ -185,7 +187,7 @@ def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int
         others = {**counts, labels[row]: counts[labels[row]] - 1}
         neighbours = [memory.Neighbour(labels[j], float(similarities[position, j])) for j in nearest[position]]
         neighbours.sort(key=lambda neighbour: -neighbour.similarity)
-        served.append(memory.adjust_scores(scores, neighbours, others, trust=trust))
+        served.append(memory.adjust_scores(scores, neighbours, others, rule=rule, trust=trust))
     return served
 
 

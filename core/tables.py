@@ -156,7 +156,7 @@ class OwnLabelExample(Base):
 
 
 class OwnLabelFit(Base):
-    """A repository's own labels as fitted on its memory by one model version (core.own_label_fits): each
+    """A repository's own labels as fitted on its memory by one model version (core.own_labels.storage): each
     label's threshold at the target precision and its head, computed by the feedback queue and read as
     stored by the labelling job. Data only: the heads' weights are float64 rows, the rest JSON."""
 

@@ -70,20 +70,35 @@ class Quality:
         return self.correct / self.labelled if self.labelled else None
 
 
-def lowest_threshold(scores: Sequence[float], correct: Sequence[bool], target: float) -> float | None:
+def lowest_threshold(scores: Sequence[float], correct: Sequence[bool], target: float, *,
+                     local_precision: float = 0.0) -> float | None:
     """The lowest score t whose predictions at or above it (ties included) are right at least `target` of
-    the time; None when no t is."""
+    the time; None when no t is. With `local_precision`, the predictions scored about t must be right at
+    least that often too (`local_precisions`): the precision above t can reach the target through a band of
+    mostly wrong scores carried by many sure ones above it, and such a band is what a shift in the issues'
+    mix spoils. The kinds' thresholds use no floor; the own labels' (core.own_labels) do."""
     if not 0 < target <= 1:
         raise ValueError(f"a target precision is between 0 and 1, not {target!r}")
     values = np.asarray(scores, dtype=float)
     if values.size == 0:
         return None
     order = np.argsort(-values, kind="stable")
-    values, hits = values[order], np.cumsum(np.asarray(correct, dtype=bool)[order])
+    values, correct = values[order], np.asarray(correct, dtype=bool)[order]
+    hits = np.cumsum(correct)
     kept = np.arange(1, values.size + 1)
     last_of_tie = np.append(values[1:] < values[:-1], True)  # "score >= t" keeps every tie of t
     reaches = last_of_tie & (hits >= target * kept - 1e-9)
+    if local_precision:
+        reaches &= local_precisions(values, correct) >= local_precision - 1e-9
     return float(values[reaches][-1]) if reaches.any() else None
+
+
+def local_precisions(values: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """How often a prediction scored about each of `values` is right: the isotonic (monotone in the score)
+    fit of `correct` on `values`."""
+    from sklearn.isotonic import IsotonicRegression
+
+    return IsotonicRegression(out_of_bounds="clip").fit(values, correct.astype(float)).predict(values)
 
 
 def kind_thresholds(judged: Sequence[Judged], classes: Sequence[str], target: float,

@@ -11,11 +11,11 @@ macro-F1 within 0.5 points and the top label the same on at least 99 % of them, 
 and for the App's answers with the memory in the loop (`memory_answers`: each issue adjusted by the kNN vote
 of the other issues of its repository, embedded by the same engine: an int8 or bf16 engine moves the
 embeddings the vote reads). The answers compared are the App's: for a blend, the blend's, its TF-IDF member
-beside the encoder either way (`_as_served`). Every engine is gated: int8 (1.7x PyTorch's batched throughput,
-2.4x one issue at a time), the fused fp32 graph (PyTorch's answers to ~1e-6; no torch in the worker: 5x
-quicker to load, 43 % less memory), and bf16 autocast where the registering CPU has bf16 instructions (AMX
-or AVX-512 BF16; without them bf16 is emulated, slower than fp32: docs/BENCHMARKS.md, "Serving"). Every
-artefact that passes is kept; which of them serves is chosen where the worker runs (core.engines).
+beside the encoder either way (`_as_served`). Every engine is gated: int8 (the fastest on most CPUs), the
+fused fp32 graph (PyTorch's answers to ~1e-6; no torch in the worker: quicker to load, less memory), and
+bf16 autocast where the registering CPU has bf16 instructions (AMX or AVX-512 BF16; without them bf16 is
+emulated, slower than fp32). Their figures: docs/BENCHMARKS.md, "Serving". Every artefact that passes is
+kept; which of them serves is chosen where the worker runs (core.engines).
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ def export_onnx(directory: Path) -> dict[str, Path]:
 
     fp32 export → fused (ORT's BERT optimizer) → symbolic shapes → dynamic int8 per channel with 7-bit
     weights: on AVX2 without VNNI, ORT's u8s8 kernels can saturate with full-range weights (ORT's
-    quantization docs); measured on a fine-tuned MiniLM, max Δprob 0.035 instead of 0.136.
+    quantization docs), and 7-bit weights move a fine-tuned MiniLM's probabilities less (docs/BENCHMARKS.md,
+    "Serving").
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -57,8 +57,8 @@ def own_applied_line(labels: Sequence[str]) -> str:
 
 
 def own_suggested_lines(own: Sequence[tuple[str, float]]) -> str:
-    """The repository's own labels that may fit, with their scores (each label's probability under
-    core.own_labels.SCORING), or nothing."""
+    """The repository's own labels that may fit, with their scores (each label's probability by its head,
+    core.own_labels.heads), or nothing."""
     if not own:
         return ""
     return "\n\nThis repository's labels that may fit:\n" + "\n".join(

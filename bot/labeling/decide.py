@@ -158,7 +158,7 @@ class OwnDecision:
     """One of the repository's own labels decided beside the kind: its score, threshold and outcome."""
 
     label: str
-    score: float  # a served label's head probability (core.own_labels.SCORING); else the memory's vote
+    score: float  # a served label's head probability (core.own_labels.heads); else the memory's vote
     threshold: float | None  # None: fewer examples than min_examples, or no threshold keeps the target
     outcome: str  # applied | suggested (shown on the review page, in suggest mode's comment; never written)
 

@@ -26,7 +26,7 @@ from bot.labeling.config import RepoConfig, load_config
 from bot.labeling.decide import PENDING, LabelingInputs, PendingDecision, policy_for, skip_reason
 from bot.labeling.serving import NO_MODEL
 from bot.lifecycle import repositories
-from core import memory, own_label_fits, own_labels, store
+from core import memory, own_labels, store
 from core.classifier import Classifier
 from core.issue_text import format_issue_text
 from core.repository_thresholds import repository_thresholds
@@ -113,9 +113,9 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         recalled = rows.to_memory(classifier.labels) or None
         if policy.areas != ():  # the same rows, with the own labels each carries, and the rules fitted on them
             own = own_labels.memory_of(session, rows, row.repository_id, exclude_issue=row.id)
-            rules = own_label_fits.stored_rules(session, row.repository_id, classifier.version,
-                                                target=policy.own_target, min_examples=policy.min_examples,
-                                                memory=lambda: own)
+            rules = own_labels.stored_rules(session, row.repository_id, classifier.version,
+                                            target=policy.own_target, min_examples=policy.min_examples,
+                                            memory=lambda: own)
     else:
         with sources.inference():
             (scores,) = classifier.predict([text])

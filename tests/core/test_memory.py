@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 
 from core import memory, store
 from core.db import session_scope
-from core.memory import Memory, Neighbour, adjust_scores, class_of, knn_vote
+from core.memory import Memory, MemoryRule, Neighbour, adjust_scores, class_of, knn_vote
 from core.tables import IssueRecord, MemoryEntry, ModelPromotion, ModelVersion, Repository
 from tests.fakes import FakeEncoder
 
@@ -29,9 +29,9 @@ def test_similar_confirmed_issues_of_another_kind_overturn_an_unsure_model():
     assert max(adjusted, key=adjusted.get) == "question"
 
 
-def test_the_repositorys_label_frequencies_alone_shift_the_scores():
-    adjusted = adjust_scores(MODEL, [], {"question": 90, "bug": 5, "feature": 5}, prior_strength=1.0)
-    assert adjusted["question"] > MODEL["question"] and adjusted["bug"] < MODEL["bug"]
+def test_the_repositorys_label_frequencies_alone_leave_the_scores_where_the_model_put_them():
+    adjusted = adjust_scores(MODEL, [], {"question": 90, "bug": 5, "feature": 5})
+    assert adjusted == pytest.approx(MODEL)
 
 
 def test_the_first_confirmed_issue_counts_at_once_with_the_served_constants():
@@ -39,46 +39,36 @@ def test_the_first_confirmed_issue_counts_at_once_with_the_served_constants():
     assert max(adjusted, key=adjusted.get) == "feature"
 
 
-def test_without_prior_correction_and_kNN_weight_the_scores_do_not_move():
-    adjusted = adjust_scores(MODEL, [Neighbour("question", 1.0)], {"question": 50}, knn_weight=0.0,
-                             prior_strength=0.0)
+def test_without_kNN_weight_the_scores_do_not_move():
+    adjusted = adjust_scores(MODEL, [Neighbour("question", 1.0)], {"question": 50}, rule=MemoryRule(knn_weight=0.0))
     assert adjusted == pytest.approx(MODEL)
 
 
-def test_the_vote_counts_more_as_the_memory_grows():
-    few = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 3, {"bug": 1, "feature": 1, "question": 1},
-                        prior_strength=0.0, knn_ramp=20)
-    many = adjust_scores(MODEL, [Neighbour("question", 0.9)] * 3, {"bug": 100, "feature": 100, "question": 100},
-                         prior_strength=0.0, knn_ramp=20)
-    assert MODEL["question"] < few["question"] < many["question"]
+EVEN = {"bug": 1 / 3, "feature": 1 / 3, "question": 1 / 3}  # a memory of as many issues of each kind
 
 
 def test_the_knn_vote_weighs_neighbours_by_similarity_and_never_zeroes_a_class():
     vote = knn_vote([Neighbour("bug", 0.9), Neighbour("feature", 0.3), Neighbour("question", -0.5)],
-                    ["bug", "feature", "question"])
+                    ["bug", "feature", "question"], EVEN)
     assert vote["bug"] > vote["feature"] > vote["question"] > 0
 
 
-def test_a_balanced_vote_keeps_a_minority_kind_a_majority_memory_would_vote_away():
+def test_the_vote_keeps_a_minority_kind_that_a_majority_memorys_numbers_would_vote_away():
     scores = {"bug": 0.35, "feature": 0.15, "question": 0.5}  # the model rightly thinks: a question
-    neighbours = [Neighbour("bug", 0.6)] * 3 + [Neighbour("question", 0.6)] * 2
+    neighbours = [Neighbour("bug", 0.6)] * 3 + [Neighbour("question", 0.6)] * 2  # most neighbours: bugs
     counts = {"bug": 40, "feature": 10, "question": 5}  # a memory of mostly bugs: its neighbours are too
-    by_numbers = adjust_scores(scores, neighbours, counts, balanced=False, knn_ramp=0, trust=1.0)
-    balanced = adjust_scores(scores, neighbours, counts, balanced=True, knn_ramp=0, trust=1.0)
-    assert max(by_numbers, key=by_numbers.get) == "bug"
-    assert max(balanced, key=balanced.get) == "question"
+    adjusted = adjust_scores(scores, neighbours, counts, trust=1.0)
+    assert max(adjusted, key=adjusted.get) == "question"
 
 
-def test_in_a_balanced_memory_the_balanced_vote_is_the_plain_vote():
+def test_in_a_balanced_memory_each_neighbour_counts_by_its_similarity_alone():
     neighbours = [Neighbour("bug", 0.9), Neighbour("feature", 0.4)]
-    classes = ["bug", "feature", "question"]
-    even = {c: 1 / 3 for c in classes}
-    assert knn_vote(neighbours, classes, shares=even) == pytest.approx(knn_vote(neighbours, classes))
+    vote = knn_vote(neighbours, list(EVEN), EVEN, smoothing=0.05)
+    assert vote["bug"] == pytest.approx(0.95 / 1.45) and vote["feature"] == pytest.approx(0.45 / 1.45)
 
 
 def test_a_vote_without_trust_leaves_the_scores_where_the_model_put_them():
-    adjusted = adjust_scores(MODEL, [Neighbour("question", 1.0)] * 5, {"question": 50}, trust=0.0,
-                             prior_strength=0.0)
+    adjusted = adjust_scores(MODEL, [Neighbour("question", 1.0)] * 5, {"question": 50}, trust=0.0)
     assert adjusted == pytest.approx(MODEL)
 
 
@@ -95,12 +85,11 @@ def clustered(per_kind: int, kinds=("bug", "feature", "question"), seed: int = 0
 
 def test_the_self_check_tells_a_memory_that_predicts_itself_from_one_that_does_not():
     good = clustered(20)
-    agreement, majority = memory.self_check_agreement(good.vectors, good.labels, k=5, balanced=False,
+    agreement, majority = memory.self_check_agreement(good.vectors, good.labels, k=5,
                                                       rows=range(len(good) - 30, len(good)))
     assert agreement > 0.9 and majority < 0.5
     shuffled = np.random.default_rng(1).permutation(good.labels).tolist()  # the same issues, labels at random
-    agreement, _ = memory.self_check_agreement(good.vectors, shuffled, k=5, balanced=False,
-                                               rows=range(len(good) - 30, len(good)))
+    agreement, _ = memory.self_check_agreement(good.vectors, shuffled, k=5, rows=range(len(good) - 30, len(good)))
     assert agreement < 0.6
 
 
@@ -139,11 +128,12 @@ def test_the_nearest_confirmed_issues_are_the_most_similar_first():
     assert [n.label for n in nearest] == ["bug", "question"] and nearest[0].similarity > nearest[1].similarity
 
 
-def remembered(session, repo: str, number: int, label: str, vector, version: str = "v1"):
+def remembered(session, repo: str, number: int, label: str, vector, version: str = "v1",
+               size: int = memory.MEMORY_SIZE):
     issue = store.upsert_issue(session, store.ensure_repository(session, repo), number, title="t", body="b",
                                author_login="a", state="open")
     issue.confirmed_label = label
-    memory.remember(session, issue, label, version, vector)
+    memory.remember(session, issue, label, version, vector, size=size)
     return issue
 
 
@@ -170,22 +160,20 @@ def test_remembering_an_issue_again_replaces_its_entry_and_forgetting_drops_it(s
         assert session.scalars(select(MemoryEntry)).all() == []
 
 
-def test_the_memory_keeps_the_newest_entries_of_a_repository(sessions, monkeypatch):
-    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
+def test_the_memory_keeps_the_newest_entries_of_a_repository(sessions):
     with session_scope(sessions) as session:
         for number in range(1, 6):
-            remembered(session, "o/a", number, "bug", [1.0, float(number)])
-        remembered(session, "o/b", 1, "bug", [1.0, 0.0])
+            remembered(session, "o/a", number, "bug", [1.0, float(number)], size=3)
+        remembered(session, "o/b", 1, "bug", [1.0, 0.0], size=3)
         kept = session.execute(select(MemoryEntry.issue_id, MemoryEntry.repository_id)).all()
         assert len(kept) == 4  # three of o/a, and o/b's own
 
 
-def test_stored_newest_first_as_a_fill_does_the_memory_keeps_and_recalls_by_confirmation(sessions, monkeypatch):
+def test_stored_newest_first_as_a_fill_does_the_memory_keeps_and_recalls_by_confirmation(sessions):
     """The fill stores the newest confirmed issues first: the trim must keep those, not the last rows
     stored, and recall gives them oldest-confirmed first (the self-check's latest are the last)."""
     import datetime as dt
 
-    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     labels = {1: "bug", 2: "question", 3: "bug", 4: "enhancement", 5: "question"}
     with session_scope(sessions) as session:
@@ -194,7 +182,7 @@ def test_stored_newest_first_as_a_fill_does_the_memory_keeps_and_recalls_by_conf
             issue = store.upsert_issue(session, repository, number, title=f"t{number}", body="",
                                        author_login="a", state="open")
             issue.confirmed_label, issue.confirmed_at = labels[number], start + dt.timedelta(days=number)
-            memory.remember(session, issue, labels[number], "v1", [1.0, float(number)])
+            memory.remember(session, issue, labels[number], "v1", [1.0, float(number)], size=3)
         kept = session.scalars(select(IssueRecord.number).join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
                                .order_by(IssueRecord.number)).all()
         assert kept == [3, 4, 5]
@@ -246,12 +234,11 @@ def test_a_fill_embeds_the_confirmed_issues_in_batches_committing_after_each(ses
         assert memory.stored_progress(repository).describe() == "10 of 10 issues embedded by fake-1"
 
 
-def test_a_fill_is_bounded_by_the_memorys_size_newest_first(sessions, monkeypatch):
-    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
+def test_a_fill_is_bounded_by_the_memorys_size_newest_first(sessions):
     encoder = FakeEncoder({})
     with session_scope(sessions) as session:
         repository = confirmed_issues(session, 5)
-        progress = memory.fill(session, repository.id, encoder, batch=2)
+        progress = memory.fill(session, repository.id, encoder, batch=2, size=3)
         embedded = session.scalars(select(IssueRecord.number).join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
                                    .order_by(IssueRecord.number)).all()
     assert (progress.embedded, progress.of) == (3, 3) and len(encoder.embedded) == 3

@@ -1,4 +1,4 @@
-"""The own labels' words (core.own_label_words): a TF-IDF vocabulary stored as data scores a new text
+"""The own labels' words (core.own_labels.words): a TF-IDF vocabulary stored as data scores a new text
 exactly as the vectorizer it was fitted as, so the labelling job never fits one."""
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from core.own_label_words import TFIDF, WordFeatures
+from core.own_labels.words import TFIDF, WordFeatures
 
 TEXTS = ["Streaming stops with an error", "the stream crashes on resume", "Vision model: image fails to load",
          "image loading fails in the vision viewer", "hello world", "streaming and images"] * 2

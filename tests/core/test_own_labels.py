@@ -1,22 +1,16 @@
 """Which labels can be a repository's own labels (core.own_labels): areas and topics yes, kinds and the
-process's labels no, and a kind label that says more than its kind (an area's bugs) yes."""
+process's labels no, and a kind label that says more than its kind (an area's bugs) yes; and the rule that
+applies them (core.own_labels.heads)."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
-from core import own_labels
-from core.own_labels import (
-    SCORINGS,
-    OwnLabelMemory,
-    candidates,
-    cross_fitted,
-    fit_rules,
-    in_areas,
-    is_candidate,
-    loo_votes,
-)
+from core.own_labels import OwnLabelMemory, OwnLabelParams, candidates, in_areas, is_candidate
+from core.own_labels.heads import cross_fitted, fit_rules, stopped_using, threshold_at
+
+SERVED = OwnLabelParams()
 
 
 @pytest.mark.parametrize("label", ["dataset request", "dataset-viewer", "streaming", "vision", "module:linear_model",
@@ -71,7 +65,7 @@ def separable_memory(rng, *, carried: int, rows: int, dimensions: int = 16) -> O
     vectors[:carried] += topic
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     labels = [frozenset({"streaming"})] * carried + [frozenset()] * (rows - carried)
-    texts = [ABOUT] * carried + [OTHER] * (rows - carried)  # what heads of words read (SCORING with tfidf)
+    texts = [ABOUT] * carried + [OTHER] * (rows - carried)  # the words the heads read beside the embedding
     order = rng.permutation(rows)  # in time order the label's issues come now and then, to the newest
     return OwnLabelMemory(vectors[order].astype(np.float32), [labels[i] for i in order], {"streaming": carried},
                           texts=[texts[i] for i in order])
@@ -80,19 +74,17 @@ def separable_memory(rng, *, carried: int, rows: int, dimensions: int = 16) -> O
 ABOUT, OTHER = "the stream stops while reading", "a question about something else"
 
 
-@pytest.mark.parametrize("scoring", SCORINGS)
 @pytest.mark.parametrize("carried,rows", [(30, 300), (500, 2000)])
-def test_a_served_label_is_applied_near_its_examples_and_not_elsewhere(carried, rows, scoring, monkeypatch):
-    """The same rule for a label with 30 confirmed examples and one with 500, whatever the scoring: an
-    issue about its topic scores above the threshold fitted on the memory, an issue about nothing below."""
-    monkeypatch.setattr(own_labels, "SCORING", scoring)
+def test_a_served_label_is_applied_near_its_examples_and_not_elsewhere(carried, rows):
+    """The same rule for a label with 30 confirmed examples and one with 500: an issue about its topic
+    scores above the threshold fitted on the memory, an issue about nothing below."""
     rng = np.random.default_rng(3)
     memory = separable_memory(rng, carried=carried, rows=rows)
     rules = fit_rules(memory, min_examples=20, target=0.85)
     near, far = np.eye(16)[0], np.eye(16)[5]
     (about,), (other,) = (rules.score(near, ["streaming"], memory, text=ABOUT),
                           rules.score(far, ["streaming"], memory, text=OTHER))
-    assert rules.scoring == scoring and (rules.words is not None) == own_labels.uses_words(scoring)
+    assert rules.words is not None and rules.params == SERVED
     assert about.threshold is not None and about.examples == carried
     assert about.score >= about.threshold > other.score
 
@@ -103,7 +95,7 @@ def test_below_min_examples_a_label_has_no_threshold_and_is_scored_by_its_vote_a
     rules = fit_rules(memory, min_examples=31, target=0.85)
     (scored,) = rules.score(np.eye(16)[0], ["streaming"], memory)
     assert scored.threshold is None and rules.heads == {}
-    assert scored.score == round(float(memory.votes(np.eye(16)[0], ["streaming"])[0]), 4) > 0.5
+    assert scored.score == round(float(memory.votes(np.eye(16)[0], ["streaming"], SERVED.neighbours)[0]), 4) > 0.5
 
 
 def test_a_threshold_is_chosen_on_scores_of_rows_fitted_without_them():
@@ -125,14 +117,12 @@ def test_a_threshold_is_chosen_on_scores_of_rows_fitted_without_them():
                for s in rules.score(v, ["vision"], memory, text=OTHER))
 
 
-def test_heads_of_words_are_fitted_only_on_the_memory_with_its_texts(monkeypatch):
-    monkeypatch.setattr(own_labels, "SCORING", "head+tfidf")
+def test_heads_of_words_are_fitted_only_on_the_memory_with_its_texts_and_score_only_with_the_issues():
     memory = separable_memory(np.random.default_rng(3), carried=30, rows=300)
     with pytest.raises(ValueError, match="with_texts"):
         fit_rules(dataclasses.replace(memory, texts=None), min_examples=20, target=0.85)
-    monkeypatch.setattr(own_labels, "SCORING", "words")
-    with pytest.raises(ValueError, match="one of vote, head"):
-        fit_rules(memory, min_examples=20, target=0.85)
+    with pytest.raises(ValueError, match="text="):
+        fit_rules(memory, min_examples=20, target=0.85).score(np.eye(16)[0], ["streaming"], memory)
 
 
 def test_no_label_is_served_that_no_memory_row_carries():
@@ -141,48 +131,22 @@ def test_no_label_is_served_that_no_memory_row_carries():
     assert scored.threshold is None and scored.score == 0.0
 
 
-def test_each_memory_row_is_voted_on_by_the_others_only():
-    vectors = np.eye(3, dtype=np.float32)
-    votes = loo_votes(vectors, np.array([[1.0], [0.0], [0.0]], dtype=np.float32), k=2)
-    assert votes[0, 0] == 0.0  # the only row carrying the label does not vote for itself
-
-
 def test_a_threshold_keeps_the_target_precision_among_the_rows_above_it():
     scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
     carried = np.array([1, 1, 1, 0, 1, 0], dtype=bool)
-    assert own_labels.threshold_at(scores, carried, 0.8) == 0.5  # 4 right of 5 from 0.5 up
-    assert own_labels.threshold_at(scores, carried, 0.85) == 0.7  # 0.6 would be 3 of 4
-    assert own_labels.threshold_at(scores, np.zeros(6, dtype=bool), 0.85) == np.inf
+    assert threshold_at(scores, carried, 0.8, SERVED.local_precision) == 0.5  # 4 right of 5 from 0.5 up
+    assert threshold_at(scores, carried, 0.85, SERVED.local_precision) == 0.7  # 0.6 would be 3 of 4
+    assert threshold_at(scores, np.zeros(6, dtype=bool), 0.85, SERVED.local_precision) == np.inf
+    assert threshold_at(np.zeros(6), np.ones(6, dtype=bool), 0.85, SERVED.local_precision) == 1e-9  # 0 never applies
 
 
-def test_a_threshold_never_sits_in_a_band_of_scores_that_is_mostly_wrong():
+def test_a_served_threshold_never_sits_in_a_band_of_scores_that_is_mostly_wrong():
     """Twenty sure rows, then a band where one row in three carries the label: the rows above a threshold
-    deep in the band are still right at 0.85 (from 0.122: 21 of 24), but an issue scored in the band is
-    wrong two times in three, and more such issues than the memory had spoil the precision."""
+    deep in the band are still right at 0.85, but an issue scored in the band is wrong two times in three
+    (core.thresholds' local floor, which the own labels' rule serves with)."""
     scores = np.round(np.linspace(0.95, 0.05, 26), 3)
     carried = np.array([1] * 20 + [0, 0, 1, 0, 0, 1], dtype=bool)
-    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.266)  # the last sure row
-    assert own_labels.local_precision(scores, carried)[20:] == pytest.approx([1 / 3] * 6)
-
-
-def test_without_the_local_floor_the_precision_above_may_buy_a_mostly_wrong_band(monkeypatch):
-    scores = np.round(np.linspace(0.95, 0.05, 26), 3)
-    carried = np.array([1] * 20 + [0, 0, 1, 0, 0, 1], dtype=bool)
-    monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)
-    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.122)  # 21 right of 24: 0.875
-
-
-def test_on_the_precision_bound_a_threshold_needs_more_rows_right_above_it(monkeypatch):
-    """PRECISION_Z (a bench.own_labels knob, off where served): a threshold's precision is the Wilson lower
-    bound, so five rows right of five (bound 0.833 at z = 1) no longer prove 0.8, six do (0.857)."""
-    monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)  # else no threshold sits on the wrong row 0.3
-    assert own_labels.wilson_lower_bound(np.array([5.0, 6.0]), np.array([5.0, 6.0]), 1.0) == pytest.approx(
-        [5 / 6, 6 / 7])
-    scores, carried = np.linspace(0.9, 0.1, 9), np.array([1, 1, 1, 1, 1, 1, 0, 0, 0], dtype=bool)
-    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.3)  # 6 right of 7: 0.857
-    monkeypatch.setattr(own_labels, "PRECISION_Z", 1.0)
-    assert own_labels.threshold_at(scores, carried, 0.85) == pytest.approx(0.4)  # 6 of 6: bound 0.857
-    assert own_labels.threshold_at(scores[1:], carried[1:], 0.85) == np.inf  # 5 of 5: bound 0.833
+    assert threshold_at(scores, carried, 0.85, SERVED.local_precision) == pytest.approx(0.266)  # the last sure row
 
 
 def test_a_label_the_maintainers_stopped_using_is_no_longer_applied_but_still_suggested():
@@ -194,10 +158,12 @@ def test_a_label_the_maintainers_stopped_using_is_no_longer_applied_but_still_su
     moved = OwnLabelMemory(np.vstack([memory.vectors, later / np.linalg.norm(later, axis=1, keepdims=True)]
                                      ).astype(np.float32), memory.labels + [frozenset()] * 100,
                            {"streaming": 30}, texts=memory.texts + [OTHER] * 100)
-    assert own_labels.stopped_using(moved.carries(["streaming"])[:, 0])
+    assert stopped_using(moved.carries(["streaming"])[:, 0], SERVED.stopped_expected)
     rules = fit_rules(moved, min_examples=20, target=0.85)
     (about,) = rules.score(np.eye(16)[0], ["streaming"], moved, text=ABOUT)
     assert rules.thresholds["streaming"] == np.inf and about.threshold is None and about.score > 0.5
+    kept = fit_rules(moved, min_examples=20, target=0.85, params=OwnLabelParams(stopped_expected=None))
+    assert np.isfinite(kept.thresholds["streaming"])  # with the knob off, the old rows still set one
 
 
 @pytest.mark.parametrize("newest_without,stopped", [(0, False), (49, False), (50, True), (300, True)])
@@ -206,36 +172,5 @@ def test_a_label_has_stopped_once_its_share_would_have_put_five_among_the_newest
     """40 of 400 rows carry it, a share of 1 in 10: 5 expected among the newest 50."""
     carried = np.zeros(400, dtype=bool)
     carried[np.linspace(0, 399 - newest_without, 40).astype(int)] = True
-    assert own_labels.stopped_using(carried, 5.0) is stopped
-    assert not own_labels.stopped_using(carried, 0) and not own_labels.stopped_using(np.zeros(9, bool), 5.0)
-
-
-def named_memory(rng, *, rows: int = 300, carried: int = 30) -> OwnLabelMemory:
-    """`component: streaming` on the issues whose titles say `Streaming`; the embeddings say nothing."""
-    vectors = rng.normal(size=(rows, 16))
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    fill = ["the job fails", "an error on load", "it hangs", "wrong output"]
-    texts = [f"Streaming {fill[i % 4]}\n\ncase {i}" if i < carried
-             else f"{fill[i % 4].capitalize()}\n\ncase {i}" for i in range(rows)]
-    labels = [frozenset({"component: streaming"}) if i < carried else frozenset() for i in range(rows)]
-    order = rng.permutation(rows)
-    return OwnLabelMemory(vectors[order].astype(np.float32),
-                          [labels[i] for i in order], {"component: streaming": carried},
-                          texts=[texts[i] for i in order])
-
-
-@pytest.mark.parametrize("scoring,applied", [("head+tfidf+name", True), ("head+tfidf", False)])
-def test_a_label_named_like_an_issues_words_is_applied_there_and_not_elsewhere(scoring, applied, monkeypatch):
-    """The memory's issues of `component: streaming` all say `Streaming`; a new one says `streams`, a word
-    the memory's vocabulary never saw: the head that reads the label's name applies it there (the words'
-    head alone cannot), and neither applies it to an issue that does not use the name. The memory is
-    separable, so the local floor would put the threshold on its lowest example, just above the new
-    issue's score: the name's effect is shown without it."""
-    monkeypatch.setattr(own_labels, "SCORING", scoring)
-    monkeypatch.setattr(own_labels, "LOCAL_PRECISION", 0.0)
-    rng = np.random.default_rng(5)
-    memory = named_memory(rng)
-    rules = fit_rules(memory, min_examples=20, target=0.85)
-    (named,), (other,) = (rules.score(rng.normal(size=16), ["component: streaming"], memory, text=text)
-                          for text in ("The streams stop\n\nafter an hour", "It hangs\n\nafter an hour"))
-    assert (named.score >= named.threshold) is applied and other.score < other.threshold
+    assert stopped_using(carried, 5.0) is stopped
+    assert not stopped_using(carried, None) and not stopped_using(np.zeros(9, bool), 5.0)

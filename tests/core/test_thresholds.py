@@ -4,6 +4,7 @@ precision of its later labels that the global ones lose."""
 
 import random
 
+import numpy as np
 import pytest
 
 from core.thresholds import (
@@ -13,6 +14,7 @@ from core.thresholds import (
     UNREACHABLE,
     Judged,
     kind_thresholds,
+    local_precisions,
     lowest_threshold,
     quality_at,
 )
@@ -41,6 +43,27 @@ def test_ties_are_kept_or_dropped_together_and_exact_targets_count():
     assert lowest_threshold([], [], 0.9) is None
     with pytest.raises(ValueError, match="between 0 and 1"):
         lowest_threshold([0.5], [True], 1.5)
+
+
+BAND = np.round(np.linspace(0.95, 0.05, 26), 3)  # twenty sure rows, then a band right one time in three
+BAND_RIGHT = np.array([1] * 20 + [0, 0, 1, 0, 0, 1], dtype=bool)
+
+
+def test_with_a_local_floor_a_threshold_never_sits_in_a_band_of_scores_that_is_mostly_wrong():
+    """The rows above a threshold deep in the band are still right at 0.85 (from 0.122: 21 of 24), but a
+    prediction scored in the band is wrong two times in three: the floor keeps the threshold on the last
+    sure row (the own labels' rule), without it the precision above buys the band (the kinds' rule)."""
+    assert lowest_threshold(BAND, BAND_RIGHT, 0.85, local_precision=0.5) == pytest.approx(0.266)
+    assert local_precisions(BAND, BAND_RIGHT)[20:] == pytest.approx([1 / 3] * 6)
+    assert lowest_threshold(BAND, BAND_RIGHT, 0.85) == pytest.approx(0.122)  # 21 right of 24: 0.875
+
+
+def test_a_local_floor_changes_nothing_where_no_band_is_mostly_wrong():
+    scores, right = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4], [True, True, True, False, True, False]
+    for target, expected in ((0.8, 0.5), (0.85, 0.7)):  # 4 right of 5 from 0.5 up; at 0.6: 3 of 4
+        assert lowest_threshold(scores, right, target, local_precision=0.5) == lowest_threshold(
+            scores, right, target) == expected
+    assert lowest_threshold(scores, [False] * 6, 0.85, local_precision=0.5) is None
 
 
 def test_a_kind_uses_its_own_threshold_from_min_support_on_else_the_global_one_else_the_default():

@@ -1,6 +1,6 @@
-"""How the service scores its own labels (issue 29): the rules (core.own_labels.fit_rules: each served
-label's head and vote, its threshold cross-fitted on the memory) are fitted off the labelling path, stored
-(core.own_label_fits) and read as stored; a labelling job reads the memory once, for the kind and the own
+"""How the service scores its own labels (issue 29): the rules (core.own_labels.heads.fit_rules: each served
+label's head, its threshold cross-fitted on the memory) are fitted off the labelling path, stored
+(core.own_labels.storage) and read as stored; a labelling job reads the memory once, for the kind and the own
 labels alike; the kind is decided the same with own labels on or off."""
 
 import dataclasses
@@ -9,8 +9,10 @@ import pytest
 from sqlalchemy import select
 
 from bot.labeling import decide as labeling
-from core import memory, own_label_fits, own_labels, store
+from core import memory, own_labels, store
 from core.db import session_scope
+from core.own_labels.heads import fit_rules
+from core.own_labels.storage import decode
 from core.tables import IssueRecord, OwnLabelFit
 from tests.bot.labeling.test_own_labels import (
     ENCODER,
@@ -62,26 +64,24 @@ def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refit
     assert stored_fit(sessions) == (key, examples, fitted_at)  # read as stored: no fit on the labelling path
     with session_scope(sessions) as session:  # the feedback queue's refresh (bot.jobs._refresh_thresholds)
         repository = store.find_repository(session, full_name=REPO)
-        own_label_fits.refresh_stored(session, repository.id, ENCODER.version)
+        own_labels.refresh_stored(session, repository.id, ENCODER.version)
     moved_key, moved, _ = stored_fit(sessions)
     assert moved == {"streaming": history + 1, "vision": history} and moved_key != key
 
 
-@pytest.mark.parametrize("scoring", own_labels.SCORINGS)
-def test_the_stored_rules_are_what_the_decision_applies(sessions, github, scoring, monkeypatch):  # noqa: F811
-    """Whatever the scoring (the words' heads read the issue's text as the model did), the decision stored is
-    the stored rules' score and threshold."""
-    monkeypatch.setattr(own_labels, "SCORING", scoring)
+def test_the_stored_rules_are_what_the_decision_applies(sessions, github):  # noqa: F811 - the fixture
+    """The heads read the issue's text as the model did; the decision stored is the stored rules' score and
+    threshold."""
     confirmed_history(sessions)
     streaming_issue(sessions, github, 1)
     with session_scope(sessions) as session:
-        rules = own_label_fits.decode(session.scalars(select(OwnLabelFit)).one())
+        rules = decode(session.scalars(select(OwnLabelFit)).one())
         repository = store.find_repository(session, full_name=REPO)
         stored = session.scalars(select(IssueRecord).where(IssueRecord.number == 1)).one()
         mem = own_labels.recall(session, repository.id, ENCODER.version, exclude_issue=stored.id)
         prediction = store.latest_prediction(session, stored)
         (row,) = prediction.own_labels
-        assert rules.scoring == scoring and (rules.words is not None) == own_labels.uses_words(scoring)
+        assert rules.words is not None
         (scored,) = rules.score(ENCODER.embed(["Stream stops with a crash"])[0], ["streaming"], mem,
                                 text="Stream stops with a crash")
         assert (row.label, row.score, row.threshold) == ("streaming", scored.score, scored.threshold)
@@ -110,7 +110,7 @@ def test_a_label_the_rules_serve_is_applied_only_where_the_mode_writes(mode):
     vectors = np.array([[1.0, 0.0]] * 8 + [[0.0, 1.0]] * 8, dtype=np.float32)
     mem = own_labels.OwnLabelMemory(vectors, [frozenset({"streaming"})] * 8 + [frozenset()] * 8, {"streaming": 8},
                                     texts=["the stream stops"] * 8 + ["a question"] * 8)
-    rules = own_labels.fit_rules(mem, min_examples=5, target=0.85)
+    rules = fit_rules(mem, min_examples=5, target=0.85)
     inputs = labeling.LabelingInputs(
         REPO, 1, IssueSnapshot(1, "the stream stops", "", "open", (), False, None, None),
         dataclasses.replace(labeling.LabelingPolicy(), areas=None, mode=mode), ["bug"], scores={"bug": 0.9},

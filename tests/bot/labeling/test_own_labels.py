@@ -12,7 +12,7 @@ from bot.labeling import decide as labeling
 from bot.labeling.config import parse_config
 from bot.lifecycle.backfill import backfill
 from bot.review import decide, quality
-from core import memory, own_label_fits, own_labels, store
+from core import memory, own_labels, store
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry, OwnLabelDecision, OwnLabelExample
 from tests.bot.rules import (
@@ -146,7 +146,7 @@ def test_by_default_an_own_label_is_applied_from_its_twentieth_confirmed_example
         session.flush()
         memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
         own_labels.confirm(session, issue, "streaming", "maintainer")
-        own_label_fits.refresh_stored(session, repo.id)  # the feedback queue's refit after a decision
+        own_labels.refresh_stored(session, repo.id)  # the feedback queue's refit after a decision
     streaming_issue(sessions, github, 2)
     assert own_decisions(sessions, 2) == [("streaming", "applied", None)]
     assert github.writes()[-1] == ("add_labels", REPO, 2, ("bug", "streaming"))
@@ -384,9 +384,9 @@ def own_only_history(sessions, count: int = 6, title: str = "Stream stops with a
                 own_labels.confirm(session, issue, name, "maintainer")
 
 
-def fill(sessions, embedder=ENCODER) -> memory.FillProgress:
+def fill(sessions, embedder=ENCODER, size: int = memory.MEMORY_SIZE) -> memory.FillProgress:
     with session_scope(sessions) as session:
-        return memory.fill(session, store.find_repository(session, full_name=REPO).id, embedder)
+        return memory.fill(session, store.find_repository(session, full_name=REPO).id, embedder, size=size)
 
 
 def memory_labels(sessions) -> dict[int, str]:
@@ -458,16 +458,15 @@ def test_a_reviewers_click_on_an_own_label_of_an_issue_without_kind_gives_it_its
     assert memory_labels(sessions)[1] == memory.NO_KIND
 
 
-def test_issues_of_own_labels_only_keep_a_memory_of_their_own_size(sessions, monkeypatch):
+def test_issues_of_own_labels_only_keep_a_memory_of_their_own_size(sessions):
     """They never push an issue of a kind out of the kind's memory (kind quality stays as it was)."""
-    monkeypatch.setattr(memory, "MEMORY_SIZE", 3)
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
         for number in range(1, 4):
             store.upsert_issue(session, repo, number, title=f"Crash {number}", body="", author_login="x",
                                state="closed").confirmed_label = "bug"
     own_only_history(sessions, 5)
-    assert fill(sessions).describe() == f"6 of 6 issues embedded by {ENCODER.version}"
+    assert fill(sessions, size=3).describe() == f"6 of 6 issues embedded by {ENCODER.version}"
     rows = memory_labels(sessions)
     assert sorted(n for n, kind in rows.items() if kind == "bug") == [1, 2, 3]
     assert sorted(n for n, kind in rows.items() if kind == memory.NO_KIND) == [302, 303, 304]  # the newest

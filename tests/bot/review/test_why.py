@@ -63,7 +63,7 @@ def test_the_prediction_keeps_the_models_scores_the_voters_and_the_threshold(ses
         stored = session.get(Prediction, prediction_id)
         assert stored.model_scores == found.inputs.scores  # before the memory
         assert stored.scores == plan.scores  # as served, after it
-        assert len(stored.neighbours) == memory.NEIGHBOURS
+        assert len(stored.neighbours) == memory.MemoryRule().neighbours
         assert stored.neighbours[0]["number"] == 103 and stored.neighbours[0]["label"] == "bug"
         assert stored.neighbours[0]["similarity"] > 0.999
         assert {voter["number"] for voter in stored.neighbours} <= set(range(100, 107))

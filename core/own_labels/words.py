@@ -1,7 +1,7 @@
-"""The words of a repository's issues as features of its own labels' heads (issue 29, core.own_labels'
-SCORING with `tfidf`): a TF-IDF vocabulary fitted on the memory's texts where the rules are fitted (the
-feedback queue, core.own_label_fits), stored with them as data (terms and idf, JSON), and applied to each
-new issue's text by the labelling job without fitting anything.
+"""The words of a repository's issues as features of its own labels' heads, beside the embedding: a TF-IDF
+vocabulary fitted on the memory's texts where the rules are fitted (the feedback queue), stored with them as
+data (terms and idf, JSON: core.own_labels.storage), and applied to each new issue's text by the labelling
+job without fitting anything.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# what bench.own_labels' head+tfidf measured: sublinear counts, words and pairs seen in two issues or more
+# sublinear counts, words and pairs seen in two issues or more (what bench.own_labels measured)
 TFIDF = {"sublinear_tf": True, "min_df": 2, "max_features": 20000, "ngram_range": (1, 2)}
 
 
@@ -43,12 +43,10 @@ class WordFeatures:
         vectorizer.idf_ = self.idf
         return vectorizer.transform(list(texts))
 
-    def features(self, vectors: np.ndarray, texts: Sequence[str], *, with_vectors: bool = True):
-        """The heads' input: each row's embedding (not `with_vectors`: none), then its TF-IDF (sparse CSR)."""
+    def features(self, vectors: np.ndarray, texts: Sequence[str]):
+        """The heads' input: each row's embedding, then its TF-IDF (sparse CSR)."""
         from scipy.sparse import csr_matrix, hstack
 
-        if not with_vectors:
-            return self.transform(texts).tocsr()
         return hstack([csr_matrix(np.asarray(vectors, dtype=np.float64)), self.transform(texts)]).tocsr()
 
     def to_json(self) -> dict:
