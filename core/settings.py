@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -37,6 +38,10 @@ def _rule(holds: Callable[[float], bool], problem: str) -> Callable[[object], st
 _NOT_NEGATIVE = _rule(lambda v: v >= 0, "must not be negative")
 _AT_LEAST_ONE = _rule(lambda v: v >= 1, "must be at least 1")
 _FRACTION = _rule(lambda v: 0.0 <= v <= 1.0, "must be between 0 and 1")
+_POSITIVE_SECONDS = _rule(lambda v: v > 0, "must be a positive number of seconds")
+_PORT = _rule(lambda v: 1 <= v <= 65535, "must be a port from 1 to 65535")
+_LABEL = _rule(lambda v: 0 < len(v) <= 50 and v.strip() == v,  # GitHub's longest label name
+               "must be a label name of 1 to 50 characters without surrounding spaces")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +57,7 @@ class Settings:
     database_url: str = dataclasses.field(default=DEFAULT_DATABASE_URL, repr=False)
     # REDIS_URL, with the password of REDIS_PASSWORD_PATH's file put in; None: "start a local Redis" (run)
     redis_url: str | None = dataclasses.field(default=None, repr=False)
-    port: int = env("PORT", 8000)  # of the web process
+    port: int = env("PORT", 8000, check=_PORT)  # of the web process
     model_dir: Path = env("MODEL_DIR", Path(DEFAULT_MODEL_DIR))  # root of the versioned model registry
     threshold: float = env("ISSUE_SORTER_THRESHOLD", 0.5, check=_FRACTION)  # below this top score: abstain
     create_labels: bool = env("ISSUE_SORTER_CREATE_LABELS", False)  # create a missing kind label, not abstain
@@ -76,13 +81,17 @@ class Settings:
     fresh_delivery_seconds: float = env("ISSUE_SORTER_FRESH_DELIVERY_SECONDS", 10.0, check=_NOT_NEGATIVE)
     # labelling workers `issue-sorter run` starts: one model each, each with worker_threads inference threads
     labelling_workers: int = env("ISSUE_SORTER_LABELLING_WORKERS", 1, check=_AT_LEAST_ONE)
-    retrain_interval: int = env("ISSUE_SORTER_RETRAIN_INTERVAL", 86400)  # s between checks for scopes due
-    redelivery_interval: int = env("ISSUE_SORTER_REDELIVERY_INTERVAL", 900, check=_rule(lambda v: v > 0, "must be a positive number of seconds"))  # s between sweeps
-    retrain_min_new: int = env("ISSUE_SORTER_RETRAIN_MIN_NEW", 20)  # new confirmed issues that make a scope due
-    repo_min_per_label: int = env("ISSUE_SORTER_REPO_MIN_PER_LABEL", 20)  # per label, for a repo's own labels
-    retrain_epochs: int = env("ISSUE_SORTER_RETRAIN_EPOCHS", 2)  # of each retraining run
+    # s between checks for scopes due
+    retrain_interval: int = env("ISSUE_SORTER_RETRAIN_INTERVAL", 86400, check=_POSITIVE_SECONDS)
+    redelivery_interval: int = env("ISSUE_SORTER_REDELIVERY_INTERVAL", 900, check=_POSITIVE_SECONDS)  # s between sweeps
+    # new confirmed issues that make a scope due
+    retrain_min_new: int = env("ISSUE_SORTER_RETRAIN_MIN_NEW", 20, check=_AT_LEAST_ONE)
+    # per label, for a repo's own labels
+    repo_min_per_label: int = env("ISSUE_SORTER_REPO_MIN_PER_LABEL", 20, check=_AT_LEAST_ONE)
+    retrain_epochs: int = env("ISSUE_SORTER_RETRAIN_EPOCHS", 2, check=_AT_LEAST_ONE)  # of each retraining run
     retrain_min_holdout: int = env("ISSUE_SORTER_RETRAIN_MIN_HOLDOUT", 50, check=_AT_LEAST_ONE)  # the gate's issues
-    retrain_max_length: int | None = env("ISSUE_SORTER_RETRAIN_MAX_LENGTH", None)  # tokens; None: the champion's
+    # tokens; None: the champion's
+    retrain_max_length: int | None = env("ISSUE_SORTER_RETRAIN_MAX_LENGTH", None, check=_AT_LEAST_ONE)
     client_id: str | None = None  # GITHUB_CLIENT_ID: the App's OAuth client; without it the review UI is off
     client_secret: str | None = dataclasses.field(default=None, repr=False)  # GITHUB_CLIENT_SECRET(_PATH)
     web_url: str = DEFAULT_WEB_URL  # GITHUB_WEB_URL: where users sign in (GitHub Enterprise: its own URL)
@@ -121,7 +130,8 @@ class Settings:
     # loaded) or one of core.engines.ENGINES, still only when its gate passed; else the next, logged
     engine: str = env("ISSUE_SORTER_ENGINE", "auto", check=lambda v: None if v in ENGINE_CHOICES else
                       f"must be auto, measure or one of {', '.join(ENGINES)}")
-    abstain_label: str | None = env("ISSUE_SORTER_ABSTAIN_LABEL", None)  # label for issues the bot abstains on
+    # label for issues the bot abstains on
+    abstain_label: str | None = env("ISSUE_SORTER_ABSTAIN_LABEL", None, check=_LABEL)
     # seconds after which an issue or comment event is ignored as a replay (0: never); GitHub redelivers for
     # 3 days, plus an hour for clocks and queues (bot.intake.queueing.REPLAY_WINDOW_SECONDS)
     max_event_age: int = env("ISSUE_SORTER_MAX_EVENT_AGE", 3 * 24 * 3600 + 3600,
@@ -168,6 +178,32 @@ class Settings:
 
 
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+PREFIX = "ISSUE_SORTER_"
+# this prefix's variables read by hand in from_env (with their secrets' _PATH forms), and elsewhere: the first
+# model's data (trainer.bootstrap), where ../shared is (trainer.sources), and where `run` tells its children
+# the generated webhook secret is (issue_sorter.run)
+READ_BY_HAND = frozenset({"ISSUE_SORTER_SESSION_SECRET", "ISSUE_SORTER_SESSION_SECRET_PATH", "ISSUE_SORTER_ADMINS",
+                          "ISSUE_SORTER_GLOBAL_INSTALLATIONS", "ISSUE_SORTER_METRICS_TOKEN",
+                          "ISSUE_SORTER_METRICS_TOKEN_PATH"})
+READ_ELSEWHERE = frozenset({"ISSUE_SORTER_BOOTSTRAP_DATA", "ISSUE_SORTER_SHARED", "ISSUE_SORTER_SECRET_SOURCE"})
+
+
+def known_variables() -> frozenset[str]:
+    """Every ISSUE_SORTER_* variable some part of the App reads."""
+    declared = {field.metadata["env"] for field in dataclasses.fields(Settings) if "env" in field.metadata}
+    return frozenset({name for name in declared if name.startswith(PREFIX)} | READ_BY_HAND | READ_ELSEWHERE)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """{name: what to say} of the ISSUE_SORTER_* variables set that nothing reads (a typo would leave the
+    default on, silently), each with the known one it most likely misspells."""
+    known, found = known_variables(), {}
+    for name in sorted(variable for variable in environ if variable.startswith(PREFIX) and variable not in known):
+        # compared without the prefix every one shares, which would make any two look alike
+        meant = difflib.get_close_matches(name.removeprefix(PREFIX), [k.removeprefix(PREFIX) for k in known], n=1)
+        found[name] = f"{name} is not read by Issue Sorter" + (f" (did you mean {PREFIX}{meant[0]}?)" if meant
+                                                               else "")
+    return found
 
 
 def _read_setting(environ: Mapping[str, str], field: dataclasses.Field, problems: list[str]):

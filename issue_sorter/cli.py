@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable
 
 from core.migrate import DatabaseNotReady, require_tables
-from core.settings import ConfigError, Settings
-from issue_sorter import model_commands, operations, service_commands
+from core.settings import ConfigError, Settings, unknown_variables
+from issue_sorter import config_commands, model_commands, operations, service_commands
 from issue_sorter.command import WEBHOOK
 from trainer.registry import RegistryError
 
@@ -31,7 +31,7 @@ def load_settings(*, require_webhook_secret: bool = False) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="issue-sorter", description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (service_commands, model_commands, operations):
+    for module in (service_commands, model_commands, operations, config_commands):
         module.add_commands(commands)
     return parser
 
@@ -40,6 +40,8 @@ def run_command(args: argparse.Namespace, load: LoadSettings = load_settings) ->
     """Prepare what the command declared (settings, a migrated database), run it, explain its errors."""
     try:
         settings = None if args.settings is None else load(require_webhook_secret=args.settings == WEBHOOK)
+        if settings is not None:
+            warn_unknown_variables(os.environ)
         if args.database:
             require_tables(settings.database_url)
         return args.handler(args, settings) or 0
@@ -48,6 +50,12 @@ def run_command(args: argparse.Namespace, load: LoadSettings = load_settings) ->
     except (DatabaseNotReady, RegistryError, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+
+
+def warn_unknown_variables(environ) -> None:
+    """Name each ISSUE_SORTER_* variable nothing reads: a misspelt one would otherwise leave its default on."""
+    for line in unknown_variables(environ).values():
+        print(f"issue-sorter: warning: {line}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None, *, load: LoadSettings = load_settings) -> int:

@@ -23,7 +23,8 @@ from pathlib import Path
 from redis import Redis
 
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE
-from core.settings import ConfigError, Settings
+from core.settings import ConfigError, Settings, unknown_variables
+from issue_sorter.app_check import check_config_access
 from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
 from issue_sorter.readiness import make_readiness
 from issue_sorter.redis_credentials import acl_text
@@ -44,6 +45,9 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
     os.umask(0o077)
     private_dir(VAR)
     _read_env_file(environ)
+    for name, line in unknown_variables(environ).items():  # named once here: its children never see them
+        print(f"issue-sorter run: warning: {line}", file=sys.stderr)
+        environ.pop(name)
     _fill_embedded_defaults(environ)
     with _local_redis(environ) as redis:
         try:
@@ -52,6 +56,7 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
             print(f"issue-sorter run: {error}", file=sys.stderr)
             return 2
         _prepare(settings, environ, bootstrap)
+        check_config_access(settings)
         children = _start_processes(environ, forward, labelling_workers=settings.labelling_workers)
         print(f"starting: {settings.labelling_workers} labelling worker(s), {settings.worker_threads} inference "
               f"thread(s) each (ISSUE_SORTER_LABELLING_WORKERS, ISSUE_SORTER_WORKER_THREADS); ready once the "

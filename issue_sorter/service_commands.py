@@ -103,6 +103,9 @@ def cmd_cron(_args: argparse.Namespace, settings: Settings) -> int:
     from issue_sorter.cron import run_cron
 
     _require_redis(settings, "cron")
+    from issue_sorter.app_check import check_config_access
+
+    check_config_access(settings)  # exactly one cron runs: its log says it once per deployment
     run_cron(settings)  # in this process: no Redis URL (it holds the password) on a command line
     return 0
 

@@ -48,7 +48,8 @@ DEFAULT_INSTALLATION_ID = 1
 CONTENTS_MAX_BYTES = 1024 * 1024  # the Contents API sends no content for a file bigger than this
 NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
 APP_ENDPOINTS = {"access_token", "repo_installation",  # authenticated by the App's JWT, not a token
-                 "list_hook_deliveries", "redeliver_hook_delivery"}
+                 "list_hook_deliveries", "redeliver_hook_delivery", "list_installations", "the_app"}
+CONFIG_FILE = ".github/issue-sorter.yml"  # app.yml's one single file: what an installation may read by default
 # GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
 MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
 REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
@@ -178,8 +179,12 @@ def _permission_levels(role: str) -> dict[str, bool]:
     return {level: rank > i for i, level in enumerate(("pull", "triage", "push", "maintain", "admin"))}
 
 
-def _installation_json(api: str, installation_id: int, owner: str, app_id: int) -> dict[str, Any]:
+def _installation_json(api: str, installation_id: int, owner: str, app_id: int,
+                       single_files: Iterable[str] = (CONFIG_FILE,)) -> dict[str, Any]:
+    """An installation as GitHub shows it to the App: app.yml's permissions, with the single file's paths the
+    App's settings name (none: the path was never set)."""
     account = _user_json(api, owner, "Organization")
+    single_files = list(single_files)
     return {
         "id": installation_id, "account": account, "repository_selection": "selected",
         "access_tokens_url": f"{api}/app/installations/{installation_id}/access_tokens",
@@ -187,10 +192,11 @@ def _installation_json(api: str, installation_id: int, owner: str, app_id: int) 
         "html_url": f"{WEB_URL}/organizations/{owner}/settings/installations/{installation_id}",
         "app_id": app_id, "app_slug": "issue-sorter", "target_id": account["id"],
         "target_type": "Organization",
-        "permissions": {"issues": "write", "metadata": "read", "contents": "read"}, "events": ["issues"],
-        "created_at": _timestamp(0), "updated_at": _timestamp(0), "single_file_name": None,
-        "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None,
-        "suspended_at": None}
+        "permissions": {"issues": "write", "metadata": "read", "single_file": "read"}, "events": ["issues"],
+        "created_at": _timestamp(0), "updated_at": _timestamp(0),
+        "single_file_name": single_files[0] if len(single_files) == 1 else None,
+        "has_multiple_single_files": len(single_files) > 1, "single_file_paths": single_files,
+        "suspended_by": None, "suspended_at": None}
 
 
 def _repo_json(api: str, full_name: str, repo_id: int, private: bool = False) -> dict[str, Any]:
@@ -286,6 +292,9 @@ class FakeGitHub:
         self._repos: dict[str, dict[str, Any]] = {}
         self._installations: dict[int, set[str]] = {}
         self._suspended: set[int] = set()  # installations GitHub refuses tokens to (403)
+        # installation → the single files it may read, where set_installation named them (every file is
+        # readable elsewhere, and the installation shows app.yml's one path)
+        self._single_files: dict[int, list[str]] = {}
         self._tokens: dict[str, IssuedToken] = {}
         self._failures: list[_Failure] = []
         self._moved: dict[tuple[str, int], tuple[int, int]] = {}  # (repo, number) → (new repo id, number)
@@ -335,10 +344,15 @@ class FakeGitHub:
 
     # --- setting up state ------------------------------------------------------------------------
     def set_installation(self, installation_id: int, *, suspended: bool | None = None,
-                         deleted: bool = False, removed: Iterable[str] = ()) -> None:
+                         deleted: bool = False, removed: Iterable[str] = (),
+                         single_files: Iterable[str] | None = None) -> None:
         """What GitHub does before it sends installation events: suspend or unsuspend an installation,
-        delete it (the App uninstalled), or take repositories out of it."""
+        delete it (the App uninstalled), or take repositories out of it. `single_files`: the paths the App's
+        single-file permission names (empty: never set): any other file answers 403, as on a private
+        repository."""
         with self._lock:
+            if single_files is not None:
+                self._single_files[installation_id] = list(single_files)
             if suspended is not None:
                 (self._suspended.add if suspended else self._suspended.discard)(installation_id)
             if deleted:
@@ -515,6 +529,8 @@ class FakeGitHub:
         routes = [
             ("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token),
             ("GET", f"{repo}/installation", self._repo_installation),
+            ("GET", "/app/installations", self._list_installations),
+            ("GET", "/app", self._the_app),
             ("GET", repo, self._repository),
             ("GET", f"{repo}/issues", self._list_issues),
             ("GET", issue, self._issue),
@@ -744,7 +760,28 @@ class FakeGitHub:
         iid = self._repos[f"{owner}/{name}"]["installation_id"]
         if f"{owner}/{name}" not in self._installations.get(iid, ()):
             return _error(404, "Not Found")  # taken out of the installation, or the App uninstalled
-        return _json(_installation_json(self.url, iid, owner, self.app_id))
+        return self._installation(iid, owner)
+
+    def _installation(self, installation_id: int, owner: str) -> Response:
+        return _json(_installation_json(self.url, installation_id, owner, self.app_id,
+                                        self._single_files.get(installation_id, [CONFIG_FILE])))
+
+    def _the_app(self) -> Response:
+        """The App itself (GET /app), owned by the account of its first installation ("octo" without one)."""
+        owners = [sorted(names)[0].split("/")[0] for _, names in sorted(self._installations.items()) if names]
+        owner = _user_json(self.url, owners[0] if owners else "octo", "Organization")
+        return _json({"id": self.app_id, "slug": "issue-sorter", "name": "Issue Sorter", "owner": owner,
+                      "html_url": f"{WEB_URL}/apps/issue-sorter", "events": ["issues", "issue_comment", "label"],
+                      "permissions": {"issues": "write", "metadata": "read", "single_file": "read"}})
+
+    def _list_installations(self) -> Response:
+        """The App's installations (GET /app/installations, as the App), each named by its first repository's
+        owner."""
+        found = [(iid, sorted(names)) for iid, names in sorted(self._installations.items()) if names]
+        page, headers = self._page([_installation_json(self.url, iid, names[0].split("/")[0], self.app_id,
+                                                       self._single_files.get(iid, [CONFIG_FILE]))
+                                    for iid, names in found])
+        return _json(page, headers=headers)
 
     def _list_hook_deliveries(self) -> Response:
         """Newest first; the Link header's rel="next" carries the cursor of the next page, as on GitHub."""
@@ -916,7 +953,14 @@ class FakeGitHub:
 
     def _contents(self, owner: str, name: str, path: str) -> Response:
         full_name = f"{owner}/{name}"
+        allowed = self._single_files.get(self._repos[full_name]["installation_id"])
+        if allowed is not None and path not in allowed:
+            return _error(403, "Resource not accessible by integration")
         text = self._repos[full_name]["files"].get(path)
+        inside = sorted(other for other in self._repos[full_name]["files"] if other.startswith(path.rstrip("/") + "/"))
+        if text is None and inside:  # a folder: GitHub lists what is in it
+            return _json([{"type": "file" if "/" not in other[len(path) + 1:] else "dir",
+                           "name": other[len(path) + 1:].split("/")[0], "path": other} for other in inside])
         if text is None:
             return _error(404, "Not Found")
         raw = text if isinstance(text, bytes) else text.encode()

@@ -173,6 +173,14 @@ def _github_errors() -> Iterator[None]:
         raise TransientGitHubError(f"no answer from GitHub: {type(error).__name__}") from error
 
 
+class NotAFile(PermanentGitHubError):
+    """The path names a folder, a symlink or a submodule, not a file: a config there cannot be read."""
+
+    def __init__(self, path: str, kind: str):
+        super().__init__(f"{path} is a {kind}, not a file", status=200)
+        self.kind = kind
+
+
 class IssueTransferred(PermanentGitHubError):
     """GitHub redirected the issue's URL (301) to an issue of another repository: it was transferred
     (or, rarely, its repository was renamed while the job waited; the next delivery carries the new name)."""
@@ -288,7 +296,8 @@ class PyGithubWriter:
             raise
 
     def get_file(self, repo: str, path: str, *, etag: str | None = None) -> RepoFile | Unchanged | None:
-        """A file on the default branch (Contents API); None when it is missing or not a file.
+        """A file on the default branch (Contents API); None when it is missing, NotAFile for a folder (GitHub
+        lists it), a symlink or a submodule.
 
         With `etag` the GET is conditional: UNCHANGED when GitHub answers 304, which costs no rate limit.
         """
@@ -302,8 +311,8 @@ class PyGithubWriter:
             raise
         if status == 304:
             return UNCHANGED
-        if not isinstance(data, dict) or data.get("type") != "file":  # a directory, a symlink, a submodule
-            return None
+        if not isinstance(data, dict) or data.get("type") != "file":
+            raise NotAFile(path, "folder" if isinstance(data, list) else str((data or {}).get("type", "thing")))
         # encoding "none": GitHub sends no content over 1 MB
         raw = base64.b64decode(data.get("content") or "") if data.get("encoding") == "base64" else None
         return RepoFile(sha=data["sha"], size=int(data["size"]), content=raw,
@@ -390,6 +399,24 @@ class GitHubApp:
             headers, data = self._as_app().requester.requestJsonAndCheck("GET", "/app/hook/deliveries",
                                                                          parameters=params)
         return list(data or []), _next_cursor(headers)
+
+    def app(self) -> dict:
+        """The App as GitHub describes it (GET /app, as the App): id, slug, owner, permissions."""
+        with _github_errors():
+            return self._as_app().requester.requestJsonAndCheck("GET", "/app")[1] or {}
+
+    def installations(self, *, max_pages: int = 10) -> list[dict]:
+        """The App's installations as GitHub describes them (GET /app/installations, as the App): each with its
+        account, permissions and single file's paths; at most `max_pages` pages of 100."""
+        found: list[dict] = []
+        for page in range(1, max_pages + 1):
+            with _github_errors():
+                _, data = self._as_app().requester.requestJsonAndCheck(
+                    "GET", "/app/installations", parameters={"per_page": 100, "page": page})
+            found.extend(data or [])
+            if len(data or []) < 100:
+                break
+        return found
 
     def installation_state(self, installation_id: int) -> str | None:
         """What GitHub says of an installation now: "active", "suspended", or None when it has none by that

@@ -2,10 +2,12 @@
 
 Parsing is pure and bounded: text in, a RepoConfig and a list of problems out, in time linear in the file,
 which is capped at 64 KiB and may use no YAML anchors or aliases. A broken setting is dropped and the
-others are kept. When the file cannot be read, or a setting that restrains the bot (`GUARDS`) is broken,
-the config is *held*: the bot records its prediction as `held` and applies nothing on the repository
-until the file is fixed. The labelling job reads the file (bot.labeling.gather) and reports the problems
-(bot.labeling.comments: every value quoted in them is a short code span, so a file can ping nobody).
+others are kept. When the file cannot be parsed or cannot be read at all (GitHub refuses it, or the path is a
+folder), or a setting that restrains the bot (`GUARDS`) is broken, the config is *held*: the bot records its
+prediction as `held` and applies nothing on the repository until the file is fixed; the reason says how.
+No file at all, neither the repository's nor its organisation's, means the defaults. The labelling job reads
+the file (bot.labeling.gather) and reports the problems (bot.labeling.comments: every value quoted in them is a
+short code span, so a file can ping nobody); `issue-sorter check-config` reads it the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 import yaml
 from yaml.composer import ComposerError
 
-from bot.github_api.client import MAX_CONFIG_BYTES, RepoFile
+from bot.github_api.client import MAX_CONFIG_BYTES, NotAFile, PermanentGitHubError, RepoFile
 from bot.labeling.markdown import code_span
 from core.kinds import KINDS
 from core.own_labels import DEFAULT_MIN_EXAMPLES
@@ -329,9 +331,41 @@ def template_problem(template: str) -> str | None:
 def load_config(read_file: Callable[[str, str], RepoFile | None] | None, repo: str
                 ) -> tuple[RepoConfig, tuple[str, ...]]:
     """The repository's file, else its organisation's `.github` repository's, else the defaults; parsed.
-    `read_file(repo, path)` is GitHub's contents API (None in dry-run, which reads nothing)."""
-    for owner in (repo, f"{repo.split('/')[0]}/.github"):
-        file = read_file(owner, CONFIG_PATH) if read_file is not None else None
+    `read_file(repo, path)` is GitHub's contents API (None in dry-run, which reads nothing): None for a
+    missing file (or a repository the installation cannot see), which falls through to the next place. A
+    file GitHub refuses, or a folder where the file belongs, holds the repository: its maintainers meant a
+    config, and the defaults could apply what it forbids (Probot's config loader fails there too)."""
+    if read_file is None:
+        return RepoConfig(source="the defaults: dry-run reads no config file"), ()
+    for owner in config_places(repo):
+        source = f"{owner}/{CONFIG_PATH}"
+        try:
+            file = read_file(owner, CONFIG_PATH)
+        except PermanentGitHubError as error:
+            return unreadable(source, error)
         if file is not None:
-            return parse_file(file, f"{owner}/{CONFIG_PATH}")
-    return RepoConfig(), ()
+            return parse_file(file, source)
+    return RepoConfig(source=DEFAULTS_SOURCE.format(*config_places(repo), path=CONFIG_PATH)), ()
+
+
+DEFAULTS_SOURCE = "the defaults: neither {0}/{path} nor {1}/{path} exists (or the App cannot see {1})"
+
+
+def config_places(repo: str) -> tuple[str, str]:
+    """Where the config is looked for, in order: the repository, then its organisation's `.github`."""
+    return repo, f"{repo.split('/')[0]}/.github"
+
+
+def unreadable(source: str, error: PermanentGitHubError) -> tuple[RepoConfig, tuple[str, ...]]:
+    """The held config of a file that exists but cannot be read, with what to do about it."""
+    if isinstance(error, NotAFile):
+        problem = (f"{code_span(source)} is a {error.kind}, not a file: put the settings in a file of that name "
+                   f"(`issue-sorter check-config FILE` checks it first)")
+    elif error.status == 403:
+        problem = (f"GitHub refuses {code_span(source)} to the App ({_shorten(str(error))}): on the App's settings "
+                   f"page, Permissions & events, set Single file to {code_span(CONFIG_PATH)}, then accept the "
+                   f"new permission on the installation (Settings, Applications, Configure)")
+    else:
+        problem = f"{code_span(source)} cannot be read: {_shorten(str(error))}"
+    return RepoConfig(source=source, held=f"{source} cannot be read, so nothing is applied until it can: "
+                                          f"{problem}"), (problem,)

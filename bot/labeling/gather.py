@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from bot.github_api.client import PermanentGitHubError
 from bot.github_api.issues import IssueSnapshot, event_time, has_text
 from bot.intake.events import MAX_JOB_BODY_CHARS
 from bot.labeling import comments
@@ -131,13 +130,9 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
 
 
 def _config(github, repo: str) -> tuple[RepoConfig, str | None]:
-    """The repository's config and the report of its problems (bot.labeling.comments); an unreadable file gives the
-    defaults, a broken one never stops a job."""
-    try:
-        config, problems = load_config(github.get_file if github is not None else None, repo)
-    except PermanentGitHubError as error:
-        log.warning("%s: cannot read the config file (%s); using defaults", repo, error)
-        return RepoConfig(), None
+    """The repository's config and the report of its problems (bot.labeling.comments); a file that is broken or
+    cannot be read holds the repository (the report says why and how to fix it), and never stops a job."""
+    config, problems = load_config(github.get_file if github is not None else None, repo)
     if not problems:
         return config, None
     report = comments.problem_report(config.source, problems, held=bool(config.held))

@@ -244,6 +244,14 @@ def is_shadow_mode(session: Session, repo: str) -> bool:
     return newest == "shadow"
 
 
+def held_reason(session: Session, repo: str) -> str | None:
+    """Why the repository is held, as its newest prediction was made (its config file is broken or cannot be
+    read: bot.labeling.config), with what to do; None when it is not held."""
+    newest = session.execute(_of_repository(select(Prediction.outcome, Prediction.reason), repo)
+                             .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1)).first()
+    return newest.reason if newest is not None and newest.outcome == "held" else None
+
+
 def prediction_in(session: Session, repo: str, prediction_id: int) -> DecisionRow | None:
     """The prediction as a row, when it belongs to `repo` (None otherwise: the caller answers 404)."""
     found = session.execute(_of_repository(select(Prediction, IssueRecord), repo)

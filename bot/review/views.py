@@ -37,6 +37,7 @@ from bot.review.decisions import (
     BadView,
     View,
     decisions_page,
+    held_reason,
     is_shadow_mode,
     prediction_in,
     waiting_counts,
@@ -219,12 +220,12 @@ def repository(owner: str, name: str):
         found = decisions_page(db, repo.full_name, which, request.args.get("page", 1, type=int), view)
         stored = store.find_repository(db, full_name=repo.full_name)
         fill = memory.stored_progress(stored) if stored is not None else None
-        shadow = is_shadow_mode(db, repo.full_name)
+        shadow, held = is_shadow_mode(db, repo.full_name), held_reason(db, repo.full_name)
     states = pending.states(_redis(), [row.prediction_id for row in found.rows])
     labels = _known_labels(repo.full_name)
     return render_template("review/repository.html", repo=repo, found=found, which=which, filters=FILTERS,
                            states=states, labels=labels, web_url=_settings().web_url, fill=fill,
-                           shadow=shadow, view=view, outcomes=OUTCOMES, names=labels_for_kinds(labels),
+                           shadow=shadow, held=held, view=view, outcomes=OUTCOMES, names=labels_for_kinds(labels),
                            idle=pending.ReviewState(),
                            # while a review is queued the page's script watches its rows (no reload, so
                            # no lost selection or place); without script, the page reloads itself
@@ -381,12 +382,12 @@ def quality_page(owner: str, name: str):
     with _db() as db:
         weeks, models = quality.weekly(db, repo.full_name), quality.model_history(db, repo.full_name)
         target = quality.precision_target(db, repo.full_name, default_threshold=_settings().threshold)
-        shadow = is_shadow_mode(db, repo.full_name)
+        shadow, held = is_shadow_mode(db, repo.full_name), held_reason(db, repo.full_name)
         own = quality.own_label_quality(db, repo.full_name)
     jobs = model_jobs.states(_redis(), repo.full_name)
     return render_template("review/quality.html", repo=repo, weeks=weeks, models=models, target=target,
                            own=own,
-                           manage=quality.may_manage(repo.role), shadow=shadow, jobs=jobs,
+                           manage=quality.may_manage(repo.role), shadow=shadow, held=held, jobs=jobs,
                            min_week=quality.MIN_WEEK_DECISIONS,
                            preview=preview.last_preview(_redis(), repo.full_name),
                            refresh=QUALITY_REFRESH if any(job.pending for job in jobs.values()) else None)

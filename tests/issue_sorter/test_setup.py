@@ -141,3 +141,4 @@ def test_the_readmes_steps_from_setup_to_the_first_label(fake, tmp_path, tiny_mo
         assert wait_for(lambda: fake.issue_labels(REPO, 1))
         assert wait_for(lambda: fake.calls("GET", rf"/repos/{REPO}/issues"))  # installing started the backfill
     assert "read .env" in (tmp_path / "run.log").read_text()
+    assert "every installation of the App (1) may read .github/issue-sorter.yml" in (tmp_path / "run.log").read_text()
