@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from core.migrate import DatabaseNotReady, require_tables
 from core.settings import ConfigError, Settings, unknown_variables
-from issue_sorter import config_commands, model_commands, operations, service_commands
+from issue_sorter import config_commands, model_commands, operations, predict, service_commands
 from issue_sorter.command import WEBHOOK
 from trainer.registry import RegistryError
 
@@ -31,7 +31,7 @@ def load_settings(*, require_webhook_secret: bool = False) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="issue-sorter", description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (service_commands, model_commands, operations, config_commands):
+    for module in (service_commands, model_commands, operations, config_commands, predict):
         module.add_commands(commands)
     return parser
 
