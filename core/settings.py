@@ -136,6 +136,10 @@ class Settings:
     # 3 days, plus an hour for clocks and queues (bot.intake.queueing.REPLAY_WINDOW_SECONDS)
     max_event_age: int = env("ISSUE_SORTER_MAX_EVENT_AGE", 3 * 24 * 3600 + 3600,
                              check=_rule(lambda v: v >= 0, "must be 0 (no limit) or a positive number of seconds"))
+    # a webhook proxy channel (https://smee.io/...) GitHub posts to: `run` relays it to the receiver
+    # (`issue-sorter setup` stores it in .env when the webhook URL is one)
+    webhook_channel: str | None = env("ISSUE_SORTER_WEBHOOK_CHANNEL", None, check=lambda v: None if v is None or
+                                      v.startswith(("https://", "http://")) else "must be the channel's http(s) URL")
 
     @property
     def dry_run(self) -> bool:

@@ -18,13 +18,16 @@ from core.migrate import DatabaseNotReady, require_tables
 from core.settings import ConfigError, Settings, unknown_variables
 from issue_sorter import config_commands, model_commands, operations, predict, service_commands
 from issue_sorter.command import WEBHOOK
+from issue_sorter.env_file import fill_from_env_file
 from trainer.registry import RegistryError
 
 LoadSettings = Callable[..., Settings]
 
 
 def load_settings(*, require_webhook_secret: bool = False) -> Settings:
-    """Settings from this process's environment."""
+    """Settings from this process's environment, with what `.env` (`issue-sorter setup`'s) sets where it is
+    unset: every command reads the file, as `run` does (also for what it starts, such as `bootstrap-model`)."""
+    fill_from_env_file(os.environ)
     return Settings.from_env(os.environ, require_webhook_secret=require_webhook_secret)
 
 

@@ -25,6 +25,7 @@ from redis import Redis
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE
 from core.settings import ConfigError, Settings, unknown_variables
 from issue_sorter.app_check import check_config_access
+from issue_sorter.env_file import ENV_FILE, fill_from_env_file
 from issue_sorter.private_files import generated_secret, private_dir, write_secret_file
 from issue_sorter.readiness import make_readiness
 from issue_sorter.redis_credentials import acl_text
@@ -34,7 +35,6 @@ VAR = Path("var")
 SECRET_FILE = VAR / "webhook-secret"
 REDIS_PASSWORD_FILE = VAR / "redis-password"  # the local Redis's password; children get it in REDIS_URL
 REDIS_USER = "issue-sorter"
-ENV_FILE = Path(".env")
 SESSION_SECRET_FILE = VAR / "session-secret"  # signs the review UI's sessions
 READY_LINE = "Issue Sorter is up."  # said once the labelling workers are warmed up (issue_sorter.readiness)
 
@@ -57,6 +57,7 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
             return 2
         _prepare(settings, environ, bootstrap)
         check_config_access(settings)
+        forward = forward or settings.webhook_channel  # setup stores a proxy channel in .env
         children = _start_processes(environ, forward, labelling_workers=settings.labelling_workers)
         print(f"starting: {settings.labelling_workers} labelling worker(s), {settings.worker_threads} inference "
               f"thread(s) each (ISSUE_SORTER_LABELLING_WORKERS, ISSUE_SORTER_WORKER_THREADS); ready once the "
@@ -75,12 +76,7 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
 
 def _read_env_file(environ: MutableMapping[str, str]) -> None:
     """`.env` (written by `issue-sorter setup`) fills what the environment leaves unset."""
-    from dotenv import dotenv_values
-
-    if ENV_FILE.is_file():
-        for key, value in dotenv_values(ENV_FILE).items():
-            if value is not None and not environ.get(key):
-                environ[key] = value
+    if fill_from_env_file(environ, ENV_FILE):
         print(f"read {ENV_FILE}")
 
 

@@ -41,8 +41,12 @@ def add_commands(commands) -> None:
     setup = add(commands, "setup", cmd_setup, "register the GitHub App (manifest flow) and write .env",
                 settings=NO_SETTINGS, database=False)
     setup.add_argument("--webhook-url", required=True,
-                       help="the public URL GitHub posts deliveries to: https://HOST/webhook, or a smee.io channel")
-    setup.add_argument("--public-url", help="this deployment's public https://HOST (the review page's sign-in)")
+                       help="the public URL GitHub posts deliveries to: https://HOST/webhook, or a webhook proxy "
+                            "channel (https://smee.io/..., kept in .env for `run` to relay)")
+    setup.add_argument("--channel", action="store_true",
+                       help="the webhook URL is a webhook proxy channel on another host than smee.io")
+    setup.add_argument("--public-url", help="this deployment's public https://HOST: the review page's sign-in "
+                                            "(without it the App has no sign-in callback and the page is off)")
     setup.add_argument("--org", help="register the App for this organisation (default: your user account)")
     setup.add_argument("--name", help="the App's name (default: app.yml's; it must be unique on GitHub)")
     setup.add_argument("--port", type=int, default=3000, help="local port of the setup page and GitHub's redirect")
@@ -123,7 +127,8 @@ def cmd_setup(args: argparse.Namespace, _settings: None) -> int:
     try:
         registration = start_registration(args.manifest, webhook_url=args.webhook_url, port=args.port,
                                           api_url=args.api_url, web_url=args.web_url, org=args.org,
-                                          public_url=args.public_url, name=args.name, force=args.force)
+                                          public_url=args.public_url, name=args.name, force=args.force,
+                                          channel=args.channel)
         run_setup(registration, port=args.port, open_browser=not args.no_browser)
     except SetupError as error:
         raise SystemExit(f"issue-sorter setup: {error}") from None

@@ -3,18 +3,25 @@
 A page on 127.0.0.1 holds a button that POSTs the manifest (app.yml, pointed at this deployment) to
 GitHub; GitHub registers the App and redirects back with a one-time code; the code is exchanged
 (`POST /app-manifests/{code}/conversions`) for the App's id, secrets and private key, which are written
-to `.env` and a key file of their own, both readable by the owner only. `issue-sorter run` reads `.env`.
+to `.env` and a key file of their own, both readable by the owner only. Every command reads `.env`.
+
+GitHub must reach the webhook URL: it is refused unless it is https, or a webhook proxy channel (smee.io, or
+`--channel`), which `.env` then keeps for `run` to relay. The review page needs the App's sign-in callback on
+this deployment's public URL: without `--public-url` the App is registered without one, `.env` gets no OAuth
+client, and the page is off (said so at the end).
 """
 
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
 import threading
 import webbrowser
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 from flask import Flask, abort, request
@@ -28,9 +35,10 @@ from bot.github_api.manifest import (
     new_state,
     registration_url,
 )
+from issue_sorter.env_file import ENV_FILE, read_env
 from issue_sorter.private_files import write_secret_file
 
-ENV_FILE = Path(".env")
+CHANNEL_HOSTS = ("smee.io",)  # webhook proxy channels recognised by their host; `--channel` names any other
 KEY_FILE = Path("var/github-app.private-key.pem")
 CALLBACK = "/callback"
 
@@ -50,6 +58,8 @@ class Registration:
     web_url: str
     env_file: Path
     key_file: Path
+    public_url: str | None = None  # without it: no sign-in callback, no OAuth client in .env, no review page
+    channel: str | None = None  # the webhook URL, when it is a proxy channel `run` relays
     app: dict | None = None  # GitHub's answer to the conversion, once done
     done: threading.Event = field(default_factory=threading.Event)
     error: str | None = None
@@ -58,8 +68,14 @@ class Registration:
 def start_registration(app_yml: Path, *, webhook_url: str, port: int, api_url: str, web_url: str,
                        org: str | None, public_url: str | None, name: str | None = None,
                        env_file: Path = ENV_FILE, key_file: Path = KEY_FILE,
-                       force: bool = False) -> Registration:
-    """Everything the page needs; refuses to replace an App already set up in `env_file` unless forced."""
+                       force: bool = False, channel: bool = False) -> Registration:
+    """Everything the page needs; refuses a webhook URL GitHub cannot post to safely, a public URL that is not
+    https, and to replace an App already set up in `env_file` unless forced. `channel`: the webhook URL is a
+    webhook proxy channel (one on CHANNEL_HOSTS always is)."""
+    channel = channel or urlsplit(webhook_url).hostname in CHANNEL_HOSTS
+    problem = webhook_url_problem(webhook_url, channel=channel) or public_url_problem(public_url)
+    if problem:
+        raise SetupError(problem)
     if not force and "GITHUB_APP_ID" in read_env(env_file):
         raise SetupError(f"{env_file} already sets up App {read_env(env_file)['GITHUB_APP_ID']}: "
                          "pass --force to register another")
@@ -69,7 +85,45 @@ def start_registration(app_yml: Path, *, webhook_url: str, port: int, api_url: s
     manifest = build_manifest(load_app_yml(app_yml.read_text()), webhook_url=webhook_url,
                               redirect_url=f"http://127.0.0.1:{port}{CALLBACK}", public_url=public_url, name=name)
     return Registration(manifest, registration_url(web_url, state, org), state, api_url, web_url, env_file,
-                        key_file)
+                        key_file, public_url=public_url, channel=webhook_url if channel else None)
+
+
+def webhook_url_problem(url: str, *, channel: bool) -> str | None:
+    """Why GitHub should not post deliveries to `url`, or None: https only (deliveries carry issue text and
+    are signed, not encrypted), to a host GitHub can reach; a proxy channel may be any http(s) URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--webhook-url must be a URL such as https://HOST/webhook, not {url!r}"
+    if channel:
+        return None
+    if parts.scheme != "https":
+        return (f"--webhook-url must be https (GitHub's deliveries carry issue text): {url!r}; on a laptop, open a "
+                "webhook proxy channel (https://smee.io/new) and pass its URL")
+    if _is_local(parts.hostname):
+        return (f"GitHub cannot reach {parts.hostname}: --webhook-url must be a public address, or a webhook proxy "
+                "channel (https://smee.io/new) that `issue-sorter run` relays")
+    return None
+
+
+def public_url_problem(url: str | None) -> str | None:
+    """Why `url` cannot be where reviewers sign in, or None: https, or http on this machine (GitHub allows a
+    loopback callback)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname or parts.scheme == "http" and _is_local(parts.hostname or ""):
+        return None
+    return f"--public-url must be this deployment's https://HOST (or http://localhost:PORT), not {url!r}"
+
+
+def _is_local(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def create_setup_app(registration: Registration) -> Flask:
@@ -116,7 +170,10 @@ def finish_registration(registration: Registration, code: str) -> dict:
     app = response.json()
     write_secret_file(registration.key_file, app["pem"])
     values = credentials_from_conversion(app, api_url=registration.api_url, web_url=registration.web_url,
-                                         key_path=str(registration.key_file.resolve()))
+                                         key_path=str(registration.key_file.resolve()),
+                                         review=registration.public_url is not None)
+    if registration.channel:
+        values["ISSUE_SORTER_WEBHOOK_CHANNEL"] = registration.channel
     write_env(registration.env_file, values)
     registration.app = app
     registration.done.set()
@@ -148,13 +205,6 @@ def run_setup(registration: Registration, *, port: int, open_browser: bool = Tru
     return registration.app
 
 
-def read_env(path: Path) -> dict[str, str]:
-    """The settings a `.env` file holds (python-dotenv's parser; missing file: none)."""
-    from dotenv import dotenv_values
-
-    return {k: v for k, v in dotenv_values(path).items() if v is not None} if path.is_file() else {}
-
-
 def write_env(path: Path, values: Mapping[str, str]) -> None:
     """Add or replace `values` in the `.env` file, keeping its other lines; the file is 0600."""
     kept = [line for line in (path.read_text().splitlines() if path.is_file() else [])
@@ -170,9 +220,16 @@ def next_steps(registration: Registration, org: str | None) -> str:
     """What the maintainer does after the registration."""
     app, web = registration.app, registration.web_url.rstrip("/")
     settings = f"{web}/organizations/{org}/settings/apps/{app['slug']}" if org else f"{web}/settings/apps/{app['slug']}"
+    review = ("The review page is on: reviewers sign in at "
+              f"{registration.public_url.rstrip('/')}/review/" if registration.public_url else
+              "The review page is off: the App was registered without --public-url, so it has no sign-in callback "
+              "(run setup --force --public-url https://HOST to register one that has)")
+    relay = (f"make run relays the webhook proxy channel {registration.channel} (ISSUE_SORTER_WEBHOOK_CHANNEL in "
+             f"{registration.env_file})" if registration.channel else "make run (it reads .env)")
     return "\n".join([
         f"Registered {app['name']} (App {app['id']}); settings in {registration.env_file} (readable by you only).",
         f"1. Set the single file path to {CONFIG_FILE}: {settings}/permissions (Single file).",
         f"2. Install it on your repositories: {install_link(app)}",
-        "3. Start the service: make run (it reads .env).",
+        f"3. Start the service: {relay}.",
+        review + ".",
     ])

@@ -42,8 +42,11 @@ def load_app_yml(text: str) -> dict[str, Any]:
 def build_manifest(app: Mapping[str, Any], *, webhook_url: str, redirect_url: str,
                    public_url: str | None = None, name: str | None = None) -> dict[str, Any]:
     """app.yml's manifest pointed at this deployment: the webhook URL GitHub posts to, the command's own
-    redirect, and (with a public URL) the review page's sign-in callback and post-install page."""
+    redirect, and (with a public URL) the review page's sign-in callback and post-install page; without one,
+    no sign-in callback at all (app.yml's is a placeholder, where signing in would fail at GitHub)."""
     manifest = dict(app) | {"hook_attributes": {"url": webhook_url, "active": True}, "redirect_url": redirect_url}
+    manifest.pop("callback_urls", None)
+    manifest.pop("setup_url", None)
     if name:
         manifest["name"] = name
     if public_url:
@@ -64,13 +67,16 @@ def new_state() -> str:
     return secrets.token_urlsafe(24)
 
 
-def credentials_from_conversion(app: Mapping[str, Any], *, api_url: str, web_url: str,
-                                key_path: str) -> dict[str, str]:
-    """The settings `issue-sorter run` needs, from GitHub's answer to the code conversion."""
+def credentials_from_conversion(app: Mapping[str, Any], *, api_url: str, web_url: str, key_path: str,
+                                review: bool = True) -> dict[str, str]:
+    """The settings `issue-sorter run` needs, from GitHub's answer to the code conversion; with `review`, the
+    OAuth client and the key of the review page's sessions too (registered without a public URL, the App has
+    no sign-in callback: its client would only fail)."""
     values = {"GITHUB_APP_ID": str(app["id"]), "GITHUB_APP_SLUG": app["slug"],
-              "GITHUB_WEBHOOK_SECRET": app["webhook_secret"], "GITHUB_CLIENT_ID": app["client_id"],
-              "GITHUB_CLIENT_SECRET": app["client_secret"], "GITHUB_PRIVATE_KEY_PATH": key_path,
-              "ISSUE_SORTER_SESSION_SECRET": secrets.token_urlsafe(48)}  # signs the review page's sessions
+              "GITHUB_WEBHOOK_SECRET": app["webhook_secret"], "GITHUB_PRIVATE_KEY_PATH": key_path}
+    if review:
+        values |= {"GITHUB_CLIENT_ID": app["client_id"], "GITHUB_CLIENT_SECRET": app["client_secret"],
+                   "ISSUE_SORTER_SESSION_SECRET": secrets.token_urlsafe(48)}  # signs the review page's sessions
     if api_url.rstrip("/") != "https://api.github.com":
         values["GITHUB_API_URL"] = api_url.rstrip("/")
     if web_url.rstrip("/") != "https://github.com":
