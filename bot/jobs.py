@@ -8,6 +8,7 @@ travelled beside the job is put back for it, and deleted when it ends (a retry r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -24,13 +25,13 @@ from bot.github_api.cache import CachedGitHub, forget_labels
 from bot.github_api.client import GitHubError, PermanentGitHubError, TransientGitHubError
 from bot.intake import queueing, redelivery
 from bot.labeling import act as labeling_act
-from bot.labeling import comments
+from bot.labeling import backtest, comments
 from bot.labeling import decide as labeling_decide
 from bot.labeling import gather as labeling_gather
 from bot.labeling.serving import NO_MODEL
 from bot.lifecycle import backfill, preview, repositories
 from bot.review import decide as review_decide
-from bot.review import pending
+from bot.review import model_jobs, pending
 from core import metrics, own_labels, queues, store
 from core.db import session_scope
 from core.queues import (
@@ -106,7 +107,38 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
         log.warning("backfill of %s stopped: %s", repo, error)
         outcome = f"stopped: {error}"
     _queue_memory_fill(ctx, repo)  # what was stored, stopped or not, goes into the memory
+    queue_backtest(ctx.redis, repo)
     return outcome
+
+
+def queue_backtest(redis, repo: str) -> None:
+    """After a backfill, the dry run on the repository's history, once: a report already stored is run again
+    from the review page's button (one at a time, with its cooldown: bot.review.model_jobs)."""
+    if backtest.last_report(redis, repo) is None:
+        with contextlib.suppress(model_jobs.Refused):
+            model_jobs.queue_action(redis, "backtest", repo, backfill.BACKFILL_ACTOR, {"repo": repo})
+
+
+def backtest_repository(*, repo: str) -> str:
+    """The repository's labelled history, as the backfill stored it, replayed through the served decision
+    (bot.labeling.backtest); the report is kept for the review page. Bounded by the backfill's issues."""
+    ctx = context.current()
+    with session_scope(ctx.sessionmaker) as session:
+        repository = store.find_repository(session, full_name=repo)
+        installation_id = repository.installation_id if repository is not None else None
+        issues = backtest.stored_history(session, repo, ctx.backfill_max_issues)
+    github = _cached(ctx, installation_id)
+    if github is None:
+        return "skipped: dry-run cannot read the repository's config and labels"
+    if len(issues) < 2:
+        return f"skipped: {repo} has {len(issues)} labelled issue(s) stored; a backtest needs 2 or more"
+    classifier = ctx.models.for_repository(repo)
+    if classifier is None:
+        return f"skipped: {NO_MODEL}"
+    result = backtest.backtest(issues, repo=repo, classifier=classifier, settings=ctx.settings,
+                               github=backtest.Remembering(github))
+    backtest.store_report(ctx.redis, result)
+    return backtest.summary(result)
 
 
 def update_repository(**event) -> str:

@@ -88,14 +88,16 @@ REVIEW_PREDICTION = _spec("bot.jobs.review_prediction", FEEDBACK_QUEUE, "review_
                           "repo", "number", "prediction_id", "choice", "label", "reviewer_login")
 REDELIVER_FAILED = _spec("bot.jobs.redeliver_failed", FEEDBACK_QUEUE)  # cron; a minute of asks at most
 PREVIEW = _spec("bot.jobs.preview_repository", FEEDBACK_QUEUE, "repo")  # minutes of CPU: not labelling
+# the repository's history replayed through the served decision, after its backfill (bot.labeling.backtest)
+BACKTEST = _spec("bot.jobs.backtest_repository", FEEDBACK_QUEUE, "repo")
 RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scope", "requested_by")
 ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
 JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
         FILL_MEMORY, UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
-        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, TAKE_OFF_ABSTAIN_MARK, PREVIEW, RETRAIN, RETRAIN_DUE,
-        PROMOTE, ROLLBACK)
+        REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, TAKE_OFF_ABSTAIN_MARK, PREVIEW, BACKTEST, RETRAIN,
+        RETRAIN_DUE, PROMOTE, ROLLBACK)
 
 
 class NotAContractJob(RuntimeError):

@@ -16,7 +16,14 @@ from collections.abc import Callable
 
 from core.migrate import DatabaseNotReady, require_tables
 from core.settings import ConfigError, Settings, unknown_variables
-from issue_sorter import config_commands, model_commands, operations, predict, service_commands
+from issue_sorter import (
+    backtest_command,
+    config_commands,
+    model_commands,
+    operations,
+    predict,
+    service_commands,
+)
 from issue_sorter.command import WEBHOOK
 from issue_sorter.env_file import fill_from_env_file
 from trainer.registry import RegistryError
@@ -34,7 +41,7 @@ def load_settings(*, require_webhook_secret: bool = False) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="issue-sorter", description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (service_commands, model_commands, operations, config_commands, predict):
+    for module in (service_commands, model_commands, operations, config_commands, predict, backtest_command):
         module.add_commands(commands)
     return parser
 

@@ -99,6 +99,12 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
 
         if queue_fill_by_serving(Redis.from_url(settings.redis_url), sessions, args.repo) is not None:
             print(f"the memory's fill of {args.repo} is queued on the feedback queue")
+    if settings.redis_url:  # the dry run on the history, as after an installation's backfill
+        from redis import Redis
+
+        from bot.jobs import queue_backtest
+
+        queue_backtest(Redis.from_url(settings.redis_url), args.repo)
     return 0
 
 

@@ -64,7 +64,7 @@ def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation
     while stored < max_issues:
         issues = github.list_issues_page(repo, page, PER_PAGE)
         with session_scope(sessions) as session:
-            stored += _store_page(session, repo, issues, max_issues - stored)
+            stored += store_page(session, repo, issues, max_issues - stored)
             repository = store.ensure_repository(session, repo, installation_id)
             repository.backfill_next_page = page + 1 if len(issues) == PER_PAGE else BACKFILL_DONE
         if len(issues) < PER_PAGE:
@@ -81,13 +81,21 @@ def _backfilled_count(session: Session, repository) -> int:
         IssueRecord.repository_id == repository.id, or_(IssueRecord.confirmed_by == BACKFILL_ACTOR, own)))
 
 
-def _store_page(session: Session, repo: str, issues, room: int) -> int:
+def is_history(issue) -> bool:
+    """Whether the backfill keeps an issue of the repository's history: an issue, not a pull request, that
+    teaches its kind or carries one of the repository's own labels."""
+    labels = tuple(issue.labels)
+    return not issue.is_pull_request and (training_label(labels) is not None or bool(history_own_labels(labels)))
+
+
+def store_page(session: Session, repo: str, issues, room: int) -> int:
+    """Store the issues of one page the backfill keeps (`is_history`), at most `room`; how many it stored."""
     repository = store.ensure_repository(session, repo)
     stored = 0
     for issue in issues:
-        label, own = training_label(tuple(issue.labels)), history_own_labels(tuple(issue.labels))
-        if issue.is_pull_request or (label is None and not own) or stored >= room:
+        if not is_history(issue) or stored >= room:
             continue
+        label, own = training_label(tuple(issue.labels)), history_own_labels(tuple(issue.labels))
         record = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
                                     author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
         if label is not None and record.confirmed_label is None:  # a maintainer's later decision wins

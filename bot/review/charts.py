@@ -90,3 +90,31 @@ def model_history(rows: Sequence[ModelRow]) -> bytes:
     axes.set_title("Models (green: serving, blue: global, amber: this repository's)")
     axes.grid(alpha=0.3)
     return _png(figure)
+
+
+def backtest_curve(report: dict | None) -> bytes:
+    """The dry run on the repository's history (bot.labeling.backtest): per window of issues in time order, the
+    share the App would have labelled and the precision of those labels; the target dashed."""
+    figure = _figure()
+    axes = figure.add_subplot()
+    if not report or not report.get("curve"):
+        axes.text(0.5, 0.5, "no dry run yet", ha="center", va="center", color=GREY)
+        axes.set_axis_off()
+        return _png(figure)
+    seen = [point["seen"] + point["issues"] for point in report["curve"]]
+    axes.plot(seen, [point["coverage"] for point in report["curve"]], marker="o", color=BLUE,
+              label="labelled: share of the window's issues")
+    precision = [(x, point["precision"]) for x, point in zip(seen, report["curve"], strict=True)
+                 if point["precision"] is not None]
+    if precision:
+        axes.plot(*zip(*precision, strict=True), marker="s", color=GREEN, label="precision: labels right")
+    target = (report.get("config") or {}).get("target_precision")
+    if target:
+        axes.axhline(target, color=AMBER, linestyle="--", linewidth=1, label=f"target {target:.0%}")
+    axes.set_ylim(0, 1.05)
+    axes.set_xlabel(f"issues replayed, in time order (windows of {report['window']})")
+    axes.set_ylabel("share")
+    axes.set_title(f"Dry run on {report['repo']}'s history")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right", fontsize=8)
+    return _png(figure)

@@ -16,16 +16,18 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from bot.decisions import commands
-from core.queues import KEEP_SECONDS, PREVIEW, PROMOTE, RETRAIN, ROLLBACK, SERIALIZER, JobSpec, enqueue
+from core.queues import BACKTEST, KEEP_SECONDS, PREVIEW, PROMOTE, RETRAIN, ROLLBACK, SERIALIZER, JobSpec, enqueue
 
 ACTIONS: dict[str, JobSpec] = {"retrain": RETRAIN, "promote": PROMOTE, "rollback": ROLLBACK,
-                               "preview": PREVIEW}
-MANAGING = ("retrain", "promote", "rollback")  # admin or maintain permission; the preview is for triage too
+                               "preview": PREVIEW, "backtest": BACKTEST}
+# admin or maintain permission; the preview and the backtest are for triage too
+MANAGING = ("retrain", "promote", "rollback")
 COOLDOWN_SECONDS = {
     "retrain": commands.RETRAIN_COOLDOWN_SECONDS,  # a version of about 95 MB each: the command's hour
     "promote": 600,  # the gate scores two models on the repository's confirmed issues
     "rollback": 60,  # a double click must not roll back two versions
     "preview": 600,  # up to preview.MAX_ISSUES issues through the model, on the feedback worker
+    "backtest": 1800,  # up to the backfill's issues replayed through the decision, on the feedback worker
 }
 RESULT_TTL = KEEP_SECONDS  # seconds the page shows a finished job's result
 WAITING = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)

@@ -375,6 +375,7 @@ def operator_retry(queue: str, job_id: str):
 
 @blueprint.get("/<owner>/<name>/quality")
 def quality_page(owner: str, name: str):
+    from bot.labeling import backtest
     from bot.lifecycle import preview
     from bot.review import model_jobs, quality
 
@@ -390,16 +391,19 @@ def quality_page(owner: str, name: str):
                            manage=quality.may_manage(repo.role), shadow=shadow, held=held, jobs=jobs,
                            min_week=quality.MIN_WEEK_DECISIONS,
                            preview=preview.last_preview(_redis(), repo.full_name),
+                           backtest=backtest.last_report(_redis(), repo.full_name),
                            refresh=QUALITY_REFRESH if any(job.pending for job in jobs.values()) else None)
 
 
 @blueprint.get("/<owner>/<name>/charts/<which>.png")
 def chart(owner: str, name: str, which: str):
+    from bot.labeling import backtest
     from bot.review import charts, quality
 
     repo = _reviewable(owner, name)
     with _db() as db:
         drawings = {"weekly": lambda: charts.weekly_quality(quality.weekly(db, repo.full_name)),
+                    "backtest": lambda: charts.backtest_curve(backtest.last_report(_redis(), repo.full_name)),
                     "decisions": lambda: charts.decisions_matrix(quality.decided_pairs(db, repo.full_name)),
                     "models": lambda: charts.model_history(quality.model_history(db, repo.full_name))}
         if which not in drawings:
@@ -422,7 +426,7 @@ def manage_models(owner: str, name: str, action: str):
               "promote": {"version": request.form.get("version", ""), "scope": repo.full_name,
                           "requested_by": g.reviewer.login},
               "rollback": {"scope": repo.full_name, "requested_by": g.reviewer.login},
-              "preview": {"repo": repo.full_name}}[action]
+              "preview": {"repo": repo.full_name}, "backtest": {"repo": repo.full_name}}[action]
     back = redirect(url_for("review.quality_page", owner=owner, name=name, _anchor="jobs"), 303)
     try:
         model_jobs.queue_action(_redis(), action, repo.full_name, g.reviewer.login, kwargs)

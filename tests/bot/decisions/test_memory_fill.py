@@ -67,7 +67,8 @@ def test_backfilled_issues_reach_the_memory_without_any_labelling_job(bare_conte
     assert deliver(client, "installation", installation_delivery(payload, "installation"), "inst-1").status_code == 202
     run_worker(redis, queues=(FEEDBACK_QUEUE,))  # the labelling queue is never worked
     assert memory_rows(bare_context.sessionmaker) == {n: (label, "fake-1") for n, label in BACKFILLED.items()}
-    assert sorted(encoder.embedded) == sorted(f"Issue {n}\n\nBody of {n}" for n in BACKFILLED)
+    # each once by the memory's fill, and once by the dry run on the history (bot.labeling.backtest)
+    assert sorted(encoder.embedded) == sorted(2 * [f"Issue {n}\n\nBody of {n}" for n in BACKFILLED])
     with session_scope(bare_context.sessionmaker) as session:
         assert session.scalars(select(Prediction)).all() == []
         repository = store.find_repository(session, full_name=REPO)
