@@ -18,6 +18,7 @@ from core.migrate import DatabaseNotReady, require_tables
 from core.settings import ConfigError, Settings, unknown_variables
 from issue_sorter import (
     backtest_command,
+    compose_secrets,
     config_commands,
     model_commands,
     operations,
@@ -41,7 +42,8 @@ def load_settings(*, require_webhook_secret: bool = False) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="issue-sorter", description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (service_commands, model_commands, operations, config_commands, predict, backtest_command):
+    for module in (service_commands, model_commands, operations, config_commands, predict, backtest_command,
+                   compose_secrets):
         module.add_commands(commands)
     return parser
 

