@@ -47,7 +47,7 @@ _LABEL = _rule(lambda v: 0 < len(v) <= 50 and v.strip() == v,  # GitHub's longes
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every setting once: its type, default, environment variable and check (`env`); the few that are
-    read by hand (secrets, URLs, lists) say so with their variables. README's table lists them all."""
+    read by hand (secrets, URLs, lists) say so with their variables. docs/CONFIG.md's table lists them all."""
 
     webhook_secret: str = dataclasses.field(repr=False)  # GITHUB_WEBHOOK_SECRET(_PATH): HMAC key of deliveries
     app_id: int | None = None  # GITHUB_APP_ID; with the key, enables writes to GitHub
