@@ -30,7 +30,7 @@ def add_commands(commands) -> None:
 
 
 def cmd_backtest(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.github_api.client import GitHubApp
+    from bot.github_api.client import GitHubApp, GitHubError
     from bot.labeling.backtest import Remembering, backtest, labelled_history
     from core import store
     from core.classifier import load_classifier
@@ -38,25 +38,29 @@ def cmd_backtest(args: argparse.Namespace, settings: Settings) -> int:
     if settings.dry_run:
         raise SystemExit("backtest reads the repository from GitHub as the App: set GITHUB_APP_ID and "
                          "GITHUB_PRIVATE_KEY")
-    app = GitHubApp.from_settings(settings)
-    installation_id = app.repository_installation(args.repo)
-    if installation_id is None:
-        raise SystemExit(f"backtest: the App is not installed on {args.repo}; install it there first (it writes "
-                         "nothing until an issue is opened, and `mode: shadow` writes nothing at all)")
     with session_scope(make_sessionmaker(settings.database_url)) as session:
         serving = store.serving_model_for(session, args.repo)
         model_path = serving.path if serving is not None else None
     if model_path is None:
         raise SystemExit("backtest: no model is promoted: run `issue-sorter bootstrap-model`")
-    github = app.writer_for(installation_id)
-    issues = labelled_history(github, args.repo, args.max_issues)
-    if len(issues) <= args.history or len(issues) < 2:
-        raise SystemExit(f"backtest: {args.repo} has {len(issues)} labelled issues: too few to replay"
-                         + (f" after --history {args.history}" if args.history else ""))
-    classifier = load_classifier(model_path, threads=settings.worker_threads, engine=settings.engine)
-    with _progress(not args.json) as progress:
-        result = backtest(issues, repo=args.repo, classifier=classifier, settings=settings,
-                          github=Remembering(github), history=args.history, window=args.window, progress=progress)
+    app = GitHubApp.from_settings(settings)
+    try:
+        installation_id = app.repository_installation(args.repo)
+        if installation_id is None:
+            raise SystemExit(f"backtest: the App is not installed on {args.repo}; install it there first (it "
+                             "writes nothing until an issue is opened, and `mode: shadow` writes nothing at all)")
+        github = app.writer_for(installation_id)
+        issues = labelled_history(github, args.repo, args.max_issues)
+        if len(issues) <= args.history or len(issues) < 2:
+            raise SystemExit(f"backtest: {args.repo} has {len(issues)} labelled issues: too few to replay"
+                             + (f" after --history {args.history}" if args.history else ""))
+        classifier = load_classifier(model_path, threads=settings.worker_threads, engine=settings.engine)
+        with _progress(not args.json) as progress:
+            result = backtest(issues, repo=args.repo, classifier=classifier, settings=settings,
+                              github=Remembering(github), history=args.history, window=args.window,
+                              progress=progress)
+    except GitHubError as error:
+        raise SystemExit(f"backtest: GitHub did not answer for {args.repo}: {error}") from None
     report_path, plot_path = write_report(result, args.out)
     print(json.dumps(result) if args.json else f"{describe(result)}\nreport: {report_path}, plot: {plot_path}")
     return 0

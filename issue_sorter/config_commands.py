@@ -53,16 +53,19 @@ def check_file(path: Path) -> tuple[RepoConfig, tuple[str, ...]]:
 
 def check_repository(repo: str, settings: Settings) -> tuple[RepoConfig, tuple[str, ...]]:
     """The repository's config as the App reads it now: its file, else its organisation's, else the defaults."""
-    from bot.github_api.client import GitHubApp
+    from bot.github_api.client import GitHubApp, TransientGitHubError
 
     if settings.dry_run:
         raise SystemExit("check-config owner/name reads GitHub as the App: set GITHUB_APP_ID and GITHUB_PRIVATE_KEY "
                          "(or check a file: issue-sorter check-config .github/issue-sorter.yml)")
     app = GitHubApp.from_settings(settings)
-    installation_id = app.repository_installation(repo)
-    if installation_id is None:
-        raise SystemExit(f"check-config: the App is not installed on {repo}; install it there first")
-    return load_config(app.writer_for(installation_id).get_file, repo)
+    try:
+        installation_id = app.repository_installation(repo)
+        if installation_id is None:
+            raise SystemExit(f"check-config: the App is not installed on {repo}; install it there first")
+        return load_config(app.writer_for(installation_id).get_file, repo)
+    except TransientGitHubError as error:  # a permanent one holds the repository: load_config says so
+        raise SystemExit(f"check-config: GitHub did not answer for {repo}: {error}") from None
 
 
 def describe(config: RepoConfig, problems: tuple[str, ...] | list[str]) -> str:
