@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from core.card import ModelCard, read_card, update_card
 from core.classifier import Classifier, load_classifier
+from core.db import session_scope
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
 
@@ -49,6 +52,13 @@ class Registry:
 
     def __init__(self, model_dir: Path | str, session: Session):
         self.model_dir, self.session = Path(model_dir), session
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, model_dir: Path | str, sessions: sessionmaker[Session]) -> Iterator[Registry]:
+        """The registry in a transaction of its own, committed when the work done in it succeeds."""
+        with session_scope(sessions) as session:
+            yield cls(model_dir, session)
 
     def new_version(self, scope: str = GLOBAL_SCOPE) -> str:
         """A unique, readable id: scope slug + UTC time, with -2, -3 ... when taken."""

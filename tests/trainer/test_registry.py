@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.card import MODEL_CARD
+from core.db import make_sessionmaker
 from core.encoder import TransformerClassifier
 from core.tables import ModelPromotion, ModelVersion
 from trainer.registry import Registry, RegistryError
@@ -113,6 +114,17 @@ def test_a_fine_tuned_model_round_trips_through_the_registry(registry, trained_m
     assert isinstance(loaded, TransformerClassifier)
     assert (loaded.version, loaded.labels) == (row.version, trained_minilm.labels)
     assert loaded.model.config.label2id == trained_minilm.model.config.label2id
+
+
+def test_an_opened_registry_commits_its_work_or_none_of_it(model_dir, database_url, tfidf_model):
+    sessions = make_sessionmaker(database_url)
+    with Registry.open(model_dir, sessions) as registry:
+        kept = registry.register(tfidf_model).version
+    with pytest.raises(RuntimeError), Registry.open(model_dir, sessions) as registry:
+        registry.register(tfidf_model)
+        raise RuntimeError("the command failed after registering")
+    with Registry.open(model_dir, sessions) as registry:
+        assert [row.version for row in registry.list()] == [kept]
 
 
 def test_two_registries_on_one_database_agree(model_dir, session, tfidf_model):
