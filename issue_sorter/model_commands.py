@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.card import base_model_name, update_card
+from core.card import base_model_name
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add, open_registry
@@ -195,23 +195,22 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
     `unseen`: the held-out issues are these repositories, never trained on (the hub's lesson split): its
     figures are the unseen-repository protocol's, and the card and the listing say so."""
     with open_registry(settings) as registry:
-        row, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
-                                                            held_out=eval_examples, evaluate=True,
-                                                            progress=progress)
+        model, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
+                                                              held_out=eval_examples, evaluate=True,
+                                                              progress=progress)
         steps = f" {trained.steps} steps" if hasattr(trained, "steps") else ""  # TF-IDF alone takes none
         print(f"trained{steps} in {trained.seconds:.0f} s")
         if unseen and metrics:
             metrics = publish.as_unseen(metrics, unseen)
-            row.metrics = metrics  # the listing and the review page read the row
-        update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)},
-                    metrics=metrics or None)
-        print(f"registered {row.version} at {row.path}" + _score_text(metrics))
+        model = registry.annotate(model, train_data={"source": data_source, "issues": len(examples)},
+                                  metrics=metrics or None)
+        print(f"registered {model.version} at {model.directory}" + _score_text(metrics))
         if promote:
             held_out = eval_examples or load_database(registry.session, scope)
-            run = compare_and_promote(registry, row.version, held_out, scope=scope, force=promote == "force",
+            run = compare_and_promote(registry, model, held_out, scope=scope, force=promote == "force",
                                       trigger=trigger)
             print(("promoted " if run.promoted else "not promoted ") + run.message)
-    return row.version
+    return model.version
 
 
 def _score_text(metrics: dict) -> str:
@@ -246,8 +245,9 @@ def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
 def push_model(args: argparse.Namespace, settings: Settings) -> int:
     """`push-model VERSION TARGET`: the version's directory and a model card, to the hub or a directory."""
     with open_registry(settings) as registry:
-        row = registry.get(args.version)
-    print(f"published {row.version} to {publish.push_model(Path(row.path), args.target, private=not args.public)}")
+        model = registry.model(args.version)
+    where = publish.push_model(model.directory, model.card, args.target, private=not args.public)
+    print(f"published {model.version} to {where}")
     return 0
 
 
@@ -257,11 +257,11 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     # the publisher's gated artefact, intact by its hash, serves as it is; else it is built and gated here
     fast_path = FastPathOptions(build=False) if publish.publisher_gate_holds(directory) else FastPathOptions()
     with open_registry(settings) as registry:
-        row = pipeline.add_to_registry(registry, directory, scope=args.scope, fast_path=fast_path)
-        publish.record_origin(Path(row.path), args.source, args.revision,
-                              downloaded=None if publish.is_local(args.source) else directory)
-        print(f"registered {row.version} from {args.source}")
-        run = compare_and_promote(registry, row.version, load_database(registry.session, args.scope), scope=args.scope,
+        model = pipeline.add_to_registry(registry, directory, scope=args.scope, fast_path=fast_path)
+        model = registry.annotate(model, pulled_from=publish.origin(
+            args.source, args.revision, downloaded=None if publish.is_local(args.source) else directory))
+        print(f"registered {model.version} from {args.source}")
+        run = compare_and_promote(registry, model, load_database(registry.session, args.scope), scope=args.scope,
                                   force=args.force, trigger="pull")
         print(("promoted " if run.promoted else "not promoted ") + run.message)
     return 0
@@ -350,8 +350,9 @@ def _figure(score: float | None) -> str:
 def promote(args: argparse.Namespace, settings: Settings) -> int:
     """`promote VERSION`: through the gate on the scope's human-confirmed issues, or --force."""
     with open_registry(settings) as registry:
-        scope = args.scope or registry.get(args.version).scope
-        run = compare_and_promote(registry, args.version, load_database(registry.session, scope), scope=scope,
+        challenger = registry.model(args.version, scope=args.scope)
+        scope = args.scope or challenger.row.scope
+        run = compare_and_promote(registry, challenger, load_database(registry.session, scope), scope=scope,
                                   force=args.force, trigger="manual")
         print(("promoted " if run.promoted else "not promoted ") + run.message)
     return 0 if run.promoted else 1

@@ -78,9 +78,9 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
 
 
 def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Example], *,
-                    source: str = "", cpu_flags: frozenset[str] | None = None) -> dict[str, Any]:
+                    source: str = "", cpu_flags: frozenset[str] | None = None) -> ModelCard:
     """Export the encoder of the registered model in `directory` (whose card is `card`), gate each artefact
-    on `issues`, record the outcome in its card.
+    on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`).
 
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
@@ -91,8 +91,7 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
         record["gate"] = {"passed": False, "reason": "no held-out issues"}
         record["gates"] = {engine: record["gate"] for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}
-        _record(model_directory, directory, record)
-        return record
+        return _record(model_directory, directory, record)
     try:
         record |= _export_and_gate(directory, issues, source, model_directory, card,
                                    engines.cpu_flags() if cpu_flags is None else cpu_flags)
@@ -101,9 +100,8 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
                     error)
         shutil.rmtree(directory / FAST_DIR, ignore_errors=True)
         record = {"serves": "pytorch", "gates": {}, "error": f"{type(error).__name__}: {str(error)[:300]}"}
-    _record(model_directory, directory, record)
     log.info("fast path of %s: %s serves (gates: %s)", card.version, record["serves"], record["gates"])
-    return record
+    return _record(model_directory, directory, record)
 
 
 def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], Any], str]:
@@ -153,11 +151,13 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     return record
 
 
-def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> None:
-    """Into the encoder's card (what serving reads) and, for a blend, its own card too (what people read)."""
-    update_card(encoder, fast_path=record)
+def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> ModelCard:
+    """Into the encoder's card (what serving reads) and, for a blend, its own card too (what people read);
+    the model's card as recorded."""
+    card = update_card(encoder, fast_path=record)
     if model_directory.resolve() != encoder.resolve():
-        update_card(model_directory, fast_path=record)
+        card = update_card(model_directory, fast_path=record)
+    return card
 
 
 def export_onnx(directory: Path) -> dict[str, Path]:

@@ -52,8 +52,8 @@ def promote_version(*, version: str, scope: str, requested_by: str) -> str:
     ctx = context.current()
     try:
         with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
-            run = compare_and_promote(registry, version, load_database(registry.session, scope), scope=scope,
-                                      trigger="review")
+            run = compare_and_promote(registry, registry.model(version, scope=scope),
+                                      load_database(registry.session, scope), scope=scope, trigger="review")
             message = ("promoted " if run.promoted else "not promoted ") + run.message
     except RegistryError as error:  # unknown, or another scope's version: said on the page, not a failed job
         message = f"not promoted: {error}"
