@@ -28,7 +28,7 @@ from trainer.config import (
 from trainer.dataset import FORMATS, HUB_DATASET, TEST_REPOS, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.fast_path import FastPathOptions
-from trainer.gate import compare_and_promote
+from trainer.gate import compare_and_promote, verdict
 from trainer.registry import KEEP_PROMOTED
 from trainer.sources import load_sources
 
@@ -209,7 +209,7 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
             held_out = eval_examples or load_database(registry.session, scope)
             run = compare_and_promote(registry, model, held_out, scope=scope, force=promote == "force",
                                       trigger=trigger)
-            print(("promoted " if run.promoted else "not promoted ") + run.message)
+            print(verdict(run))
     return model.version
 
 
@@ -263,7 +263,7 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
         print(f"registered {model.version} from {args.source}")
         run = compare_and_promote(registry, model, load_database(registry.session, args.scope), scope=args.scope,
                                   force=args.force, trigger="pull")
-        print(("promoted " if run.promoted else "not promoted ") + run.message)
+        print(verdict(run))
     return 0
 
 
@@ -354,7 +354,7 @@ def promote(args: argparse.Namespace, settings: Settings) -> int:
         scope = args.scope or challenger.row.scope
         run = compare_and_promote(registry, challenger, load_database(registry.session, scope), scope=scope,
                                   force=args.force, trigger="manual")
-        print(("promoted " if run.promoted else "not promoted ") + run.message)
+        print(verdict(run))
     return 0 if run.promoted else 1
 
 

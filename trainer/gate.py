@@ -15,6 +15,8 @@ from trainer.registry import Model, Registry
 
 log = logging.getLogger(__name__)
 
+PROMOTED, NOT_PROMOTED = "promoted", "not promoted"  # how a verdict begins (`verdict`)
+
 
 def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Sequence[Example], *,
                         scope: str = GLOBAL_SCOPE, force: bool = False,
@@ -49,6 +51,12 @@ def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Se
     registry.session.flush()
     log.info("training run %s: %s", run.id, run.message)
     return run
+
+
+def verdict(run: TrainingRun) -> str:
+    """The gate's decision in the words every command, job and reply uses: "promoted VERSION: why" or
+    "not promoted VERSION: why" (the review page reads the first word)."""
+    return f"{PROMOTED if run.promoted else NOT_PROMOTED} {run.message}"
 
 
 def decide(challenger: float | None, champion: float | None, *, has_champion: bool,

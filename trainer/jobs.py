@@ -11,7 +11,7 @@ from core.queues import REPLY_TO_RETRAIN, enqueue
 from core.tables import GLOBAL_SCOPE
 from trainer import context
 from trainer.dataset import load_database
-from trainer.gate import compare_and_promote
+from trainer.gate import NOT_PROMOTED, compare_and_promote, verdict
 from trainer.registry import Registry, RegistryError
 from trainer.retrain import RetrainPolicy, retrain_scope, scopes_due
 
@@ -54,9 +54,9 @@ def promote_version(*, version: str, scope: str, requested_by: str) -> str:
         with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
             run = compare_and_promote(registry, registry.model(version, scope=scope),
                                       load_database(registry.session, scope), scope=scope, trigger="review")
-            message = ("promoted " if run.promoted else "not promoted ") + run.message
+            message = verdict(run)
     except RegistryError as error:  # unknown, or another scope's version: said on the page, not a failed job
-        message = f"not promoted: {error}"
+        message = f"{NOT_PROMOTED}: {error}"
     log.info("%s asked to promote %s for %s: %s", requested_by, version, scope, message)
     return message
 

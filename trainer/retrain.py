@@ -22,7 +22,7 @@ from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
-from trainer.gate import compare_and_promote
+from trainer.gate import compare_and_promote, verdict
 from trainer.pipeline import train_and_register
 from trainer.registry import Model, Registry
 
@@ -86,9 +86,8 @@ class RetrainResult:
         if run is None:
             return f"No retraining: {self.message}."
         old, new = (_score(score) for score in (run.champion_score, run.challenger_score))
-        verdict = "promoted: it serves from now on" if run.promoted else "not promoted: the serving model stays"
         return (f"Retrained {self.scope} on {run.n_examples} held-out recent issues: macro-F1 of the serving "
-                f"model {old}, of the new model {new}. New model {verdict}.")
+                f"model {old}, of the new model {new}. Verdict: {verdict(run)}.")
 
     def to_dict(self) -> dict:
         """Plain values: what the training job returns, and the bot's reply posts."""

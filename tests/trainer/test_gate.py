@@ -8,7 +8,7 @@ from core.tables import TrainingRun
 from trainer.baseline import train_tfidf
 from trainer.dataset import Example
 from trainer.evaluate import evaluate_classifier
-from trainer.gate import compare_and_promote
+from trainer.gate import compare_and_promote, verdict
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,8 @@ def test_first_model_is_promoted_with_its_score(registry, tfidf_model, held_out,
     assert run.promoted and run.champion_version_id is None and run.champion_score is None
     assert 0.5 < run.challenger_score <= 1.0
     assert registry.serving().version == challenger.version
+    assert verdict(run) == (f"promoted {challenger.version}: no model served this scope "
+                            f"({len(held_out)} held-out issues)")
     assert session.get(TrainingRun, run.id).trigger == "bootstrap"
 
 
@@ -55,6 +57,7 @@ def test_a_worse_challenger_is_kept_out(registry, tfidf_model, weak_model, held_
     assert not run.promoted and registry.serving().version == champion.version
     assert run.challenger_score < run.champion_score
     assert "kept out" in run.message
+    assert verdict(run).startswith(f"not promoted {challenger.version}: kept out: macro-F1 ")
 
 
 def test_a_tie_is_kept_out(registry, tfidf_model, held_out):

@@ -10,6 +10,7 @@ from core.encoder import SERVES
 from core.tables import GLOBAL_SCOPE, ModelVersion, TrainingRun
 from tests.trainer.conftest import NO_FAST_PATH
 from trainer.fast_path import FastPathOptions
+from trainer.gate import verdict
 from trainer.retrain import (
     RetrainPolicy,
     examples_for_scope,
@@ -79,6 +80,7 @@ def test_retraining_records_both_scores_and_promotes_only_a_better_model(session
     assert (serving is not None) == run.promoted
     challenger = registry.get(result.message.split(":")[0])
     assert challenger.labels == champion.row.labels  # the same kinds, warm-started head
+    assert result.summary().endswith(f"Verdict: {verdict(run)}.")
 
 
 def test_a_repositorys_challenger_starts_from_the_global_model_and_is_judged_against_its_own(
