@@ -24,7 +24,7 @@ import logging
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -130,25 +130,31 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     encoder_card = card if directory == model_directory else ModelCard.read(directory)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
     reference = served_answers(as_served(pytorch), issues)
-    for engine, artefact in artefacts.items():
-        fast = OnnxClassifier.from_file(directory, artefact, encoder_card)
+    for engine, fast in _engines_to_gate(directory, artefacts, encoder_card, pytorch, cpu_flags):
         gate = same_answers(reference, served_answers(as_served(fast), issues), issues, fast.labels)
         record["gates"][engine] = gate | {"issues_source": source, "answers": answers}
-        if gate["passed"]:
-            kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
-            record["artefacts"][engine] = kept
-            if record["serves"] == "pytorch":
-                record |= {"serves": engine, "gate": record["gates"][engine]} | kept
-        else:
+    record["gates"].setdefault(engines.TORCH_BF16, {"passed": False,
+                                                    "reason": "not gated: no bf16 instructions where it was registered"})
+    for engine, artefact in artefacts.items():
+        if not record["gates"][engine]["passed"]:
             artefact.unlink()
-    if engines.has_bf16(cpu_flags):
-        bf16 = TransformerClassifier(pytorch.model, pytorch.tokenizer, encoder_card, bf16=True)
-        gate = same_answers(reference, served_answers(as_served(bf16), issues), issues, bf16.labels)
-        record["gates"][engines.TORCH_BF16] = gate | {"issues_source": source, "answers": answers}
-    else:  # emulated without bf16 instructions: slower than fp32, not worth gating
-        record["gates"][engines.TORCH_BF16] = {"passed": False,
-                                               "reason": "not gated: no bf16 instructions where it was registered"}
+            continue
+        kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
+        record["artefacts"][engine] = kept
+        if record["serves"] == "pytorch":
+            record |= {"serves": engine, "gate": record["gates"][engine]} | kept
     return record
+
+
+def _engines_to_gate(directory: Path, artefacts: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
+                     cpu_flags: frozenset[str]) -> Iterator[tuple[str, Any]]:
+    """Each engine to gate, loaded when its turn comes (one beside PyTorch in memory at a time): the exported
+    artefacts, then bf16 autocast where the CPU has bf16 instructions (emulated without them: slower than
+    fp32, not worth gating)."""
+    for engine, artefact in artefacts.items():
+        yield engine, OnnxClassifier.from_file(directory, artefact, card)
+    if engines.has_bf16(cpu_flags):
+        yield engines.TORCH_BF16, TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
 
 
 def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> ModelCard:
