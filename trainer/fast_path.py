@@ -86,22 +86,30 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
     reason in the card (`fast_path.error`) and in the log.
     """
     model_directory, directory = Path(directory), encoder_directory(directory, card)
-    record: dict[str, Any] = {"serves": "pytorch", "gates": {}}
-    if not issues:  # nothing to check it on: not worth the export
+    if issues:
+        record = _export_record(directory, issues, source, model_directory, card,
+                                engines.cpu_flags() if cpu_flags is None else cpu_flags)
+    else:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
-        record["gate"] = {"passed": False, "reason": "no held-out issues"}
-        record["gates"] = {engine: record["gate"] for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}
-        return _record(model_directory, directory, record)
+        gate = {"passed": False, "reason": "no held-out issues"}
+        record = {"serves": "pytorch", "gate": gate,
+                  "gates": {engine: gate for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}}
+    return _record(model_directory, directory, record)
+
+
+def _export_record(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
+                   card: ModelCard, cpu_flags: frozenset[str]) -> dict[str, Any]:
+    """The fast path's record: what `_export_and_gate` kept, or why nothing could be built."""
     try:
-        record |= _export_and_gate(directory, issues, source, model_directory, card,
-                                   engines.cpu_flags() if cpu_flags is None else cpu_flags)
+        record = {"serves": "pytorch", "gates": {}} | _export_and_gate(directory, issues, source, model_directory,
+                                                                        card, cpu_flags)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
         shutil.rmtree(directory / FAST_DIR, ignore_errors=True)
         record = {"serves": "pytorch", "gates": {}, "error": f"{type(error).__name__}: {str(error)[:300]}"}
     log.info("fast path of %s: %s serves (gates: %s)", card.version, record["serves"], record["gates"])
-    return _record(model_directory, directory, record)
+    return record
 
 
 def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], Any], str]:
@@ -133,8 +141,8 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     for engine, fast in _engines_to_gate(directory, artefacts, encoder_card, pytorch, cpu_flags):
         gate = same_answers(reference, served_answers(as_served(fast), issues), issues, fast.labels)
         record["gates"][engine] = gate | {"issues_source": source, "answers": answers}
-    record["gates"].setdefault(engines.TORCH_BF16, {"passed": False,
-                                                    "reason": "not gated: no bf16 instructions where it was registered"})
+    not_gated = "not gated: no bf16 instructions where it was registered"
+    record["gates"].setdefault(engines.TORCH_BF16, {"passed": False, "reason": not_gated})
     for engine, artefact in artefacts.items():
         if not record["gates"][engine]["passed"]:
             artefact.unlink()
@@ -278,9 +286,9 @@ def same_answers(reference: Answers, fast: Answers, issues: Sequence[Example], l
     model alone and with the memory in the loop; both must hold."""
     truth = [issue.label for issue in issues]
     f1_torch, f1_fast = macro_f1(truth, reference.model, labels), macro_f1(truth, fast.model, labels)
-    agreement = _agreement(reference.model, fast.model)
     f1_torch_memory = macro_f1(truth, reference.with_memory, labels)
     f1_fast_memory = macro_f1(truth, fast.with_memory, labels)
+    agreement = _agreement(reference.model, fast.model)
     memory_agreement = _agreement(reference.with_memory, fast.with_memory)
     passed = (is_same_answers(f1_torch, f1_fast, agreement)
               and is_same_answers(f1_torch_memory, f1_fast_memory, memory_agreement))
