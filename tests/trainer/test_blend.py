@@ -117,11 +117,11 @@ def test_a_served_blend_carries_the_thresholds_its_registration_measured_on_the_
         registry, minilm_config, small_train, small_heldout):
     """The labelling policy reads a classifier's `card.thresholds`: a blend's are measured on the blend."""
     config = dataclasses.replace(minilm_config, tfidf_share=0.6)
-    row, _, metrics = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
-                                         fast_path=NO_FAST_PATH)
-    assert metrics["thresholds"] and row.metrics["n_scored"] == len(small_heldout)
-    served = load_classifier(row.path)
-    assert isinstance(served, BlendedClassifier) and served.card.version == row.version
+    model, _, metrics = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
+                                           fast_path=NO_FAST_PATH)
+    assert metrics["thresholds"] and model.row.metrics["n_scored"] == len(small_heldout)
+    served = load_classifier(model.directory)
+    assert isinstance(served, BlendedClassifier) and served.card.version == model.version
     assert served.card.thresholds == metrics["thresholds"]
     assert evaluate_classifier(served, small_heldout)["thresholds"] == pytest.approx(metrics["thresholds"], abs=1e-4)
 
@@ -145,7 +145,7 @@ def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_ble
     challenger = registry.get(result.message.split(":")[0])
     card = ModelCard.read(challenger.path)
     assert card.kind == "blend" and card.extra["tfidf_share"] == 0.6
-    assert card.base_model == str(encoder_directory(champion.path, ModelCard.read(champion.path)))
+    assert card.base_model == str(champion.encoder_directory)
     assert isinstance(load_classifier(challenger.path), BlendedClassifier)
 
 
