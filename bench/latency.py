@@ -56,17 +56,10 @@ def issue_texts() -> list[tuple[str, str]]:
 
 
 def tiny_model(folder: Path) -> Path:
-    from trainer.config import TrainConfig
-    from trainer.dataset import load_file
-    from trainer.train import fine_tune
+    """The tests' tiny model (tests.tiny_model) at 128 tokens."""
+    from tests.tiny_model import train_tiny_model
 
-    examples = load_file(NLBSE / "issues_train.csv")
-    picked = []
-    for label in ("bug", "feature", "question"):
-        picked += [e for e in examples if e.label == label][:16]
-    trained = fine_tune(TrainConfig(max_length=128, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
-    trained.save(folder / "model", version="bench", metrics={}, thresholds={}, data_fingerprint="")
-    return folder / "model"
+    return train_tiny_model(folder / "model", max_length=128, version="bench")
 
 
 def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds: float,
@@ -74,7 +67,8 @@ def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds:
     from core.migrate import upgrade
     from simulation.fake_github import FakeGitHub
     from tests.conftest import promote_model
-    from tests.issue_sorter.running import free_port, running_service
+    from tests.issue_sorter.running import running_service
+    from tests.ports import free_port
 
     database = f"sqlite:///{folder / 'var' / 'issue-sorter.db'}"
     (folder / "var").mkdir(exist_ok=True)

@@ -9,6 +9,7 @@ The pyramid: rules run on tests/fakes.py (no marker); a test that trains or load
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import uuid
@@ -108,13 +109,20 @@ def sessions(sqlite_url):
     return factory
 
 
+def marked_settings(request, base: Settings) -> Settings:
+    """`base` with the fields that the test's (or its module's) `@pytest.mark.settings(...)` changes."""
+    marker = request.node.get_closest_marker("settings")
+    return dataclasses.replace(base, **marker.kwargs) if marker else base
+
+
 @pytest.fixture
-def settings(sqlite_url, tmp_path) -> Settings:
+def settings(request, sqlite_url, tmp_path) -> Settings:
     """The App's settings for a test; naming the test Redis reaches nothing (the `redis` fixture does).
     max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/intake/test_replays.py
-    tests the age limit)."""
-    return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=REDIS_TEST_URL,
-                    model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0)
+    tests the age limit). A test changes a field with `@pytest.mark.settings(field=value)`."""
+    return marked_settings(request, Settings(
+        webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=REDIS_TEST_URL,
+        model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0))
 
 
 @pytest.fixture
@@ -137,19 +145,9 @@ def tiny_model_dir(tmp_path_factory):
     """all-MiniLM-L6-v2 fine-tuned for a few steps on 48 real NLBSE issues (bug/feature/question).
 
     Real weights, real tokenizer, real model card: what `bootstrap-model` makes, only smaller."""
-    from tests.paths import NLBSE
-    from trainer.config import TrainConfig
-    from trainer.dataset import load_file
-    from trainer.train import fine_tune
+    from tests.tiny_model import train_tiny_model
 
-    examples = load_file(NLBSE / "issues_train.csv")
-    picked = []
-    for label in ("bug", "feature", "question"):
-        picked += [e for e in examples if e.label == label][:16]
-    trained = fine_tune(TrainConfig(max_length=64, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
-    directory = tmp_path_factory.mktemp("tiny-model") / "model"
-    trained.save(directory, version="tiny", metrics={}, thresholds={}, data_fingerprint="")
-    return directory
+    return train_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model")
 
 
 def promote_model(database_url: str, model_dir, source_dir, scope: str = "global") -> str:

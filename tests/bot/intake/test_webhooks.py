@@ -15,11 +15,6 @@ from tests.conftest import WEBHOOK_SECRET
 pytestmark = pytest.mark.redis
 
 
-@pytest.fixture
-def client(settings, redis):
-    return create_app(settings, redis=redis).test_client()
-
-
 def deliver(client, event: str, body: bytes, delivery: str = "72d3162e-cc78-11e3-81ab-4c9367dc0958",
             secret: str = WEBHOOK_SECRET, headers: dict | None = None):
     sent = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign_body(body, secret),

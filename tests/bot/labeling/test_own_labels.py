@@ -22,7 +22,6 @@ from tests.bot.rules import (
     label,
     predictions,
     record,
-    repository,
     run_job,
     snapshot,
     stored_issue,
@@ -44,11 +43,8 @@ class TopicEncoder(FakeEncoder):
 
 ENCODER = TopicEncoder({"crash": "bug", "please add": "feature"}, ["bug", "feature", "question"])
 OWN = ["streaming", "vision", "speech"]  # speech: a label of the repository nobody has confirmed
-
-
-@pytest.fixture
-def github():
-    return repository(labels={REPO: [*LABELS, *OWN, "good first issue"]})
+REPOSITORY_LABELS = [*LABELS, *OWN, "good first issue"]  # the kinds' labels and its own
+pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS})
 
 
 def confirmed_history(sessions, streaming: int = own_labels.DEFAULT_MIN_EXAMPLES + 1,

@@ -50,10 +50,10 @@ def review_app(review_settings, redis):
 
 
 @pytest.fixture
-def client(review_app, sessions):
-    """The review page's test client (the instance's admins: ("boss",)), its database's tables created:
-    every page reads them."""
-    return review_app.test_client()
+def served_settings(review_settings, sessions):
+    """The `client` fixture serves the review pages (the instance's admins: ("boss",)), its database's tables
+    created: every page reads them."""
+    return review_settings
 
 
 def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | None,
