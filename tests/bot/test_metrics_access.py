@@ -1,7 +1,7 @@
 """/metrics and /healthz on the internet-facing port: /metrics ran a GROUP BY over every prediction and
-listed the workers for anyone who asked, and /healthz named error classes and dry-run mode (issue 26, item
-4). Now /metrics needs the operator's bearer token, its slow figures are reused between scrapes, and
-/healthz tells a stranger only whether the database and Redis answer."""
+listed the workers for anyone who asked, and /healthz named error classes and dry-run mode. Now /metrics
+needs the operator's bearer token, its slow figures are reused between scrapes, and /healthz tells a
+stranger only whether the database and Redis answer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""bench.chaos at CI size, the fleet of issue 31: `issue-sorter run` on PostgreSQL and its embedded Redis, with
+"""bench.chaos at CI size: `issue-sorter run` on PostgreSQL and its embedded Redis, with
 gunicorn's 2 web processes, 3 labelling workers and the feedback worker, labels 150 real issues of 5
 installations (one repository each in comment mode) sent at 4 a second, GitHub's write spacing at 1 s, while
 a labelling worker is SIGKILLed mid-job, Redis SIGKILLed (and restarted by the supervisor from the

@@ -1,4 +1,4 @@
-"""How the service scores its own labels (issue 29): the rules (core.own_labels.heads.fit_rules: each served
+"""How the service scores its own labels: the rules (core.own_labels.heads.fit_rules: each served
 label's head, its threshold cross-fitted on the memory) are fitted off the labelling path, stored
 (core.own_labels.storage) and read as stored; a labelling job reads the memory once, for the kind and the own
 labels alike; the kind is decided the same with own labels on or off."""

@@ -1,4 +1,4 @@
-"""The repository's own labels beside the kind (issue 29), on the rules' harness (tests/bot/rules.py): one
+"""The repository's own labels beside the kind, on the rules' harness (tests/bot/rules.py): one
 decision per label from the confirmed issues that carry it, applied only from `min_examples` confirmed
 examples and in the kind's one write, narrowed by the config's `areas`, judged by maintainers like the
 kind (a label they remove is never put back), and learnt from the backfill with every label an issue has."""
@@ -394,7 +394,7 @@ def memory_labels(sessions) -> dict[int, str]:
 
 
 def test_the_fill_embeds_issues_confirmed_with_own_labels_only_and_they_vote_for_them(sessions, github):
-    """Issue 29 stored the backfill's issues that carry only own labels, but the fill embedded only issues
+    """The backfill stores the issues that carry only own labels; the fill once embedded only issues
     with a kind: their examples were counted and never voted, so the label stayed unapplied."""
     enough = own_labels.DEFAULT_MIN_EXAMPLES + 1
     confirmed_history(sessions, streaming=0)  # `vision` on issues of a kind, already in the memory
