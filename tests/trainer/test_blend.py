@@ -35,6 +35,7 @@ def test_a_tfidf_share_trains_both_models_on_the_same_issues(trained_blend, smal
     assert trained_blend.labels == trained_blend.tfidf.labels == ["bug", "feature", "question"]
 
 
+@pytest.mark.slow  # fine-tunes MiniLM (one step)
 def test_without_a_tfidf_share_the_encoder_is_trained_alone(minilm_config, small_train):
     config = dataclasses.replace(minilm_config, max_steps=1)
     assert not isinstance(train_model(config, small_train, progress=False), TrainedBlend)
@@ -114,6 +115,7 @@ def _words(tfidf_pipeline) -> set[str]:
     return set(words.vocabulary_)
 
 
+@pytest.mark.slow  # fine-tunes MiniLM (one step)
 def test_tfidf_also_learns_from_other_issues_of_the_encoders_classes(minilm_config, small_train):
     others = [Example("zyxwvut crashes when the window opens", "stack trace below", "bug", repo="octo/other"),
               Example("zyxwvut should support dark mode", "", "feature", repo="octo/other"),

@@ -221,6 +221,7 @@ def test_a_blends_fast_path_is_gated_on_the_blends_answers(register, decisive_mi
     assert abs(gate["top_label_agreement"] - agreement) <= 1 / len(gate_issues) + 1e-4
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
     """What makes the fast path start in a fraction of PyTorch's time and hold a fraction of its memory."""
     script = f"""

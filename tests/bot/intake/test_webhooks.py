@@ -110,6 +110,7 @@ def test_healthz_reports_database_and_redis(client, settings):
     assert dead.get("/healthz").status_code == 503
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_the_request_path_never_imports_torch_or_the_jobs(settings, payload):
     """The receiver must answer fast: importing torch costs ~3 s, onnxruntime ~0.3 s, the model far more."""
     script = f"""
