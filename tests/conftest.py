@@ -14,9 +14,16 @@ import json
 import os
 import uuid
 
+# pytest-xdist runs one process per core: a torch (or OpenBLAS) in each that started a thread per core would
+# fight the others for the cores. Set before anything imports torch.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import pytest
 from redis import Redis
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.retry import Retry
 from sqlalchemy import create_engine, text
 
 from core.db import Base, make_sessionmaker
@@ -69,6 +76,12 @@ def redis_url() -> str:
     except RedisError as error:
         service_missing(f"Redis at {REDIS_TEST_URL}", error)
     return REDIS_TEST_URL
+
+
+def dead_redis() -> Redis:
+    """A client of a Redis that is not there (nothing listens on port 1). It fails at once: with redis-py's
+    default retries each command would back off for seconds before the same error."""
+    return Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from bot.app import create_app
 from bot.intake.signatures import sign_body
 from bot.worker import build_context
 from core.queues import QUEUES, SERIALIZER
-from simulation.fake_github import FakeGitHub
+from simulation.fake_github import FakeGitHub, generate_app_keypair
 from tests.bot.rules import repository
 from tests.conftest import WEBHOOK_SECRET, marked_settings, promote_model
 from trainer import context as training_context
@@ -25,9 +25,16 @@ REPO = "Codertocat/Hello-World"
 INSTALLATION = 1
 
 
+@pytest.fixture(scope="session")
+def app_key() -> tuple[str, str]:
+    """The App's RSA key pair (private PEM, public PEM), made once: making one takes a tenth of a second, and
+    hundreds of tests start a fake GitHub."""
+    return generate_app_keypair()
+
+
 @pytest.fixture
-def fake_github():
-    with FakeGitHub(app_id=1) as fake:
+def fake_github(app_key):
+    with FakeGitHub(app_id=1, public_key_pem=app_key[1]) as fake:
         fake.add_repo(REPO, labels=["bug", "enhancement", "question", "documentation", "wontfix"],
                       installation_id=INSTALLATION, collaborators={"maintainer": "maintain", "boss": "admin",
                                                                    "helper": "triage", "reader": "read"})
@@ -43,12 +50,12 @@ def github(request):
 
 
 @pytest.fixture
-def app_settings(request, settings, fake_github):
+def app_settings(request, settings, fake_github, app_key):
     """The App on the fake GitHub. Its jobs read every issue again from the fake (no fresh window), where
     the tests set the state under test; tests/bot/github_api/test_github_calls.py opens the window to measure it
     (a `@pytest.mark.settings(...)` field wins over these too)."""
     return marked_settings(request, dataclasses.replace(
-        settings, app_id=1, private_key=fake_github.private_key_pem, api_url=fake_github.url, threshold=0.0,
+        settings, app_id=1, private_key=app_key[0], api_url=fake_github.url, threshold=0.0,
         app_slug="issue-sorter", fresh_delivery_seconds=0.0))
 
 

@@ -3,14 +3,13 @@ import subprocess
 import sys
 
 import pytest
-from redis import Redis
 from rq import Queue
 
 from bot.app import MAX_DELIVERY_BYTES, create_app
 from bot.intake.queueing import DELIVERY_KEY
 from bot.intake.signatures import sign_body
 from core.queues import LABELING_QUEUE, SERIALIZER
-from tests.conftest import WEBHOOK_SECRET
+from tests.conftest import WEBHOOK_SECRET, dead_redis
 
 pytestmark = pytest.mark.redis
 
@@ -98,15 +97,14 @@ def test_deliveries_over_25_mb_are_413(client):
 
 
 def test_redis_unreachable_is_503_so_github_can_redeliver(settings, payload):
-    dead = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
-    client = create_app(settings, redis=dead).test_client()
+    client = create_app(settings, redis=dead_redis()).test_client()
     assert deliver(client, "issues", opened_body(payload)).status_code == 503
 
 
 def test_healthz_reports_database_and_redis(client, settings):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json["database"] == "ok" and response.json["redis"] == "ok"
-    dead = create_app(settings, redis=Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)).test_client()
+    dead = create_app(settings, redis=dead_redis()).test_client()
     assert dead.get("/healthz").status_code == 503
 
 
