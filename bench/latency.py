@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from tests.paths import NLBSE, WEBHOOKS  # the shared data's location, one definition
+from tests.tiny_model import train_tiny_model  # the tests' tiny model, here at 128 tokens
 
 REPOS = [(f"bench-org-{i}/service-{i}", 100 + i) for i in range(5)]  # (repository, installation id)
 APP_ID = 4711
@@ -43,8 +44,8 @@ def main() -> int:
     texts = issue_texts()
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as folder:
         extra = {"ISSUE_SORTER_WORKER_THREADS": str(args.worker_threads)} if args.worker_threads else {}
-        results = measure(Path(folder), args.model or tiny_model(Path(folder)), texts, args.rates, args.seconds,
-                          extra)
+        model = args.model or train_tiny_model(Path(folder) / "model", max_length=128, version="bench")
+        results = measure(Path(folder), model, texts, args.rates, args.seconds, extra)
     print(json.dumps(results, indent=2))
     return 0
 
@@ -53,13 +54,6 @@ def issue_texts() -> list[tuple[str, str]]:
     from trainer.dataset import load_file
 
     return [(e.title, e.body) for e in load_file(NLBSE / "issues_test.csv")]
-
-
-def tiny_model(folder: Path) -> Path:
-    """The tests' tiny model (tests.tiny_model) at 128 tokens."""
-    from tests.tiny_model import train_tiny_model
-
-    return train_tiny_model(folder / "model", max_length=128, version="bench")
 
 
 def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds: float,
