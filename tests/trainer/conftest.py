@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Base, make_sessionmaker
-from tests.conftest import IN_CI
+from core.db import make_sessionmaker
+from tests.conftest import IN_CI, with_tables
 from tests.paths import NLBSE
 from tests.trainer.hub_stand_in import hub  # noqa: F401 - the hub stand-in fixture
 from trainer.baseline import train_tfidf
@@ -113,12 +113,9 @@ def tfidf_model(nlbse_train):
 
 
 @pytest.fixture
-def database_url(tmp_path) -> str:
+def database_url(tmp_path, empty_schema) -> str:
     """A fresh SQLite file with every table (the tests' stand-in for `alembic upgrade head`)."""
-    url = f"sqlite:///{tmp_path / 'issue-sorter.db'}"
-    factory = make_sessionmaker(url)
-    Base.metadata.create_all(factory.kw["bind"])
-    return url
+    return with_tables(f"sqlite:///{tmp_path / 'issue-sorter.db'}", empty_schema)
 
 
 @pytest.fixture
