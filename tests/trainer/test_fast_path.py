@@ -22,7 +22,7 @@ from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
 from trainer.evaluate import macro_f1
-from trainer.fast_path import MIN_AGREEMENT, FastPathOptions, default_gate_issues, is_same_answers
+from trainer.fast_path import MIN_AGREEMENT, FastPathOptions, is_same_answers
 from trainer.pipeline import add_to_registry
 from trainer.registry import Registry
 from trainer.train import fine_tune
@@ -222,6 +222,7 @@ def test_a_blends_fast_path_is_gated_on_the_blends_answers(register, decisive_mi
     assert abs(gate["top_label_agreement"] - agreement) <= 1 / len(gate_issues) + 1e-4
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
     """What makes the fast path start in a fraction of PyTorch's time and hold a fraction of its memory."""
     script = f"""
@@ -237,15 +238,16 @@ print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules 
     assert result.stdout.split("\n")[-2] == "OnnxClassifier 384 []"
 
 
+def test_with_nlbse_beside_the_checkout_its_test_split_gates_every_registration(nlbse_test, small_heldout):
+    issues, source = FastPathOptions().issues(held_out=small_heldout)
+    assert list(issues) == nlbse_test
+    assert source == "NLBSE'24 test split (nlbse24-issue-report-classification/issues_test.csv)"
+
+
 def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_out_issues(
-        registry, decisive_minilm, gate_issues, tmp_path, monkeypatch):
+        registry, decisive_minilm, gate_issues, without_shared):
     """An installed package or a container has no ../shared: the issues the caller held out gate it."""
-    monkeypatch.setenv("ISSUE_SORTER_SHARED", str(tmp_path / "no-shared"))
-    default_gate_issues.cache_clear()
-    try:
-        model = add_to_registry(registry, decisive_minilm, held_out=gate_issues)
-    finally:
-        default_gate_issues.cache_clear()
+    model = add_to_registry(registry, decisive_minilm, held_out=gate_issues)
     gate = model.card.fast_path["gates"][SERVES]
     assert gate["issues"] == len(gate_issues)
     assert gate["issues_source"] == f"the {len(gate_issues)} held-out issues of the registration"

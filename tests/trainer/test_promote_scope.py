@@ -1,7 +1,7 @@
 """A version serves only its own scope or, when global, any: version names are guessable
 (`scope-YYYYmmdd-HHMMSS`), and the review page's promote button once promoted any of them for the caller's
 repository, so a maintainer of one repository could serve another installation's private model and read its
-classes (issue 26, item 5). The refusal is the registry's, so every way to promote meets it."""
+classes. The refusal is the registry's, so every way to promote meets it."""
 
 from __future__ import annotations
 
