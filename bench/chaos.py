@@ -425,18 +425,10 @@ def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> Pa
     from trainer.registry import Registry
 
     upgrade(database_url)
-    if source is None:
-        from trainer.config import TrainConfig
-        from trainer.dataset import load_file
-        from trainer.train import fine_tune
+    if source is None:  # the tests' tiny model
+        from tests.tiny_model import train_tiny_model
 
-        examples = load_file(NLBSE / "issues_train.csv")
-        picked = []
-        for label in ("bug", "feature", "question"):
-            picked += [e for e in examples if e.label == label][:16]
-        trained = fine_tune(TrainConfig(max_length=64, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
-        source = model_dir.parent / "chaos-model"
-        trained.save(source, version="chaos", metrics={}, thresholds={}, data_fingerprint="")
+        source = train_tiny_model(model_dir.parent / "chaos-model", version="chaos")
     with session_scope(make_sessionmaker(database_url)) as session:
         registry = Registry(model_dir, session)
         row = registry.register(source, scope="global")

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from tests.paths import NLBSE, WEBHOOKS  # the shared data's location, one definition
+from tests.tiny_model import train_tiny_model  # the tests' tiny model, here at 128 tokens
 
 REPOS = [(f"bench-org-{i}/service-{i}", 100 + i) for i in range(5)]  # (repository, installation id)
 APP_ID = 4711
@@ -43,8 +44,8 @@ def main() -> int:
     texts = issue_texts()
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as folder:
         extra = {"ISSUE_SORTER_WORKER_THREADS": str(args.worker_threads)} if args.worker_threads else {}
-        results = measure(Path(folder), args.model or tiny_model(Path(folder)), texts, args.rates, args.seconds,
-                          extra)
+        model = args.model or train_tiny_model(Path(folder) / "model", max_length=128, version="bench")
+        results = measure(Path(folder), model, texts, args.rates, args.seconds, extra)
     print(json.dumps(results, indent=2))
     return 0
 
@@ -55,26 +56,13 @@ def issue_texts() -> list[tuple[str, str]]:
     return [(e.title, e.body) for e in load_file(NLBSE / "issues_test.csv")]
 
 
-def tiny_model(folder: Path) -> Path:
-    from trainer.config import TrainConfig
-    from trainer.dataset import load_file
-    from trainer.train import fine_tune
-
-    examples = load_file(NLBSE / "issues_train.csv")
-    picked = []
-    for label in ("bug", "feature", "question"):
-        picked += [e for e in examples if e.label == label][:16]
-    trained = fine_tune(TrainConfig(max_length=128, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
-    trained.save(folder / "model", version="bench", metrics={}, thresholds={}, data_fingerprint="")
-    return folder / "model"
-
-
 def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds: float,
             extra_env: dict[str, str]) -> dict:
     from core.migrate import upgrade
     from simulation.fake_github import FakeGitHub
     from tests.conftest import promote_model
-    from tests.issue_sorter.running import free_port, running_service
+    from tests.issue_sorter.running import running_service
+    from tests.ports import free_port
 
     database = f"sqlite:///{folder / 'var' / 'issue-sorter.db'}"
     (folder / "var").mkdir(exist_ok=True)

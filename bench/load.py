@@ -36,6 +36,7 @@ from bench.chaos import (  # the same fake GitHub set-up
 )
 from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
+from tests.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -207,15 +208,6 @@ def main(argv: list[str] | None = None) -> int:
         redis.flushdb()
     print(json.dumps(report, indent=2))
     return 0
-
-
-def free_port() -> int:
-    """A free loopback port (closed again before gunicorn binds it)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 if __name__ == "__main__":

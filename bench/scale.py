@@ -451,20 +451,10 @@ def without_thresholds(model: Path) -> Path:
 def train_small(max_length: int) -> Path:
     """all-MiniLM-L6-v2 fine-tuned briefly on 48 NLBSE issues at `max_length` tokens: what is measured is
     the model's cost, which its accuracy does not change."""
-    from bench.chaos import NLBSE
-    from trainer.config import TrainConfig
-    from trainer.dataset import load_file
-    from trainer.train import fine_tune
+    from tests.tiny_model import train_tiny_model
 
-    examples = load_file(NLBSE / "issues_train.csv")
-    picked = []
-    for label in ("bug", "feature", "question"):
-        picked += [e for e in examples if e.label == label][:16]
-    trained = fine_tune(TrainConfig(max_length=max_length, epochs=1, batch_size=16, lr=1e-4), picked,
-                        progress=False)
-    folder = Path(tempfile.mkdtemp(prefix="scale-model-")) / "model"
-    trained.save(folder, version="scale", metrics={}, thresholds={}, data_fingerprint="")
-    return folder
+    return train_tiny_model(Path(tempfile.mkdtemp(prefix="scale-model-")) / "model", max_length=max_length,
+                            version="scale")
 
 
 def cpu_name() -> str:

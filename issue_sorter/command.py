@@ -8,7 +8,12 @@ checks that the database is migrated before the handler does any work.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+
+from core.db import make_sessionmaker
+from core.settings import Settings
+from trainer.registry import Registry
 
 OPERATOR = "operator"  # settings without the webhook secret: commands that receive no webhooks
 WEBHOOK = "webhook"  # settings with the webhook secret required
@@ -23,3 +28,11 @@ def add(subparsers, name: str, handler: Handler, help_text: str, *, settings: st
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
     parser.set_defaults(handler=handler, settings=settings, database=database)
     return parser
+
+
+@contextlib.contextmanager
+def open_registry(settings: Settings) -> Iterator[Registry]:
+    """The model registry of `settings`, in a transaction of its own committed when the command's work is done
+    (its session is `registry.session`): every command that reads or writes models opens it so."""
+    with Registry.open(settings.model_dir, make_sessionmaker(settings.database_url)) as registry:
+        yield registry

@@ -4,19 +4,17 @@ convert-tfidf, gc-models."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from core.card import base_model_name, update_card
-from core.db import make_sessionmaker, session_scope
+from core.card import base_model_name
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE
-from issue_sorter.command import add
+from issue_sorter.command import add, open_registry
 from trainer import pipeline, publish
 from trainer.bootstrap import BOOTSTRAP_ENV, HUB, choose_source, load_source
 from trainer.config import (
@@ -30,8 +28,8 @@ from trainer.config import (
 from trainer.dataset import FORMATS, HUB_DATASET, TEST_REPOS, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
 from trainer.fast_path import FastPathOptions
-from trainer.gate import compare_and_promote
-from trainer.registry import KEEP_PROMOTED, Registry
+from trainer.gate import compare_and_promote, verdict
+from trainer.registry import KEEP_PROMOTED
 from trainer.sources import load_sources
 
 # the TrainConfig fields a training command takes as flags (--max-length for max_length), typed as the field is
@@ -196,25 +194,23 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
 
     `unseen`: the held-out issues are these repositories, never trained on (the hub's lesson split): its
     figures are the unseen-repository protocol's, and the card and the listing say so."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        registry = Registry(settings.model_dir, session)
-        row, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
-                                                            held_out=eval_examples, evaluate=True,
-                                                            progress=progress)
+    with open_registry(settings) as registry:
+        model, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
+                                                              held_out=eval_examples, evaluate=True,
+                                                              progress=progress)
         steps = f" {trained.steps} steps" if hasattr(trained, "steps") else ""  # TF-IDF alone takes none
         print(f"trained{steps} in {trained.seconds:.0f} s")
         if unseen and metrics:
             metrics = publish.as_unseen(metrics, unseen)
-            row.metrics = metrics  # the listing and the review page read the row
-        update_card(Path(row.path), train_data={"source": data_source, "issues": len(examples)},
-                    metrics=metrics or None)
-        print(f"registered {row.version} at {row.path}" + _score_text(metrics))
+        model = registry.annotate(model, train_data={"source": data_source, "issues": len(examples)},
+                                  metrics=metrics or None)
+        print(f"registered {model.version} at {model.directory}" + _score_text(metrics))
         if promote:
-            held_out = eval_examples or load_database(session, scope)
-            run = compare_and_promote(registry, row.version, held_out, scope=scope, force=promote == "force",
+            held_out = eval_examples or load_database(registry.session, scope)
+            run = compare_and_promote(registry, model, held_out, scope=scope, force=promote == "force",
                                       trigger=trigger)
-            print(("promoted " if run.promoted else "not promoted ") + run.message)
-    return row.version
+            print(verdict(run))
+    return model.version
 
 
 def _score_text(metrics: dict) -> str:
@@ -246,18 +242,12 @@ def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _registry(settings: Settings) -> Iterator[Registry]:
-    """The registry in a transaction of its own, committed when the command's work is done."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        yield Registry(settings.model_dir, session)
-
-
 def push_model(args: argparse.Namespace, settings: Settings) -> int:
     """`push-model VERSION TARGET`: the version's directory and a model card, to the hub or a directory."""
-    with _registry(settings) as registry:
-        row = registry.get(args.version)
-    print(f"published {row.version} to {publish.push_model(Path(row.path), args.target, private=not args.public)}")
+    with open_registry(settings) as registry:
+        model = registry.model(args.version)
+    where = publish.push_model(model.directory, model.card, args.target, private=not args.public)
+    print(f"published {model.version} to {where}")
     return 0
 
 
@@ -266,15 +256,14 @@ def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     directory = publish.pull_model(args.source, revision=args.revision, trust_pickle=args.trust_pickle, say=print)
     # the publisher's gated artefact, intact by its hash, serves as it is; else it is built and gated here
     fast_path = FastPathOptions(build=False) if publish.publisher_gate_holds(directory) else FastPathOptions()
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        registry = Registry(settings.model_dir, session)
-        row = pipeline.add_to_registry(registry, directory, scope=args.scope, fast_path=fast_path)
-        publish.record_origin(Path(row.path), args.source, args.revision,
-                              downloaded=None if publish.is_local(args.source) else directory)
-        print(f"registered {row.version} from {args.source}")
-        run = compare_and_promote(registry, row.version, load_database(session, args.scope), scope=args.scope,
+    with open_registry(settings) as registry:
+        model = pipeline.add_to_registry(registry, directory, scope=args.scope, fast_path=fast_path)
+        model = registry.annotate(model, pulled_from=publish.origin(
+            args.source, args.revision, downloaded=None if publish.is_local(args.source) else directory))
+        print(f"registered {model.version} from {args.source}")
+        run = compare_and_promote(registry, model, load_database(registry.session, args.scope), scope=args.scope,
                                   force=args.force, trigger="pull")
-        print(("promoted " if run.promoted else "not promoted ") + run.message)
+        print(verdict(run))
     return 0
 
 
@@ -287,11 +276,10 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
     else:
         source = choose_source(None, os.environ, hub_reachable=lambda: False, hub_cached=lambda: False)
         sources = load_sources(source) if Path(source).is_dir() else {str(source): load_file(source)}
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
+    with open_registry(settings) as registry:
         selection = select_encoder(_split_names(args.candidates), sources,
                                    train_config_from(args, BOOTSTRAP_RECIPE), folds=args.folds,
-                                   budget_minutes=args.budget_minutes,
-                                   registry=Registry(settings.model_dir, session), scope=args.scope,
+                                   budget_minutes=args.budget_minutes, registry=registry, scope=args.scope,
                                    progress=not args.no_progress)
         print(f"unseen repositories, {len(selection.best['metrics']['folds'])} folds; "
               f"budget {args.budget_minutes:g} CPU minutes on the whole mix")
@@ -319,8 +307,8 @@ def _split_names(text: str | None) -> list[str]:
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     """`evaluate FILE`: every metric of a registered model on a labelled file."""
     examples = load_file(args.file, format=args.format)
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        classifier = Registry(settings.model_dir, session).load(args.model, scope=args.scope)
+    with open_registry(settings) as registry:
+        classifier = registry.load(args.model, scope=args.scope)
     result = evaluate_classifier(classifier, examples, batch_size=args.batch_size,
                                  target_precision=args.target_precision)
     if args.confusion_png:
@@ -341,8 +329,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
 def models(args: argparse.Namespace, settings: Settings) -> int:
     """`models`: every registered version with its registration's macro-F1 and per-repository mean macro-F1
     (the quality and operator pages' figures); * marks the one serving its scope."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        registry = Registry(settings.model_dir, session)
+    with open_registry(settings) as registry:
         rows = registry.list()
         serving = {scope: registry.serving(scope) for scope in {row.scope for row in rows}}
         for row in rows:
@@ -362,12 +349,12 @@ def _figure(score: float | None) -> str:
 
 def promote(args: argparse.Namespace, settings: Settings) -> int:
     """`promote VERSION`: through the gate on the scope's human-confirmed issues, or --force."""
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        registry = Registry(settings.model_dir, session)
-        scope = args.scope or registry.get(args.version).scope
-        run = compare_and_promote(registry, args.version, load_database(session, scope), scope=scope,
+    with open_registry(settings) as registry:
+        challenger = registry.model(args.version, scope=args.scope)
+        scope = args.scope or challenger.row.scope
+        run = compare_and_promote(registry, challenger, load_database(registry.session, scope), scope=scope,
                                   force=args.force, trigger="manual")
-        print(("promoted " if run.promoted else "not promoted ") + run.message)
+        print(verdict(run))
     return 0 if run.promoted else 1
 
 
@@ -375,7 +362,7 @@ def convert_tfidf(args: argparse.Namespace, settings: Settings) -> int:
     """`convert-tfidf [VERSION...]`: no pickle left to load in the registry's directories."""
     from trainer.baseline import convert_pickled
 
-    with _registry(settings) as registry:
+    with open_registry(settings) as registry:
         rows = [registry.get(version) for version in args.versions] if args.versions else registry.list()
         paths = [Path(row.path) for row in rows if Path(row.path).is_dir()]
     converted = [directory for path in paths for directory in convert_pickled(path)]
@@ -385,7 +372,7 @@ def convert_tfidf(args: argparse.Namespace, settings: Settings) -> int:
 
 def gc_models(args: argparse.Namespace, settings: Settings) -> int:
     """`gc-models`: what serves and what a rollback may need stays; the rows stay as history."""
-    with _registry(settings) as registry:
+    with open_registry(settings) as registry:
         deleted = registry.collect_garbage(keep_promoted=args.keep, dry_run=args.dry_run)
     verb = "would delete" if args.dry_run else "deleted"
     return _listed([f"{verb} {row.version} ({row.scope}): {row.path}" for row in deleted],
@@ -400,7 +387,7 @@ def _listed(lines: list[str], summary: str) -> int:
 
 def rollback(args: argparse.Namespace, settings: Settings) -> int:
     """`rollback`: the previous version serves the scope again."""
-    with _registry(settings) as registry:
+    with open_registry(settings) as registry:
         promotion = registry.rollback(args.scope)
         print(f"{args.scope} now served by {promotion.model_version.version} ({promotion.reason})")
     return 0

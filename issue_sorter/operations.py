@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core.db import make_sessionmaker, session_scope
 from core.settings import Settings
-from issue_sorter.command import add
+from issue_sorter.command import add, open_registry
 
 
 def add_commands(commands) -> None:
@@ -70,11 +70,10 @@ def add_commands(commands) -> None:
 
 def cmd_retrain(args: argparse.Namespace, settings: Settings) -> int:
     from core.tables import GLOBAL_SCOPE
-    from trainer.registry import Registry
     from trainer.retrain import RetrainPolicy, retrain_scope
 
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        result = retrain_scope(session, Registry(settings.model_dir, session), args.repo or GLOBAL_SCOPE,
+    with open_registry(settings) as registry:
+        result = retrain_scope(registry.session, registry, args.repo or GLOBAL_SCOPE,
                                policy=RetrainPolicy.from_settings(settings), force=args.force, trigger="manual",
                                progress=True)
         print(result.summary())

@@ -9,16 +9,26 @@ The pyramid: rules run on tests/fakes.py (no marker); a test that trains or load
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
+import shutil
 import uuid
+from pathlib import Path
+
+# pytest-xdist runs one process per core: a torch (or OpenBLAS) in each that started a thread per core would
+# fight the others for the cores. Set before anything imports torch.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 from redis import Redis
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.retry import Retry
 from sqlalchemy import create_engine, text
 
-from core.db import Base, make_sessionmaker
+from core.db import Base, make_engine, make_sessionmaker
 from core.settings import Settings
 from tests.paths import WEBHOOKS
 
@@ -70,6 +80,12 @@ def redis_url() -> str:
     return REDIS_TEST_URL
 
 
+def dead_redis() -> Redis:
+    """A client of a Redis that is not there (nothing listens on port 1). It fails at once: with redis-py's
+    default retries each command would back off for seconds before the same error."""
+    return Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+
+
 @pytest.fixture
 def redis(redis_url):
     """An empty Redis database, flushed before and after (rq's RQTestCase habit)."""
@@ -101,20 +117,53 @@ def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'issue-sorter.db'}"
 
 
-@pytest.fixture
-def sessions(sqlite_url):
-    factory = make_sessionmaker(sqlite_url)
-    Base.metadata.create_all(factory.kw["bind"])
-    return factory
+@pytest.fixture(scope="session")
+def empty_schema(tmp_path_factory) -> Path:
+    """A SQLite file with every table and no row, made once: creating the tables takes a tenth of a second,
+    and hundreds of tests start from an empty database (`with_tables`)."""
+    import core.tables  # noqa: F401 - every table on Base.metadata, whichever test asks first
+
+    path = tmp_path_factory.mktemp("schema") / "empty.db"
+    engine = make_engine(f"sqlite:///{path}")
+    Base.metadata.create_all(engine)
+    engine.dispose()  # its last connection writes the WAL back into the file
+    assert not path.with_name(path.name + "-wal").exists()
+    return path
+
+
+def with_tables(sqlite_url: str, empty_schema: Path) -> str:
+    """`sqlite_url` with every table created (the tests' stand-in for `alembic upgrade head`): a copy of
+    `empty_schema` where there is no database yet, else the tables it lacks added to it."""
+    path = Path(sqlite_url.removeprefix("sqlite:///"))
+    if path.exists():
+        engine = make_engine(sqlite_url)
+        Base.metadata.create_all(engine)
+        engine.dispose()
+    else:
+        shutil.copyfile(empty_schema, path)
+    return sqlite_url
 
 
 @pytest.fixture
-def settings(sqlite_url, tmp_path) -> Settings:
+def sessions(sqlite_url, empty_schema):
+    """Sessions on the test's SQLite database, every table created."""
+    return make_sessionmaker(with_tables(sqlite_url, empty_schema))
+
+
+def marked_settings(request, base: Settings) -> Settings:
+    """`base` with the fields that the test's (or its module's) `@pytest.mark.settings(...)` changes."""
+    marker = request.node.get_closest_marker("settings")
+    return dataclasses.replace(base, **marker.kwargs) if marker else base
+
+
+@pytest.fixture
+def settings(request, sqlite_url, tmp_path) -> Settings:
     """The App's settings for a test; naming the test Redis reaches nothing (the `redis` fixture does).
     max_event_age=0: the payloads are GitHub's published examples, dated 2019 (tests/bot/intake/test_replays.py
-    tests the age limit)."""
-    return Settings(webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=REDIS_TEST_URL,
-                    model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0)
+    tests the age limit). A test changes a field with `@pytest.mark.settings(field=value)`."""
+    return marked_settings(request, Settings(
+        webhook_secret=WEBHOOK_SECRET, database_url=sqlite_url, redis_url=REDIS_TEST_URL,
+        model_dir=tmp_path / "models", github_write_interval=0.0, max_event_age=0))
 
 
 @pytest.fixture
@@ -137,19 +186,9 @@ def tiny_model_dir(tmp_path_factory):
     """all-MiniLM-L6-v2 fine-tuned for a few steps on 48 real NLBSE issues (bug/feature/question).
 
     Real weights, real tokenizer, real model card: what `bootstrap-model` makes, only smaller."""
-    from tests.paths import NLBSE
-    from trainer.config import TrainConfig
-    from trainer.dataset import load_file
-    from trainer.train import fine_tune
+    from tests.tiny_model import train_tiny_model
 
-    examples = load_file(NLBSE / "issues_train.csv")
-    picked = []
-    for label in ("bug", "feature", "question"):
-        picked += [e for e in examples if e.label == label][:16]
-    trained = fine_tune(TrainConfig(max_length=64, epochs=1, batch_size=16, lr=1e-4), picked, progress=False)
-    directory = tmp_path_factory.mktemp("tiny-model") / "model"
-    trained.save(directory, version="tiny", metrics={}, thresholds={}, data_fingerprint="")
-    return directory
+    return train_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model")
 
 
 def promote_model(database_url: str, model_dir, source_dir, scope: str = "global") -> str:

@@ -24,7 +24,7 @@ import logging
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -85,30 +85,36 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
 
 
 def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Example], *,
-                    source: str = "", cpu_flags: frozenset[str] | None = None) -> dict[str, Any]:
+                    source: str = "", cpu_flags: frozenset[str] | None = None) -> ModelCard:
     """Export the encoder of the registered model in `directory` (whose card is `card`), gate each artefact
-    on `issues`, record the outcome in its card.
+    on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`).
 
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
     """
     model_directory, directory = Path(directory), encoder_directory(directory, card)
-    record: dict[str, Any] = {"serves": "pytorch", "gates": {}}
-    if not issues:  # nothing to check it on: not worth the export
+    if issues:
+        record = _export_record(directory, issues, source, model_directory, card,
+                                engines.cpu_flags() if cpu_flags is None else cpu_flags)
+    else:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
-        record["gate"] = {"passed": False, "reason": "no held-out issues"}
-        record["gates"] = {engine: record["gate"] for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}
-        _record(model_directory, directory, record)
-        return record
+        gate = {"passed": False, "reason": "no held-out issues"}
+        record = {"serves": "pytorch", "gate": gate,
+                  "gates": {engine: gate for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}}
+    return _record(model_directory, directory, record)
+
+
+def _export_record(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
+                   card: ModelCard, cpu_flags: frozenset[str]) -> dict[str, Any]:
+    """The fast path's record: what `_export_and_gate` kept, or why nothing could be built."""
     try:
-        record |= _export_and_gate(directory, issues, source, model_directory, card,
-                                   engines.cpu_flags() if cpu_flags is None else cpu_flags)
+        record = {"serves": "pytorch", "gates": {}} | _export_and_gate(directory, issues, source, model_directory,
+                                                                        card, cpu_flags)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
         shutil.rmtree(directory / FAST_DIR, ignore_errors=True)
         record = {"serves": "pytorch", "gates": {}, "error": f"{type(error).__name__}: {str(error)[:300]}"}
-    _record(model_directory, directory, record)
     log.info("fast path of %s: %s serves (gates: %s)", card.version, record["serves"], record["gates"])
     return record
 
@@ -139,32 +145,40 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     encoder_card = card if directory == model_directory else ModelCard.read(directory)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
     reference = served_answers(as_served(pytorch), issues)
-    for engine, artefact in artefacts.items():
-        fast = OnnxClassifier.from_file(directory, artefact, encoder_card)
+    for engine, fast in _engines_to_gate(directory, artefacts, encoder_card, pytorch, cpu_flags):
         gate = same_answers(reference, served_answers(as_served(fast), issues), issues, fast.labels)
         record["gates"][engine] = gate | {"issues_source": source, "answers": answers}
-        if gate["passed"]:
-            kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
-            record["artefacts"][engine] = kept
-            if record["serves"] == "pytorch":
-                record |= {"serves": engine, "gate": record["gates"][engine]} | kept
-        else:
+    not_gated = "not gated: no bf16 instructions where it was registered"
+    record["gates"].setdefault(engines.TORCH_BF16, {"passed": False, "reason": not_gated})
+    for engine, artefact in artefacts.items():
+        if not record["gates"][engine]["passed"]:
             artefact.unlink()
-    if engines.has_bf16(cpu_flags):
-        bf16 = TransformerClassifier(pytorch.model, pytorch.tokenizer, encoder_card, bf16=True)
-        gate = same_answers(reference, served_answers(as_served(bf16), issues), issues, bf16.labels)
-        record["gates"][engines.TORCH_BF16] = gate | {"issues_source": source, "answers": answers}
-    else:  # emulated without bf16 instructions: slower than fp32, not worth gating
-        record["gates"][engines.TORCH_BF16] = {"passed": False,
-                                               "reason": "not gated: no bf16 instructions where it was registered"}
+            continue
+        kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
+        record["artefacts"][engine] = kept
+        if record["serves"] == "pytorch":
+            record |= {"serves": engine, "gate": record["gates"][engine]} | kept
     return record
 
 
-def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> None:
-    """Into the encoder's card (what serving reads) and, for a blend, its own card too (what people read)."""
-    update_card(encoder, fast_path=record)
+def _engines_to_gate(directory: Path, artefacts: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
+                     cpu_flags: frozenset[str]) -> Iterator[tuple[str, Any]]:
+    """Each engine to gate, loaded when its turn comes (one beside PyTorch in memory at a time): the exported
+    artefacts, then bf16 autocast where the CPU has bf16 instructions (emulated without them: slower than
+    fp32, not worth gating)."""
+    for engine, artefact in artefacts.items():
+        yield engine, OnnxClassifier.from_file(directory, artefact, card)
+    if engines.has_bf16(cpu_flags):
+        yield engines.TORCH_BF16, TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
+
+
+def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> ModelCard:
+    """Into the encoder's card (what serving reads) and, for a blend, its own card too (what people read);
+    the model's card as recorded."""
+    card = update_card(encoder, fast_path=record)
     if model_directory.resolve() != encoder.resolve():
-        update_card(model_directory, fast_path=record)
+        card = update_card(model_directory, fast_path=record)
+    return card
 
 
 def export_onnx(directory: Path) -> dict[str, Path]:
@@ -280,9 +294,9 @@ def same_answers(reference: Answers, fast: Answers, issues: Sequence[Example], l
     model alone and with the memory in the loop; both must hold."""
     truth = [issue.label for issue in issues]
     f1_torch, f1_fast = macro_f1(truth, reference.model, labels), macro_f1(truth, fast.model, labels)
-    agreement = _agreement(reference.model, fast.model)
     f1_torch_memory = macro_f1(truth, reference.with_memory, labels)
     f1_fast_memory = macro_f1(truth, fast.with_memory, labels)
+    agreement = _agreement(reference.model, fast.model)
     memory_agreement = _agreement(reference.with_memory, fast.with_memory)
     passed = (is_same_answers(f1_torch, f1_fast, agreement)
               and is_same_answers(f1_torch_memory, f1_fast_memory, memory_agreement))

@@ -6,40 +6,57 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 
+from core.classifier import load_classifier
 from core.kinds import labels_for_kinds
-from core.tables import GLOBAL_SCOPE, ModelVersion, TrainingRun
+from core.tables import GLOBAL_SCOPE, TrainingRun
 from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import evaluate_classifier
-from trainer.registry import Registry
+from trainer.registry import Model, Registry
 
 log = logging.getLogger(__name__)
 
+PROMOTED, NOT_PROMOTED = "promoted", "not promoted"  # how a verdict begins (`verdict`)
 
-def compare_and_promote(registry: Registry, challenger_version: str, eval_examples: Sequence[Example], *,
+
+def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Sequence[Example], *,
                         scope: str = GLOBAL_SCOPE, force: bool = False,
                         trigger: str = "manual") -> TrainingRun:
     """Score challenger and champion by macro-F1 on `eval_examples`; promote the challenger only if it is
     strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.
+
+    `challenger`: as registered for `scope`, or as `Registry.model(version, scope=scope)` finds it (another
+    scope's model is refused there, before it is scored).
     """
-    challenger = registry.get_for_scope(challenger_version, scope)  # another scope's model is never scored
     # a repository without a model of its own is served by the global model through the kind mapping
-    champion = registry.serving_for(scope)
+    champion = registry.champion(scope)
     run = TrainingRun(scope=scope, trigger=trigger, n_examples=len(eval_examples),
-                      challenger_version_id=challenger.id,
-                      champion_version_id=champion.id if champion else None)
-    if champion is not None and champion.id == challenger.id:
-        return _finish(registry, run, False, f"{challenger.version} already serves {scope}")
-    renames = kind_renames(champion.labels, challenger.labels) if champion else {}
-    labels = sorted(set(challenger.labels) | {renames.get(label, label) for label in
-                                              (champion.labels if champion else [])})
-    scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
-    run.challenger_score = _score(registry, challenger, scored, labels)
-    run.champion_score = _score(registry, champion, scored, labels, renames) if champion else None
-    promote, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
-                          force=force)
-    if promote:
-        registry.promote(challenger.version, why, scope=scope)
-    return _finish(registry, run, promote, f"{challenger.version}: {why} ({len(scored)} held-out issues)")
+                      challenger_version_id=challenger.row.id,
+                      champion_version_id=champion.row.id if champion else None)
+    if champion is not None and champion.row.id == challenger.row.id:
+        run.promoted, run.message = False, f"{challenger.version} already serves {scope}"
+    else:
+        renames = kind_renames(champion.row.labels, challenger.row.labels) if champion else {}
+        labels = sorted(set(challenger.row.labels) | {renames.get(label, label) for label in
+                                                      (champion.row.labels if champion else [])})
+        scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
+        run.challenger_score = _score(challenger, scored, labels)
+        run.champion_score = _score(champion, scored, labels, renames) if champion else None
+        run.promoted, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
+                                   force=force)
+        run.message = f"{challenger.version}: {why} ({len(scored)} held-out issues)"
+        if run.promoted:
+            registry.promote(challenger.version, why, scope=scope)
+    run.status, run.finished_at = "finished", dt.datetime.now(dt.timezone.utc)
+    registry.session.add(run)
+    registry.session.flush()
+    log.info("training run %s: %s", run.id, run.message)
+    return run
+
+
+def verdict(run: TrainingRun) -> str:
+    """The gate's decision in the words every command, job and reply uses: "promoted VERSION: why" or
+    "not promoted VERSION: why" (the review page reads the first word)."""
+    return f"{PROMOTED if run.promoted else NOT_PROMOTED} {run.message}"
 
 
 def decide(challenger: float | None, champion: float | None, *, has_champion: bool,
@@ -76,22 +93,14 @@ class RenamedClassifier:
         return [{self.renames.get(k, k): v for k, v in row.items()} for row in self.inner.predict(texts)]
 
 
-def _score(registry: Registry, version: ModelVersion, examples: Sequence[Example],
-           labels: list[str], renames: dict[str, str] | None = None) -> float | None:
+def _score(model: Model, examples: Sequence[Example], labels: list[str],
+           renames: dict[str, str] | None = None) -> float | None:
     if not examples:
         return None
-    if not renames and version.metrics.get("eval_fingerprint") == data_fingerprint(examples):
-        return version.metrics["macro_f1"]  # scored on exactly these issues when it was trained: reuse
-    classifier = registry.load(version.version)
+    metrics = model.row.metrics
+    if not renames and metrics.get("eval_fingerprint") == data_fingerprint(examples):
+        return metrics["macro_f1"]  # scored on exactly these issues when it was trained: reuse
+    classifier = load_classifier(model.row.path)
     if renames:
         classifier = RenamedClassifier(classifier, renames)
     return evaluate_classifier(classifier, examples, labels=labels)["macro_f1"]
-
-
-def _finish(registry: Registry, run: TrainingRun, promoted: bool, message: str) -> TrainingRun:
-    run.promoted, run.message, run.status = promoted, message, "finished"
-    run.finished_at = dt.datetime.now(dt.timezone.utc)
-    registry.session.add(run)
-    registry.session.flush()
-    log.info("training run %s: %s", run.id, message)
-    return run

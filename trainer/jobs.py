@@ -11,7 +11,7 @@ from core.queues import REPLY_TO_RETRAIN, enqueue
 from core.tables import GLOBAL_SCOPE
 from trainer import context
 from trainer.dataset import load_database
-from trainer.gate import compare_and_promote
+from trainer.gate import NOT_PROMOTED, compare_and_promote, verdict
 from trainer.registry import Registry, RegistryError
 from trainer.retrain import RetrainPolicy, retrain_scope, scopes_due
 
@@ -23,9 +23,8 @@ def retrain(*, scope: str = GLOBAL_SCOPE, trigger: str = "manual", force: bool =
     """Retrain one scope; with `reply_to` (a `/issue-sorter retrain` comment), the bot answers there."""
     ctx = context.current()
     started = time.perf_counter()
-    with session_scope(ctx.sessionmaker) as session:
-        registry = Registry(ctx.settings.model_dir, session)
-        result = retrain_scope(session, registry, scope, policy=RetrainPolicy.from_settings(ctx.settings),
+    with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
+        result = retrain_scope(registry.session, registry, scope, policy=RetrainPolicy.from_settings(ctx.settings),
                                force=force, trigger=trigger)
         outcome = result.to_dict()
         # each run writes a version of ~95 MB: those no scope serves or may roll back to go at once
@@ -52,12 +51,12 @@ def promote_version(*, version: str, scope: str, requested_by: str) -> str:
     """The review page's promote button: through the gate, on the scope's human-confirmed issues."""
     ctx = context.current()
     try:
-        with session_scope(ctx.sessionmaker) as session:
-            run = compare_and_promote(Registry(ctx.settings.model_dir, session), version,
-                                      load_database(session, scope), scope=scope, trigger="review")
-            message = ("promoted " if run.promoted else "not promoted ") + run.message
+        with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
+            run = compare_and_promote(registry, registry.model(version, scope=scope),
+                                      load_database(registry.session, scope), scope=scope, trigger="review")
+            message = verdict(run)
     except RegistryError as error:  # unknown, or another scope's version: said on the page, not a failed job
-        message = f"not promoted: {error}"
+        message = f"{NOT_PROMOTED}: {error}"
     log.info("%s asked to promote %s for %s: %s", requested_by, version, scope, message)
     return message
 
@@ -66,8 +65,8 @@ def rollback_scope(*, scope: str, requested_by: str) -> str:
     """The review page's rollback button: the version that served before the current one serves again."""
     ctx = context.current()
     try:
-        with session_scope(ctx.sessionmaker) as session:
-            promotion = Registry(ctx.settings.model_dir, session).rollback(scope)
+        with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
+            promotion = registry.rollback(scope)
             message = f"{scope} now served by {promotion.model_version.version}"
     except RegistryError as error:  # nothing to roll back to: said, not a failed job
         message = f"not rolled back: {error}"

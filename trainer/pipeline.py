@@ -12,20 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from core.card import ModelCard
-from core.tables import GLOBAL_SCOPE, ModelVersion
+from core.tables import GLOBAL_SCOPE
 from trainer.blend import Trained, train_model
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import evaluate_classifier
 from trainer.fast_path import FastPathOptions, build_fast_path
-from trainer.registry import Registry, Saveable
+from trainer.registry import Model, Registry, Saveable
 
 
 class Registered(NamedTuple):
-    """What `train_and_register` made: the registry's row, the model in memory, and what it scored."""
+    """What `train_and_register` made: the registered model, the model in memory, and what it scored."""
 
-    row: ModelVersion
+    model: Model
     trained: Trained
     metrics: dict[str, Any]
 
@@ -46,23 +45,22 @@ def train_and_register(registry: Registry, config: TrainConfig, examples: Sequen
                           tfidf_also_weight=tfidf_also_weight, held_out=held_out)  # they gate bf16 training too
     if evaluate and held_out:
         metrics = evaluate_classifier(trained.classifier(), held_out)
-    row = add_to_registry(registry, trained, scope=scope, metrics=metrics,
-                          data_fingerprint=data_fingerprint([*examples, *tfidf_also]), held_out=held_out,
-                          fast_path=fast_path)
-    return Registered(row, trained, metrics or {})
+    model = add_to_registry(registry, trained, scope=scope, metrics=metrics,
+                            data_fingerprint=data_fingerprint([*examples, *tfidf_also]), held_out=held_out,
+                            fast_path=fast_path)
+    return Registered(model, trained, metrics or {})
 
 
 def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                     metrics: dict | None = None, data_fingerprint: str | None = None,
                     held_out: Sequence[Example] = (),
-                    fast_path: FastPathOptions = FastPathOptions()) -> ModelVersion:
+                    fast_path: FastPathOptions = FastPathOptions()) -> Model:
     """Store a trained model (or a saved directory) as a new version, then build and gate the fast path of
     its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no."""
     thresholds = (metrics or {}).get("thresholds")
-    row = registry.register(source, scope=scope, metrics=metrics, thresholds=thresholds,
-                            data_fingerprint=data_fingerprint)
-    card = ModelCard.read(row.path)
-    if fast_path.build and card.has_encoder:
-        issues, issues_source = fast_path.issues(held_out)
-        build_fast_path(row.path, card, issues, source=issues_source)
-    return row
+    model = registry.register(source, scope=scope, metrics=metrics, thresholds=thresholds,
+                              data_fingerprint=data_fingerprint)
+    if not (fast_path.build and model.card.has_encoder):
+        return model
+    issues, issues_source = fast_path.issues(held_out)
+    return Model(model.row, build_fast_path(model.directory, model.card, issues, source=issues_source))

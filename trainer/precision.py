@@ -2,8 +2,8 @@
 well as fp32.
 
 With AMX (flag `amx_bf16`) torch's CPU autocast trains MiniLM about 1.3x faster (issue 30); with AVX-512 BF16
-alone (Zen 4) it trained 1.6x faster here (bench.training_precision: docs/BENCHMARKS.md, "Training
-per precision"); without either, bf16 is emulated and fp32 trains. Rounding the activations to bf16 may cost
+alone (Zen 4) it trained 1.6x faster here (docs/BENCHMARKS.md, "Training per precision"); without either,
+bf16 is emulated and fp32 trains. Rounding the activations to bf16 may cost
 quality, so a model trained in bf16 is kept only when its macro-F1 on the registration's held-out issues is
 within noise of an fp32 training of the same recipe (`bf16_holds`); otherwise the fp32 one is. The card
 records the precision used and the gate's figures, or why no gate ran (`training.precision`,

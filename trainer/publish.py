@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from core.card import MODEL_CARD, ModelCard, base_model_name, encoder_directory, update_card
+from core.card import MODEL_CARD, ModelCard, base_model_name, encoder_directory
 from core.file_hash import file_sha256
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,10 @@ def is_local(target: str) -> bool:
     return target.startswith((".", "/", "~")) or Path(target).expanduser().is_dir()
 
 
-def push_model(model_dir: Path, target: str, *, private: bool = True, api=None) -> str:
-    """Publish a registered model directory with a Hugging Face model card (README.md); returns where: the
-    directory, or the repository's URL as the hub returned it (created private unless `private` is off)."""
-    card = ModelCard.read(model_dir)
+def push_model(model_dir: Path, card: ModelCard, target: str, *, private: bool = True, api=None) -> str:
+    """Publish a registered model directory (whose card is `card`) with a Hugging Face model card (README.md);
+    returns where: the directory, or the repository's URL as the hub returned it (created private unless
+    `private` is off)."""
     with tempfile.TemporaryDirectory(prefix="issue-sorter-push-") as staging:
         folder = Path(staging) / card.version
         shutil.copytree(model_dir, folder)
@@ -119,13 +119,14 @@ def as_unseen(metrics: dict, repos: Sequence[str]) -> dict:
     return metrics | {"protocol": UNSEEN, "unseen": summary | {"repos": list(repos)}}
 
 
-def record_origin(directory: Path, source: str, revision: str | None, *, downloaded: Path | None = None) -> None:
-    """Note in the registered copy's card where it came from: for a hub model, the commit it was read at
-    (the hub cache's snapshot directory names it), so `pull-model --revision` gets exactly it again."""
+def origin(source: str, revision: str | None, *, downloaded: Path | None = None) -> dict[str, str | None]:
+    """Where a pulled model came from, for its registered copy's card (`pulled_from`): for a hub model, the
+    commit it was read at (the hub cache's snapshot directory names it), so `pull-model --revision` gets
+    exactly it again."""
     from trainer.dataset import snapshot_revision
 
     commit = snapshot_revision(downloaded / "x") if downloaded else None
-    update_card(directory, pulled_from={"source": source, "revision": commit or revision})
+    return {"source": source, "revision": commit or revision}
 
 
 class _explained:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from core.card import ModelCard, read_card, update_card
+from core.card import ModelCard, encoder_directory, read_card, update_card
 from core.classifier import Classifier, load_classifier
+from core.db import session_scope
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
 
@@ -41,6 +45,28 @@ class Saveable(Protocol):
              data_fingerprint: str) -> Path: ...
 
 
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """A registered model as it travels from its registration through its fast path to the gate: its row
+    and its card, read once where it was registered or found and handed on from there."""
+
+    row: ModelVersion
+    card: ModelCard
+
+    @property
+    def version(self) -> str:
+        return self.row.version
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.row.path)
+
+    @property
+    def encoder_directory(self) -> Path:
+        """Where its fine-tuned encoder lives: its directory, or a blend's encoder member."""
+        return encoder_directory(self.row.path, self.card)
+
+
 class Registry:
     """Model directories under `model_dir` and their rows; the caller's session commits.
 
@@ -49,6 +75,13 @@ class Registry:
 
     def __init__(self, model_dir: Path | str, session: Session):
         self.model_dir, self.session = Path(model_dir), session
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, model_dir: Path | str, sessions: sessionmaker[Session]) -> Iterator[Registry]:
+        """The registry in a transaction of its own, committed when the work done in it succeeds."""
+        with session_scope(sessions) as session:
+            yield cls(model_dir, session)
 
     def new_version(self, scope: str = GLOBAL_SCOPE) -> str:
         """A unique, readable id: scope slug + UTC time, with -2, -3 ... when taken."""
@@ -62,8 +95,9 @@ class Registry:
 
     def register(self, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                  metrics: dict | None = None, thresholds: dict[str, float] | None = None,
-                 data_fingerprint: str | None = None) -> ModelVersion:
-        """Save (or adopt) a model into a new version directory and record its ModelVersion row; nothing more."""
+                 data_fingerprint: str | None = None) -> Model:
+        """Save (or adopt) a model into a new version directory and record its ModelVersion row; nothing more.
+        The registered model comes back with the card it was saved with."""
         if isinstance(source, (str, Path)):
             directory = self._adopt(Path(source), scope)
             card = update_card(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
@@ -73,7 +107,15 @@ class Registry:
             source.save(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
                         data_fingerprint=data_fingerprint or "")
             card = ModelCard.read(directory)
-        return self._add_row(scope, directory, card)
+        return Model(self._add_row(scope, directory, card), card)
+
+    def annotate(self, model: Model, **fields: Any) -> Model:
+        """`model` with `fields` added to its card (where it was trained on, where it was pulled from); new
+        `metrics` reach its row too, which the listing and the review pages read."""
+        card = update_card(model.directory, **fields)
+        if fields.get("metrics") is not None:
+            model.row.metrics = card.metrics
+        return Model(model.row, card)
 
     def _adopt(self, source: Path, scope: str) -> Path:
         """A saved model's directory under model_dir: in place if it is an unregistered child, else a copy."""
@@ -114,6 +156,16 @@ class Registry:
                                "ones may serve it")
         return row
 
+    def model(self, version: str, *, scope: str | None = None) -> Model:
+        """The registered `version` with its card; with `scope`, only when it may serve that scope."""
+        return _with_card(self.get_for_scope(version, scope) if scope else self.get(version))
+
+    def champion(self, scope: str = GLOBAL_SCOPE) -> Model | None:
+        """What a challenger for `scope` must beat: the model serving it now (its own, else the global one).
+        A serving version's directory is never collected (`collect_garbage`): its card is there to read."""
+        row = serving_model_for(self.session, scope)
+        return Model(row, ModelCard.read(row.path)) if row else None
+
     def promote(self, version: str, reason: str = "", *, scope: str | None = None) -> ModelPromotion:
         """Make `version` serve its scope (or `scope`, when it is its own or global) from now on."""
         row = self.get_for_scope(version, scope) if scope else self.get(version)
@@ -128,10 +180,6 @@ class Registry:
     def serving(self, scope: str = GLOBAL_SCOPE) -> ModelVersion | None:
         """The version serving `scope` now, if any."""
         return serving_model_version(self.session, scope)
-
-    def serving_for(self, repo: str) -> ModelVersion | None:
-        """The version that serves `repo` now: its own, else the global one."""
-        return serving_model_for(self.session, repo)
 
     def rollback(self, scope: str = GLOBAL_SCOPE) -> ModelPromotion:
         """Serve again the version that served before the current one; repeated calls go further back."""
@@ -195,6 +243,16 @@ class Registry:
         if row is None:
             raise nothing_promoted(scope)
         if not Path(row.path).is_dir():
-            raise RegistryError(f"model directory {row.path} of {row.version} is missing: "
-                                "restore it, or promote another version with `issue-sorter promote VERSION`")
+            raise _missing(row)
         return load_classifier(row.path)
+
+
+def _with_card(row: ModelVersion) -> Model:
+    if not Path(row.path).is_dir():
+        raise _missing(row)
+    return Model(row, ModelCard.read(row.path))
+
+
+def _missing(row: ModelVersion) -> RegistryError:
+    return RegistryError(f"model directory {row.path} of {row.version} is missing: "
+                         "restore it, or promote another version with `issue-sorter promote VERSION`")

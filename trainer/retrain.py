@@ -16,16 +16,15 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from core.card import ModelCard, encoder_directory
 from core.kinds import KINDS, kind_of_label
 from core.settings import Settings
-from core.tables import GLOBAL_SCOPE, IssueRecord, ModelVersion, Repository, TrainingRun
+from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
-from trainer.gate import compare_and_promote
+from trainer.gate import compare_and_promote, verdict
 from trainer.pipeline import train_and_register
-from trainer.registry import Registry
+from trainer.registry import Model, Registry
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +86,8 @@ class RetrainResult:
         if run is None:
             return f"No retraining: {self.message}."
         old, new = (_score(score) for score in (run.champion_score, run.challenger_score))
-        verdict = "promoted: it serves from now on" if run.promoted else "not promoted: the serving model stays"
         return (f"Retrained {self.scope} on {run.n_examples} held-out recent issues: macro-F1 of the serving "
-                f"model {old}, of the new model {new}. New model {verdict}.")
+                f"model {old}, of the new model {new}. Verdict: {verdict(run)}.")
 
     def to_dict(self) -> dict:
         """Plain values: what the training job returns, and the bot's reply posts."""
@@ -217,8 +215,8 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                   fast_path: FastPathOptions = FastPathOptions()) -> RetrainResult:
     """Train a challenger for `scope` from the global model and promote it only if it beats the one serving
     `scope` on the most recent confirmed issues (never trained on: only older issues teach it)."""
-    champion = registry.serving_for(scope)
-    known_kinds = [label for label in (champion.labels if champion else []) if label in KINDS]
+    champion = registry.champion(scope)
+    known_kinds = [label for label in (champion.card.labels if champion else []) if label in KINDS]
     examples, labels = examples_for_scope(session, scope, policy, known_kinds)
     train, held_out = (split_global(session, examples, policy) if scope == GLOBAL_SCOPE
                        else split_recent(examples, policy))
@@ -230,31 +228,31 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                                           "kinds at least)")
     # A repository's challenger starts from the global model, not from its own last one: re-fine-tuning a
     # fine-tuned model on mostly the same issues did not help (docs/BENCHMARKS.md, the replay's gate)
-    base = champion if scope == GLOBAL_SCOPE else (registry.serving(GLOBAL_SCOPE) or champion)
+    own = champion is not None and champion.row.scope != GLOBAL_SCOPE
+    base = (registry.champion(GLOBAL_SCOPE) or champion) if own else champion
     config = challenger_config(base, policy, scope=scope)
-    labels = _warm_start_order(labels, base.labels if base else [])
+    labels = _warm_start_order(labels, base.card.labels if base else [])
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
     others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed, policy=policy)
               if config.tfidf_share else [])
-    registered = train_and_register(registry, config, train, labels=labels, scope=scope, held_out=held_out,
+    challenger = train_and_register(registry, config, train, labels=labels, scope=scope, held_out=held_out,
                                     tfidf_also=others, tfidf_also_weight=policy.other_repos_tfidf_weight,
-                                    fast_path=fast_path, progress=progress)
-    run = compare_and_promote(registry, registered.row.version, held_out, scope=scope, force=force,
-                              trigger=trigger)
+                                    fast_path=fast_path, progress=progress).model
+    run = compare_and_promote(registry, challenger, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)
 
 
-def challenger_config(base: ModelVersion | None, policy: RetrainPolicy, *, scope: str = GLOBAL_SCOPE) -> TrainConfig:
+def challenger_config(base: Model | None, policy: RetrainPolicy, *, scope: str = GLOBAL_SCOPE) -> TrainConfig:
     """The challenger's recipe: `base`'s own (the global model's, for a repository), read back from its
     model card, continued from its encoder for the retraining's epochs, with the same blend with TF-IDF.
 
     A repository's challenger learns with the plain loss even where the global recipe balances the kinds:
     it should learn its repository's own label frequencies, which its gate's recent issues have too (the
     balanced loss is for a model facing repositories it never saw; the replays measured the plain one)."""
-    card = ModelCard.read(base.path) if base else None
+    card = base.card if base else None
     if card is None or card.kind == "tfidf":  # nothing to continue from: the offline encoder, TrainConfig's recipe
         return TrainConfig(epochs=policy.epochs, max_length=policy.max_length or TrainConfig.max_length)
-    recipe = card.train_config | {"base_model": str(encoder_directory(base.path, card)), "epochs": policy.epochs,
+    recipe = card.train_config | {"base_model": str(base.encoder_directory), "epochs": policy.epochs,
                                   "max_steps": None, "device": "auto", "tfidf_share": card.tfidf_share}
     if scope != GLOBAL_SCOPE:
         recipe["class_weight"] = "none"

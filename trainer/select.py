@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.kinds import KINDS
-from core.tables import GLOBAL_SCOPE, ModelVersion
+from core.tables import GLOBAL_SCOPE
 from trainer.baseline import BASE_MODEL as BASELINE
 from trainer.blend import train_model
 from trainer.config import DEFAULT_BUDGET_MINUTES, TrainConfig
@@ -26,7 +26,7 @@ from trainer.dataset import Example
 from trainer.evaluate import score_predictions
 from trainer.fast_path import FastPathOptions
 from trainer.pipeline import train_and_register
-from trainer.registry import Registry
+from trainer.registry import Model, Registry
 from trainer.sources import DEFAULT_MIX, MixConfig, training_mix
 from trainer.unseen import (
     SHARES,
@@ -52,7 +52,7 @@ class Selection:
 
     rows: list[dict[str, Any]]
     best: dict[str, Any]
-    registered: ModelVersion | None = None  # the winner's registry row, when a registry was given
+    registered: Model | None = None  # the winner as registered, when a registry was given
 
 
 def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Example]], config: TrainConfig, *,
@@ -92,7 +92,7 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
     if registry is not None:
         selection.registered = train_and_register(registry, recipes[best["candidate"]], whole, labels=labels,
                                                   scope=scope, metrics=best["metrics"], fast_path=fast_path,
-                                                  progress=progress).row
+                                                  progress=progress).model
     return selection
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.decisions.gather import ADDED, REMOVED, DecisionInputs, PredictionState
+from bot.decisions.gather import ADDED, DECIDING, REMOVED, DecisionInputs, PredictionState
 from core import own_labels
 from core.kinds import is_known_label
 
@@ -44,8 +44,11 @@ def decide_event(inputs: DecisionInputs) -> Decision:
     sender = inputs.sender
     if not sender.is_human:
         return Decision(NOT_HUMAN)
+    if inputs.action not in DECIDING:  # an edit, a reopening, a deletion: the issue's row follows, nothing else
+        return Decision("recorded")
     if sender.may_triage is None:
-        return Decision(f"not a decision: {sender.login}'s permission could not be asked (dry-run); recorded")
+        return Decision(f"not a decision: {sender.login}'s permission could not be asked (dry-run: no App "
+                        "credentials); recorded as history")
     if not sender.may_triage:
         return Decision(f"not a decision: {sender.login} may not triage this repository; recorded as history")
     own = _own_labels(inputs)

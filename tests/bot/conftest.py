@@ -15,8 +15,9 @@ from bot.app import create_app
 from bot.intake.signatures import sign_body
 from bot.worker import build_context
 from core.queues import QUEUES, SERIALIZER
-from simulation.fake_github import FakeGitHub
-from tests.conftest import WEBHOOK_SECRET, promote_model
+from simulation.fake_github import FakeGitHub, generate_app_keypair
+from tests.bot.rules import repository
+from tests.conftest import WEBHOOK_SECRET, marked_settings, promote_model
 from trainer import context as training_context
 from trainer.worker import build_context as build_training_context
 
@@ -24,9 +25,16 @@ REPO = "Codertocat/Hello-World"
 INSTALLATION = 1
 
 
+@pytest.fixture(scope="session")
+def app_key() -> tuple[str, str]:
+    """The App's RSA key pair (private PEM, public PEM), made once: making one takes a tenth of a second, and
+    hundreds of tests start a fake GitHub."""
+    return generate_app_keypair()
+
+
 @pytest.fixture
-def fake_github():
-    with FakeGitHub(app_id=1) as fake:
+def fake_github(app_key):
+    with FakeGitHub(app_id=1, public_key_pem=app_key[1]) as fake:
         fake.add_repo(REPO, labels=["bug", "enhancement", "question", "documentation", "wontfix"],
                       installation_id=INSTALLATION, collaborators={"maintainer": "maintain", "boss": "admin",
                                                                    "helper": "triage", "reader": "read"})
@@ -34,12 +42,21 @@ def fake_github():
 
 
 @pytest.fixture
-def app_settings(settings, fake_github):
+def github(request):
+    """The rules' in-memory GitHub (tests/bot/rules.py), made with the fields of the test's
+    `@pytest.mark.github(...)` (issue types, other labels); not the `fake_github` over HTTP."""
+    marker = request.node.get_closest_marker("github")
+    return repository(**(marker.kwargs if marker else {}))
+
+
+@pytest.fixture
+def app_settings(request, settings, fake_github, app_key):
     """The App on the fake GitHub. Its jobs read every issue again from the fake (no fresh window), where
-    the tests set the state under test; tests/bot/github_api/test_github_calls.py opens the window to measure it."""
-    return dataclasses.replace(settings, app_id=1, private_key=fake_github.private_key_pem,
-                               api_url=fake_github.url, threshold=0.0, app_slug="issue-sorter",
-                               fresh_delivery_seconds=0.0)
+    the tests set the state under test; tests/bot/github_api/test_github_calls.py opens the window to measure it
+    (a `@pytest.mark.settings(...)` field wins over these too)."""
+    return marked_settings(request, dataclasses.replace(
+        settings, app_id=1, private_key=app_key[0], api_url=fake_github.url, threshold=0.0,
+        app_slug="issue-sorter", fresh_delivery_seconds=0.0))
 
 
 @pytest.fixture
@@ -71,8 +88,15 @@ def worker_context(bare_context, tiny_model_dir):
 
 
 @pytest.fixture
-def client(app_settings, redis):
-    return create_app(app_settings, redis=redis).test_client()
+def served_settings(app_settings):
+    """What `client` serves: the App on the fake GitHub (tests/bot/review serves its review settings)."""
+    return app_settings
+
+
+@pytest.fixture
+def client(served_settings, redis):
+    """The web process's test client: the webhook receiver, /healthz, /metrics and the review pages."""
+    return create_app(served_settings, redis=redis).test_client()
 
 
 def run_worker(redis, queues: tuple[str, ...] = QUEUES) -> None:

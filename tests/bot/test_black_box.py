@@ -1,7 +1,7 @@
 """The web process as a stranger meets it: no webhook secret, no sign-in. Hundreds of unsigned junk
 deliveries with long, odd X-GitHub-Event names once grew Redis by about 2.6 KB each (a permanent counter
 field per name; compose runs Redis with noeviction, so enough of them stop the queues), and a non-ASCII
-OAuth `state` answered 500 (hmac.compare_digest on str). Real Redis, the app in process (issue 26)."""
+OAuth `state` answered 500 (hmac.compare_digest on str). Real Redis, the app in process."""
 
 from __future__ import annotations
 

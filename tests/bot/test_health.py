@@ -2,23 +2,15 @@
 up its model (what `issue-sorter run` waits for before it says the service is up); a stranger still learns
 only whether the database and Redis answer."""
 
-import dataclasses
-
 import pytest
 from rq import SimpleWorker
 
-from bot.app import create_app
 from core import engines
 from core.queues import SERIALIZER
 
-pytestmark = [pytest.mark.redis]
 TOKEN = "the-operators-metrics-token"
+pytestmark = [pytest.mark.redis, pytest.mark.settings(metrics_token=TOKEN)]
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-def client(app_settings, redis):
-    return create_app(dataclasses.replace(app_settings, metrics_token=TOKEN), redis=redis).test_client()
 
 
 @pytest.fixture

@@ -158,7 +158,7 @@ def test_a_promotion_reaches_the_running_worker_without_restart(worker_context, 
 
 def test_a_label_job_reads_its_installation_once_and_checks_and_records_its_delivery_in_its_transaction(
         worker_context, fake_github, client, payload, redis):
-    """Issue 31: a labelling worker's time outside the model is mostly small database round trips. The
+    """A labelling worker's time outside the model is mostly small database round trips. Before, the
     installation row was read twice (the session keeps a row only while something refers to it), and the
     delivery's check, the serving promotion and the delivery's record each had a transaction of their own
     (a connection checkout with its pre-ping, BEGIN, COMMIT), the record read before it was written."""

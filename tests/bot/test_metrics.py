@@ -1,26 +1,18 @@
 """GET /metrics and the workers in /healthz, read as Prometheus and an operator would, after real traffic
 through the webhook, Redis, an RQ worker and the fake GitHub."""
 
-import dataclasses
-
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from rq import SimpleWorker
 
-from bot.app import create_app
 from core import engines
 from core.queues import SERIALIZER
 from tests.bot.conftest import REPO, deliver, issue_payload, run_worker
 
-pytestmark = [pytest.mark.redis]
 TOKEN = "the-operators-metrics-token"
+# the web app as the operator runs it for Prometheus: with a metrics token, scraped with it
+pytestmark = [pytest.mark.redis, pytest.mark.settings(metrics_token=TOKEN)]
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-def client(app_settings, redis):
-    """The web app as the operator runs it for Prometheus: with a metrics token, scraped with it."""
-    return create_app(dataclasses.replace(app_settings, metrics_token=TOKEN), redis=redis).test_client()
 
 
 def scrape(client) -> dict[tuple[str, tuple], float]:

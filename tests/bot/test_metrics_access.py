@@ -1,14 +1,13 @@
 """/metrics and /healthz on the internet-facing port: /metrics ran a GROUP BY over every prediction and
-listed the workers for anyone who asked, and /healthz named error classes and dry-run mode (issue 26, item
-4). Now /metrics needs the operator's bearer token, its slow figures are reused between scrapes, and
-/healthz tells a stranger only whether the database and Redis answer."""
+listed the workers for anyone who asked, and /healthz named error classes and dry-run mode. Now /metrics
+needs the operator's bearer token, its slow figures are reused between scrapes, and /healthz tells a
+stranger only whether the database and Redis answer."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from redis import Redis
 from rq import SimpleWorker
 
 from bot.app import create_app
@@ -16,9 +15,9 @@ from bot.metrics import FigureCache
 from core.queues import SERIALIZER
 from core.settings import ConfigError, Settings
 from tests.bot.test_metrics import BEARER, TOKEN, scrape
+from tests.conftest import dead_redis
 
 pytestmark = [pytest.mark.redis]
-DEAD_REDIS = dict(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
 
 
 def _app(app_settings, redis, token: str | None = TOKEN):
@@ -43,7 +42,7 @@ def test_without_a_token_metrics_are_off(app_settings, redis):
 
 def test_healthz_tells_a_stranger_only_whether_the_database_and_redis_answer(app_settings, redis):
     assert _app(app_settings, redis).test_client().get("/healthz").json == {"database": "ok", "redis": "ok"}
-    dead = _app(app_settings, Redis(**DEAD_REDIS)).test_client()
+    dead = _app(app_settings, dead_redis()).test_client()
     assert dead.get("/healthz").status_code == 503
     assert dead.get("/healthz").json == {"database": "ok", "redis": "unavailable"}
     full = dead.get("/healthz", headers=BEARER).json

@@ -1,4 +1,4 @@
-"""An upgrade loses no queued job (issue 31, loose end 3): a worker starting rewrites the pickled jobs an
+"""An upgrade loses no queued job: a worker starting rewrites the pickled jobs an
 older version queued as JSON jobs, instead of failing each one (the JSON serializer cannot read them), and
 never runs what a pickle names.
 """

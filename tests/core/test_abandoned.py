@@ -57,6 +57,7 @@ def _enqueue(redis, marker: Path, retry: Retry | None) -> Job:
     return make_queue(redis, QUEUE).enqueue(hang_the_first_time, str(marker), retry=retry)
 
 
+@pytest.mark.e2e  # a real RQ worker in a process of its own, SIGKILLed
 def test_rq_alone_leaves_a_killed_workers_job_started_for_minutes(redis, redis_url, tmp_path):
     job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
     _kill_worker_mid_job(redis_url, tmp_path / "marker")
@@ -67,6 +68,7 @@ def test_rq_alone_leaves_a_killed_workers_job_started_for_minutes(redis, redis_u
     assert expiry - time.time() > 300  # labelling's 300 s timeout + 60: six minutes of nothing
 
 
+@pytest.mark.e2e  # a real RQ worker in a process of its own, SIGKILLed
 def test_a_killed_workers_job_is_retried_at_once_and_finishes(redis, redis_url, tmp_path):
     job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
     _kill_worker_mid_job(redis_url, tmp_path / "marker")
@@ -91,6 +93,7 @@ def test_a_killed_workers_job_is_retried_at_once_and_finishes(redis, redis_url, 
     assert requeue_abandoned(redis, [QUEUE]) == []  # nothing is requeued twice
 
 
+@pytest.mark.e2e  # a real RQ worker in a process of its own, SIGKILLed
 def test_a_job_killed_with_no_retry_left_is_failed_not_dropped_and_loses_its_issue_text(redis, redis_url,
                                                                                        tmp_path):
     job = _enqueue(redis, tmp_path / "marker", None)
@@ -102,6 +105,7 @@ def test_a_job_killed_with_no_retry_left_is_failed_not_dropped_and_loses_its_iss
     assert not redis.exists(JOB_TEXT_KEY.format(job.id))  # it never runs again: a failed job keeps ids only
 
 
+@pytest.mark.e2e  # a real RQ worker in a process of its own
 def test_a_live_workers_job_is_left_alone(redis, redis_url, tmp_path):
     job = _enqueue(redis, tmp_path / "marker", CRASH_RETRY)
     worker = _worker_in_the_job(redis_url, tmp_path / "marker")

@@ -85,6 +85,7 @@ def test_where_pytorch_sees_a_gpu_fp32_pytorch_serves_on_it_whatever_the_cpu(cap
     assert choose(ALL_PASSED, FakeEngines(), forced=ORT_INT8, flags=AVX2, gpu=True).engine == ORT_INT8
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_without_nvidias_driver_the_gpu_check_does_not_import_torch(tmp_path):
     """A worker serving with ONNX Runtime on a CPU machine never loads torch just to look for a GPU."""
     code = ("import sys; from pathlib import Path; from core.engines import cuda_available; "

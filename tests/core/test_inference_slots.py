@@ -27,6 +27,7 @@ def test_n_slots_let_n_holders_in_and_the_next_waits_until_one_leaves(tmp_path):
     waiter.join(5)
 
 
+@pytest.mark.e2e  # a Python process holds the slot and is killed
 def test_a_slot_held_by_a_killed_process_is_free_again(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import time\nfrom pathlib import Path\n"

@@ -1,6 +1,13 @@
 """The text a model reads: template boilerplate out, the reporter's words in, bounded size."""
 
-from core.issue_text import CODE_BLOCK_CHARS, MAX_BODY_CHARS, clean_issue_body, format_issue_text
+from core.issue_text import (
+    CODE_BLOCK_CHARS,
+    MAX_BODY_CHARS,
+    clean_issue_body,
+    format_issue_text,
+    shorten_text,
+)
+from trainer.config import offline_minilm_path
 
 
 def test_template_boilerplate_is_removed_and_the_words_stay():
@@ -34,3 +41,14 @@ def test_the_text_is_title_then_cleaned_body():
 def test_a_huge_body_is_cut_before_it_is_cleaned():
     text = format_issue_text("Huge", "a" * (50 * MAX_BODY_CHARS))
     assert len(text) == len("Huge\n\n") + MAX_BODY_CHARS
+
+
+def test_head_tail_keeps_the_start_and_the_end():
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(offline_minilm_path())  # what a fine-tuned MiniLM carries
+    text = "crash on startup " + "filler words " * 100 + "expected it to work"
+    short = shorten_text(text, tokenizer, 32)
+    assert short.startswith("crash on startup") and short.endswith("expected it to work")
+    assert len(tokenizer(short)["input_ids"]) <= 33  # the join may add a token; encode() truncates
+    assert shorten_text("short text", tokenizer, 32) == "short text"

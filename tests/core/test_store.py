@@ -1,4 +1,4 @@
-"""core.store's delivery record: every job ends by writing it, in one statement (issue 31)."""
+"""core.store's delivery record: every job ends by writing it, in one statement."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""bench.chaos at CI size, the fleet of issue 31: `issue-sorter run` on PostgreSQL and its embedded Redis, with
+"""bench.chaos at CI size: `issue-sorter run` on PostgreSQL and its embedded Redis, with
 gunicorn's 2 web processes, 3 labelling workers and the feedback worker, labels 150 real issues of 5
 installations (one repository each in comment mode) sent at 4 a second, GitHub's write spacing at 1 s, while
 a labelling worker is SIGKILLed mid-job, Redis SIGKILLed (and restarted by the supervisor from the
@@ -12,12 +12,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.paths import REPO_ROOT
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.postgres]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_fleet_loses_nothing_and_does_nothing_twice_under_each_fault(postgres_url, tiny_model_dir, tmp_path):
@@ -28,7 +28,7 @@ def test_a_fleet_loses_nothing_and_does_nothing_twice_under_each_fault(postgres_
                "--labelling-workers", "3", "--rolling-restart", "--kills", "1", "--redis-restarts", "1",
                "--db-restarts", "1", "--model", str(tiny_model_dir), "--settle", "120",
                "--workdir", str(tmp_path / "service"), "--json", str(report_path)]
-    finished = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    finished = subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, check=False)
     assert report_path.exists(), finished.stdout[-3000:] + finished.stderr[-3000:]
     report = json.loads(report_path.read_text())
     log = (tmp_path / "service" / "run.log").read_text()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,15 +22,10 @@ from core.migrate import upgrade
 from core.tables import Prediction
 from simulation.fake_github import FakeGitHub
 from tests.conftest import WEBHOOK_SECRET, promote_model
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 REPO = "Codertocat/Hello-World"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until(predicate, timeout: float, what: str):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -20,6 +19,7 @@ from sqlalchemy import create_engine, inspect
 from core.db import Base
 from tests.conftest import WEBHOOK_SECRET
 from tests.paths import REPO_ROOT
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 # what a clone has but a build must not see: this checkout's own installs and builds
@@ -119,12 +119,6 @@ def test_bootstrap_without_a_checkout_says_where_to_get_data(venv, elsewhere):
     assert bootstrap.returncode == 1
     assert "ISSUE_SORTER_BOOTSTRAP_DATA" in bootstrap.stderr and "--data" in bootstrap.stderr
     assert "Traceback" not in bootstrap.stderr
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _get(url: str) -> requests.Response | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,12 +18,6 @@ from bot.intake.signatures import sign_body
 from issue_sorter.run import READY_LINE
 
 METRICS_TOKEN = "the-tests-metrics-token"  # /healthz says dry-run mode only to its bearer
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -13,6 +13,8 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from core import engines
 from issue_sorter.readiness import Readiness, warmed_processes, web_answers
 from issue_sorter.supervisor import Child, supervise
@@ -105,6 +107,7 @@ def test_it_reads_the_warm_ups_the_workers_record_in_redis(redis):
     assert engines.process_name() in warmed_processes(redis)
 
 
+@pytest.mark.e2e  # the supervisor supervises a real process
 def test_the_supervisor_runs_the_readiness_check_between_its_looks_at_the_children():
     ticks: list[float] = []
     child = Child("sleeper", lambda: subprocess.Popen(["sleep", "30"], start_new_session=True))

@@ -26,6 +26,7 @@ def test_credentials_are_private_kept_and_hashed_in_the_acl(tmp_path):
     assert {user: (secrets / f"redis-{user}-password").read_text() for user in SERVICE_USERS} == passwords
 
 
+@pytest.mark.e2e  # a Redis server started with the ACL
 def test_redis_with_the_acl_runs_rq_for_the_services_and_nothing_for_strangers(tmp_path):
     main(["redis-credentials", str(tmp_path)])
     server = ValkeyServer(data_dir=tmp_path / "data", aclfile=str(tmp_path / ACL_FILE))

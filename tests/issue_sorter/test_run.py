@@ -12,7 +12,8 @@ from core.migrate import upgrade
 from issue_sorter.run import READY_LINE
 from simulation.fake_github import FakeGitHub
 from tests.conftest import promote_model
-from tests.issue_sorter.running import deliver, free_port, running_service, wait_for
+from tests.issue_sorter.running import deliver, running_service, wait_for
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 REPO = "Codertocat/Hello-World"

@@ -22,6 +22,7 @@ class Started:
         return self.popen(["true"])
 
 
+@pytest.mark.e2e  # starts `true` for each of run's processes
 def test_run_starts_the_labelling_workers_the_setting_asks_for(monkeypatch):
     started = Started()
     monkeypatch.setattr(run.subprocess, "Popen", started)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from redis import Redis
 
 from core.queues import LABELING_QUEUE, make_queue
@@ -24,6 +25,7 @@ def test_backoff_doubles_to_half_a_minute():
     assert [backoff(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 30, 30, 30]
 
 
+@pytest.mark.e2e  # supervises real Python processes
 def test_a_crashed_child_is_restarted_after_its_backoff_and_said():
     said: list[str] = []
     child = Child("worker", _python("import sys; sys.exit(3)"))
@@ -47,6 +49,7 @@ def test_a_crashed_child_is_restarted_after_its_backoff_and_said():
     stop_in_order([child])
 
 
+@pytest.mark.e2e  # supervises real Python processes
 def test_shutdown_stops_the_workers_first_and_redis_last(tmp_path):
     order = tmp_path / "order"
     stops = ("import signal, sys, time\n"
@@ -66,6 +69,7 @@ def test_shutdown_stops_the_workers_first_and_redis_last(tmp_path):
     assert order.read_text() == "workerredis"  # the slow worker finished before Redis was asked to stop
 
 
+@pytest.mark.e2e  # the embedded Redis server, SIGKILLed and restarted
 def test_the_embedded_redis_restarts_with_every_queued_job(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(run, "VAR", tmp_path / "var")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from core.db import Base, make_sessionmaker
-from tests.conftest import IN_CI
+from core.db import make_sessionmaker
+from tests.conftest import IN_CI, with_tables
 from tests.paths import NLBSE
 from tests.trainer.hub_stand_in import hub  # noqa: F401 - the hub stand-in fixture
 from trainer.baseline import train_tfidf
 from trainer.config import TrainConfig, offline_minilm_path
 from trainer.dataset import Example, load_file
-from trainer.fast_path import FastPathOptions
+from trainer.fast_path import FastPathOptions, default_gate_issues
 from trainer.registry import Registry
 from trainer.train import fine_tune
 
@@ -39,6 +39,16 @@ def _nlbse(name: str) -> list[Example]:
             pytest.fail(f"NLBSE data not found at {path}: CI must have ../shared beside the checkout")
         pytest.skip(f"NLBSE data not found at {path} (set ISSUE_SORTER_SHARED to the shared folder)")
     return load_file(path)
+
+
+@pytest.fixture
+def without_shared(monkeypatch, tmp_path):
+    """No ../shared, as an installed package or a container has it: a registration's fast path is gated on
+    the issues it held out instead of NLBSE'24's 1,500 test issues (whose choice test_fast_path.py tests)."""
+    monkeypatch.setenv("ISSUE_SORTER_SHARED", str(tmp_path / "no-shared"))
+    default_gate_issues.cache_clear()  # read once per process: here it must read the variable again
+    yield
+    default_gate_issues.cache_clear()
 
 
 @pytest.fixture(scope="session")
@@ -103,12 +113,9 @@ def tfidf_model(nlbse_train):
 
 
 @pytest.fixture
-def database_url(tmp_path) -> str:
+def database_url(tmp_path, empty_schema) -> str:
     """A fresh SQLite file with every table (the tests' stand-in for `alembic upgrade head`)."""
-    url = f"sqlite:///{tmp_path / 'issue-sorter.db'}"
-    factory = make_sessionmaker(url)
-    Base.metadata.create_all(factory.kw["bind"])
-    return url
+    return with_tables(f"sqlite:///{tmp_path / 'issue-sorter.db'}", empty_schema)
 
 
 @pytest.fixture

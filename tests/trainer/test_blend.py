@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.card import MODEL_CARD, ModelCard, encoder_directory
-from core.classifier import BlendedClassifier, blend_scores, load_classifier
+from core.classifier import BlendedClassifier, load_classifier
 from tests.trainer.conftest import NO_FAST_PATH
 from tests.trainer.test_retrain import REPO, confirm
 from trainer.baseline import BASE_MODEL as TFIDF_BASE_MODEL
@@ -20,54 +20,14 @@ from trainer.pipeline import train_and_register
 from trainer.retrain import RetrainPolicy, retrain_scope
 
 
-class FixedScores:
-    """A classifier that answers the same scores for every text."""
-
-    def __init__(self, row, labels=("bug", "feature", "question"), version="fixed"):
-        self.row, self.labels, self.version = row, list(labels), version
-
-    def predict(self, texts, batch_size=16):
-        return [dict(self.row) for _ in texts]
-
-
 @pytest.fixture(scope="module")
 def trained_blend(minilm_config, small_train):
     return train_model(dataclasses.replace(minilm_config, tfidf_share=0.6), small_train, progress=False)
 
 
-def test_blend_weighs_each_side():
-    blended = blend_scores([{"bug": 1.0, "feature": 0.0}], [{"bug": 0.0, "feature": 1.0}], 0.7)
-    assert blended == [pytest.approx({"bug": 0.3, "feature": 0.7})]
-
-
-def test_a_share_outside_zero_one_is_refused():
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        blend_scores([{"bug": 1.0}], [{"bug": 1.0}], 1.5)
+def test_a_tfidf_share_outside_zero_one_is_refused_by_the_recipe():
     with pytest.raises(ValueError, match="tfidf_share"):
         TrainConfig(tfidf_share=1.0)
-
-
-def test_blended_classifier_serves_like_any_classifier():
-    blended = BlendedClassifier(FixedScores({"bug": 1.0, "feature": 0.0, "question": 0.0}, version="enc"),
-                                FixedScores({"bug": 0.0, "feature": 0.5, "question": 0.5}, version="tfidf"),
-                                tfidf_share=0.6)
-    assert blended.labels == ["bug", "feature", "question"] and blended.version == "enc+tfidf"
-    assert blended.predict(["a", "b"]) == [pytest.approx({"bug": 0.4, "feature": 0.3, "question": 0.3})] * 2
-
-
-def test_a_tfidf_model_with_labels_the_encoder_lacks_cannot_be_blended():
-    with pytest.raises(ValueError, match="knows labels the encoder does not"):
-        BlendedClassifier(FixedScores({"bug": 1.0}, labels=["bug"]), FixedScores({"bug": 1.0}), 0.5)
-
-
-def test_a_label_the_tfidf_model_never_saw_keeps_the_encoders_probability():
-    # retraining keeps kinds a repository has not confirmed lately: its TF-IDF knows only bug and feature
-    encoder = FixedScores({"bug": 0.2, "feature": 0.2, "question": 0.6})
-    tfidf = FixedScores({"bug": 0.25, "feature": 0.75}, labels=["bug", "feature"])
-    blended = BlendedClassifier(encoder, tfidf, tfidf_share=0.5).predict(["x"])[0]
-    # TF-IDF spreads the encoder's 0.4 on the labels it knows: bug 0.1, feature 0.3, question 0.6
-    assert blended == pytest.approx({"bug": 0.15, "feature": 0.25, "question": 0.6})
-    assert sum(blended.values()) == pytest.approx(1.0)
 
 
 def test_a_tfidf_share_trains_both_models_on_the_same_issues(trained_blend, small_train):
@@ -75,6 +35,7 @@ def test_a_tfidf_share_trains_both_models_on_the_same_issues(trained_blend, smal
     assert trained_blend.labels == trained_blend.tfidf.labels == ["bug", "feature", "question"]
 
 
+@pytest.mark.slow  # fine-tunes MiniLM (one step)
 def test_without_a_tfidf_share_the_encoder_is_trained_alone(minilm_config, small_train):
     config = dataclasses.replace(minilm_config, max_steps=1)
     assert not isinstance(train_model(config, small_train, progress=False), TrainedBlend)
@@ -117,11 +78,11 @@ def test_a_served_blend_carries_the_thresholds_its_registration_measured_on_the_
         registry, minilm_config, small_train, small_heldout):
     """The labelling policy reads a classifier's `card.thresholds`: a blend's are measured on the blend."""
     config = dataclasses.replace(minilm_config, tfidf_share=0.6)
-    row, _, metrics = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
-                                         fast_path=NO_FAST_PATH)
-    assert metrics["thresholds"] and row.metrics["n_scored"] == len(small_heldout)
-    served = load_classifier(row.path)
-    assert isinstance(served, BlendedClassifier) and served.card.version == row.version
+    model, _, metrics = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
+                                           fast_path=NO_FAST_PATH)
+    assert metrics["thresholds"] and model.row.metrics["n_scored"] == len(small_heldout)
+    served = load_classifier(model.directory)
+    assert isinstance(served, BlendedClassifier) and served.card.version == model.version
     assert served.card.thresholds == metrics["thresholds"]
     assert evaluate_classifier(served, small_heldout)["thresholds"] == pytest.approx(metrics["thresholds"], abs=1e-4)
 
@@ -145,7 +106,7 @@ def test_retraining_a_blended_champion_starts_from_its_encoder_and_keeps_the_ble
     challenger = registry.get(result.message.split(":")[0])
     card = ModelCard.read(challenger.path)
     assert card.kind == "blend" and card.extra["tfidf_share"] == 0.6
-    assert card.base_model == str(encoder_directory(champion.path, ModelCard.read(champion.path)))
+    assert card.base_model == str(champion.encoder_directory)
     assert isinstance(load_classifier(challenger.path), BlendedClassifier)
 
 
@@ -154,6 +115,7 @@ def _words(tfidf_pipeline) -> set[str]:
     return set(words.vocabulary_)
 
 
+@pytest.mark.slow  # fine-tunes MiniLM (one step)
 def test_tfidf_also_learns_from_other_issues_of_the_encoders_classes(minilm_config, small_train):
     others = [Example("zyxwvut crashes when the window opens", "stack trace below", "bug", repo="octo/other"),
               Example("zyxwvut should support dark mode", "", "feature", repo="octo/other"),

@@ -54,6 +54,7 @@ def test_a_named_file_that_is_missing_is_an_error_not_a_fallback(tmp_path):
         choose_source(str(tmp_path / "missing.csv"), {}, hub_reachable=lambda: True)
 
 
+@pytest.mark.e2e  # `issue-sorter` in a process of its own
 def test_bootstrap_in_a_clone_without_shared_and_without_network_stops_at_once(tmp_path):
     """What a new user on another machine meets: one line naming the fix, nothing trained."""
     database = f"sqlite:///{tmp_path / 'fresh.db'}"

@@ -59,7 +59,7 @@ def test_a_training_precision_outside_the_choices_is_refused_before_any_work(run
 
 
 def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry, tiny_bert_dir, small_train,
-                                                               small_heldout, tmp_path, capsys):
+                                                               small_heldout, tmp_path, capsys, without_shared):
     train_file = _write_jsonl(tmp_path / "train.jsonl", small_train)
     eval_file = _write_jsonl(tmp_path / "eval.jsonl", small_heldout)
     assert run_cli("train", train_file, "--base-model", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
@@ -70,7 +70,7 @@ def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry
     served = registry.load()
     assert served.card.extra["train_config"]["max_length"] == 32
     assert served.card.extra["train_config"]["precision"] == "fp32"  # no bf16 gate: trained once, in fp32
-    assert served.card.fast_path["gates"]  # `train` built and gated the fast path (trainer.pipeline)
+    assert served.card.fast_path["gates"]  # `train` built and gated the fast path (trainer.pipeline), on --eval
     capsys.readouterr()
     assert run_cli("evaluate", eval_file, "--json") == 0
     assert json.loads(capsys.readouterr().out)["model_version"] == serving.version  # nothing else on stdout
@@ -146,7 +146,7 @@ def test_bootstrap_without_data_names_the_fix(run_cli, tmp_path, capsys):
 
 
 def test_select_scores_by_unseen_repositories_prints_speed_and_registers_without_promoting(
-        run_cli, registry, tiny_bert_dir, small_train, tmp_path, capsys):
+        run_cli, registry, tiny_bert_dir, small_train, tmp_path, capsys, without_shared):
     data = _write_jsonl(tmp_path / "nlbse.jsonl", small_train)
     assert run_cli("select", data, "--candidates", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
                    "--batch-size", 8, "--folds", 2, "--no-progress") == 0

@@ -45,6 +45,7 @@ def test_base_model_defaults_to_the_offline_minilm(minilm_path):
     assert TrainConfig(device="cpu").resolved_device() == "cpu"
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_the_offline_encoder_is_found_without_importing_it_and_checked_against_the_hubs_sha256(minilm_path):
     import hashlib
     import subprocess

@@ -13,6 +13,8 @@ from core.issue_text import format_issue_text
 from core.tables import IssueRecord, Repository
 from trainer.dataset import (
     HUB_DATASET,
+    TEST_REPOS,
+    TRAIN_REPOS,
     Example,
     Skipped,
     data_fingerprint,
@@ -121,6 +123,11 @@ def test_hub_loader_reads_list_typed_labels(tmp_path):
                              "labels": [["Type: Question"], None]}), path)
     examples = load_hub(["vuejs/core"], download=lambda *args, **kwargs: str(path))
     assert [(e.title, e.label) for e in examples] == [("a", "question")]
+
+
+def test_the_lessons_split_names_disjoint_train_and_test_repositories():
+    assert len(TRAIN_REPOS) == 8 and len(TEST_REPOS) == 5
+    assert not set(TRAIN_REPOS) & set(TEST_REPOS)
 
 
 def test_split_by_repo_holds_out_whole_projects(small_train):

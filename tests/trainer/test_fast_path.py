@@ -22,7 +22,7 @@ from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
 from trainer.evaluate import macro_f1
-from trainer.fast_path import MIN_AGREEMENT, FastPathOptions, default_gate_issues, is_same_answers
+from trainer.fast_path import MIN_AGREEMENT, FastPathOptions, is_same_answers
 from trainer.pipeline import add_to_registry
 from trainer.registry import Registry
 from trainer.train import fine_tune
@@ -63,9 +63,10 @@ def registered_once(tmp_path_factory, decisive_minilm, small_heldout) -> Path:
     factory = make_sessionmaker(url)
     Base.metadata.create_all(factory.kw["bind"])
     with session_scope(factory) as session:
-        row = add_to_registry(Registry(root / "models", session), decisive_minilm,
-                              fast_path=FastPathOptions(gate_issues=small_heldout))
-        return Path(row.path)
+        model = add_to_registry(Registry(root / "models", session), decisive_minilm,
+                                fast_path=FastPathOptions(gate_issues=small_heldout))
+        assert model.card == ModelCard.read(model.directory)  # the card it comes back with is the one recorded
+        return model.directory
 
 
 @pytest.fixture
@@ -145,12 +146,12 @@ def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registere
 def test_a_corrupt_int8_artefact_falls_back_to_the_fp32_graph_when_its_gate_passed_too(
         register, decisive_minilm, monkeypatch, caplog, onnx_first_cpu):
     monkeypatch.setattr("trainer.fast_path.is_same_answers", lambda *figures: True)  # both engines pass
-    row = register(decisive_minilm)
-    kept = read_card(row.path)["fast_path"]["artefacts"]
+    model = register(decisive_minilm)
+    kept = read_card(model.directory)["fast_path"]["artefacts"]
     assert set(kept) == set(FAST_ENGINES)  # every engine that passed is kept: the worker's CPU chooses
-    damage(Path(row.path) / kept[SERVES]["file"], "corrupt")
+    damage(model.directory / kept[SERVES]["file"], "corrupt")
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        served = load_classifier(row.path)
+        served = load_classifier(model.directory)
     assert isinstance(served, OnnxClassifier) and served.engine == SERVES_FP32
     assert "onnxruntime-int8 does not serve" in caplog.text and "does not match the SHA-256" in caplog.text
 
@@ -162,19 +163,19 @@ def test_a_model_that_cannot_be_exported_still_registers_and_pytorch_serves_it(
 
     monkeypatch.setattr("trainer.fast_path.export_onnx", broken_export)
     with caplog.at_level(logging.WARNING):
-        row = register(decisive_minilm)
-    record = read_card(row.path)["fast_path"]
+        model = register(decisive_minilm)
+    record = read_card(model.directory)["fast_path"]
     assert record["serves"] == "pytorch" and "aten::something" in record["error"]
     assert "could not build" in caplog.text
-    assert isinstance(load_classifier(row.path), TransformerClassifier)
+    assert isinstance(load_classifier(model.directory), TransformerClassifier)
     assert "could not be built" in caplog.text
 
 
 def test_a_gate_without_held_out_issues_serves_pytorch(register, decisive_minilm, caplog):
-    row = register(decisive_minilm, gate_issues=[])
-    assert read_card(row.path)["fast_path"]["serves"] == "pytorch"
+    model = register(decisive_minilm, gate_issues=[])
+    assert read_card(model.directory)["fast_path"]["serves"] == "pytorch"
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        assert isinstance(load_classifier(row.path), TransformerClassifier)
+        assert isinstance(load_classifier(model.directory), TransformerClassifier)
     assert "its registration's same-answers gate refused it (no held-out issues)" in caplog.text
 
 
@@ -189,14 +190,14 @@ def test_the_gate_allows_half_a_point_of_macro_f1_and_one_percent_of_top_labels(
 def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
         register, registry, decisive_minilm, tfidf_model, gate_issues, onnx_first_cpu):
     blend = TrainedBlend(decisive_minilm, tfidf_model, 0.7)
-    row = register(blend)
-    registry.promote(row.version)
-    assert read_card(row.path)["fast_path"]["serves"] in FAST_ENGINES  # what an operator reads
-    models = ServingModels(lambda repo: Served("global", row.version, row.path))
+    model = register(blend)
+    registry.promote(model.version)
+    assert read_card(model.directory)["fast_path"]["serves"] in FAST_ENGINES  # what an operator reads
+    models = ServingModels(lambda repo: Served("global", model.version, model.row.path))
     served = models.for_repository("octo/repo")
     assert isinstance(served, BlendedClassifier) and isinstance(served.encoder, OnnxClassifier)
-    reference = load_classifier(row.path)
-    reference.encoder = pytorch(Path(row.path) / "encoder")
+    reference = load_classifier(model.directory)
+    reference.encoder = pytorch(model.directory / "encoder")
     # what the gate promises: PyTorch's top label on at least MIN_AGREEMENT of its issues (int8's dynamic
     # activation scales depend on the batch, so one borderline issue of 45 may differ from the gate's run)
     same = sum(a == b for a, b in zip(top_labels(served, gate_issues), top_labels(reference, gate_issues)))
@@ -206,21 +207,22 @@ def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
 def test_a_blends_fast_path_is_gated_on_the_blends_answers(register, decisive_minilm, tfidf_model, gate_issues):
     """The App answers with the blend, so the gate compares blends: the TF-IDF member beside the fast
     encoder against it beside PyTorch's."""
-    row = register(TrainedBlend(decisive_minilm, tfidf_model, 0.7))
-    record = read_card(row.path)["fast_path"]
+    model = register(TrainedBlend(decisive_minilm, tfidf_model, 0.7))
+    record = read_card(model.directory)["fast_path"]
     gate = record["gates"][record["serves"]]
     assert gate["answers"] == "the blend's (TF-IDF share 0.7)"
-    reference = load_classifier(row.path)
-    reference.encoder = pytorch(Path(row.path) / "encoder")
+    reference = load_classifier(model.directory)
+    reference.encoder = pytorch(model.directory / "encoder")
     truth = [issue.label for issue in gate_issues]
     pytorch_f1 = macro_f1(truth, top_labels(reference, gate_issues), reference.labels)
     assert gate["macro_f1_pytorch"] == round(pytorch_f1, 4)
-    served = top_labels(load_classifier(row.path), gate_issues)
+    served = top_labels(load_classifier(model.directory), gate_issues)
     agreement = sum(a == b for a, b in zip(served, top_labels(reference, gate_issues))) / len(gate_issues)
     # the recorded figure, reproduced to one issue (int8's activation scales depend on the batch)
     assert abs(gate["top_label_agreement"] - agreement) <= 1 / len(gate_issues) + 1e-4
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
     """What makes the fast path start in a fraction of PyTorch's time and hold a fraction of its memory."""
     script = f"""
@@ -236,15 +238,16 @@ print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules 
     assert result.stdout.split("\n")[-2] == "OnnxClassifier 384 []"
 
 
+def test_with_nlbse_beside_the_checkout_its_test_split_gates_every_registration(nlbse_test, small_heldout):
+    issues, source = FastPathOptions().issues(held_out=small_heldout)
+    assert list(issues) == nlbse_test
+    assert source == "NLBSE'24 test split (nlbse24-issue-report-classification/issues_test.csv)"
+
+
 def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_out_issues(
-        registry, decisive_minilm, gate_issues, tmp_path, monkeypatch):
+        registry, decisive_minilm, gate_issues, without_shared):
     """An installed package or a container has no ../shared: the issues the caller held out gate it."""
-    monkeypatch.setenv("ISSUE_SORTER_SHARED", str(tmp_path / "no-shared"))
-    default_gate_issues.cache_clear()
-    try:
-        row = add_to_registry(registry, decisive_minilm, held_out=gate_issues)
-    finally:
-        default_gate_issues.cache_clear()
-    gate = read_card(row.path)["fast_path"]["gates"][SERVES]
+    model = add_to_registry(registry, decisive_minilm, held_out=gate_issues)
+    gate = model.card.fast_path["gates"][SERVES]
     assert gate["issues"] == len(gate_issues)
     assert gate["issues_source"] == f"the {len(gate_issues)} held-out issues of the registration"

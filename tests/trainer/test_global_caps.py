@@ -1,6 +1,6 @@
 """The global model cannot be steered by one account: it trained on every installation's public
 repositories and was judged on the newest confirmed issues, so one account that labelled a few thousand
-fresh issues supplied both what it learnt and what judged it (issue 26, item 7). Each repository's and
+fresh issues supplied both what it learnt and what judged it. Each repository's and
 installation's share of its training and gate issues is capped, and the operator may fix its gate."""
 
 from __future__ import annotations

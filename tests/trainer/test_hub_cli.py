@@ -5,8 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.trainer.test_hub_data import ALL_REPOS, publish_dataset
 from trainer.dataset import HUB_PATH
+
+pytestmark = pytest.mark.e2e  # `issue-sorter` in a process of its own
 
 
 def test_bootstrap_from_the_hub_says_which_file_it_reads_and_stops_in_one_line(hub, tmp_path):

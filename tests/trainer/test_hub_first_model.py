@@ -32,6 +32,7 @@ def machine(tmp_path: Path, name: str) -> dict:
     return env
 
 
+@pytest.mark.e2e  # `issue-sorter` in processes of its own, as a user runs it
 @pytest.mark.slow  # fine-tunes MiniLM (one step) and builds its fast path
 def test_a_fresh_clone_reaches_a_promoted_model_through_the_hub_and_moves_it_to_another_machine(hub, tmp_path):
     commit = publish_dataset(hub)

@@ -1,7 +1,7 @@
 """A version serves only its own scope or, when global, any: version names are guessable
 (`scope-YYYYmmdd-HHMMSS`), and the review page's promote button once promoted any of them for the caller's
 repository, so a maintainer of one repository could serve another installation's private model and read its
-classes (issue 26, item 5). The refusal is the registry's, so every way to promote meets it."""
+classes. The refusal is the registry's, so every way to promote meets it."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ def test_another_scopes_version_is_refused_and_nothing_is_promoted(registry, tfi
     theirs = registry.register(tfidf_model, scope=PRIVATE)
     with pytest.raises(ScopeRefused, match="was not trained for me/my-repo"):
         registry.promote(theirs.version, "review", scope=MINE)
-    with pytest.raises(ScopeRefused):
-        compare_and_promote(registry, theirs.version, [], scope=MINE, trigger="review")
+    with pytest.raises(ScopeRefused):  # how the promote command and the review page find what they gate
+        registry.model(theirs.version, scope=MINE)
+    with pytest.raises(ScopeRefused):  # the gate's promotion meets the same refusal
+        compare_and_promote(registry, theirs, [], scope=MINE, trigger="review")
     assert session.scalars(select(ModelPromotion)).all() == []
 
 

@@ -67,7 +67,7 @@ def test_the_card_says_what_was_not_measured(tfidf_model, tmp_path):
 
 
 def test_a_directory_with_pickled_weights_is_refused_whatever_its_card(tmp_path, tfidf_model):
-    """Issue 26, item 10: only pickles by name were refused, so a pytorch_model.bin went through torch.load."""
+    """Before, only pickles by name were refused, so a pytorch_model.bin went through torch.load."""
     tfidf_model.save(tmp_path / "m", version="m")
     (tmp_path / "m" / "pytorch_model.bin").write_bytes(b"\x80\x04pickled")
     with pytest.raises(publish.PublishError, match="not safetensors"):

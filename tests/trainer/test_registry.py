@@ -2,11 +2,11 @@
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
-from core.card import MODEL_CARD
+from core.card import MODEL_CARD, ModelCard
+from core.db import make_sessionmaker
 from core.encoder import TransformerClassifier
 from core.tables import ModelPromotion, ModelVersion
 from trainer.registry import Registry, RegistryError
@@ -17,12 +17,14 @@ def _card(directory):
 
 
 def test_register_saves_under_model_dir_and_writes_the_row(registry, model_dir, tfidf_model, session):
-    row = registry.register(tfidf_model, metrics={"macro_f1": 0.7}, thresholds={"bug": 0.8},
-                            data_fingerprint="f")
-    assert row.version.startswith("global-")
-    assert (model_dir / row.version).is_dir() and row.path == str((model_dir / row.version).resolve())
-    assert _card(model_dir / row.version)["version"] == row.version  # what ServingModels compares
-    stored = session.get(ModelVersion, row.id)
+    model = registry.register(tfidf_model, metrics={"macro_f1": 0.7}, thresholds={"bug": 0.8},
+                              data_fingerprint="f")
+    assert model.version.startswith("global-")
+    assert model.directory == model_dir / model.version and model.row.path == str(model.directory.resolve())
+    assert _card(model.directory)["version"] == model.version  # what ServingModels compares
+    # the registered model comes back with the card it was saved with: nobody reads it again
+    assert model.card == ModelCard.read(model.directory) and model.card.thresholds == {"bug": 0.8}
+    stored = session.get(ModelVersion, model.row.id)
     assert (stored.scope, stored.base_model) == ("global", "tfidf-logreg")
     assert stored.labels == ["bug", "feature", "question"]
     assert (stored.metrics, stored.data_fingerprint) == ({"macro_f1": 0.7}, "f")
@@ -71,6 +73,35 @@ def test_promote_and_serving(registry, tfidf_model, session):
     assert [p.reason for p in promotions] == ["first", "better"]
 
 
+def test_a_challenger_must_beat_the_repositorys_own_model_else_the_global_one(registry, tfidf_model):
+    assert registry.champion("octo/repo") is None
+    shared = registry.register(tfidf_model)
+    registry.promote(shared.version)
+    assert registry.champion("octo/repo").version == shared.version
+    own = registry.register(tfidf_model, scope="octo/repo")
+    registry.promote(own.version)
+    champion = registry.champion("octo/repo")
+    assert champion.version == own.version and champion.card.version == own.version
+    assert registry.champion().version == shared.version
+
+
+def test_a_model_found_by_version_comes_with_its_card_or_says_its_directory_is_missing(registry, tfidf_model):
+    registered = registry.register(tfidf_model, metrics={"macro_f1": 0.6})
+    found = registry.model(registered.version)
+    assert found.row is registered.row and found.card == registered.card
+    shutil.rmtree(registered.directory)
+    with pytest.raises(RegistryError, match="is missing: restore it"):
+        registry.model(registered.version)
+
+
+def test_annotating_a_model_writes_its_card_and_the_metrics_reach_its_row(registry, tfidf_model):
+    model = registry.register(tfidf_model, metrics={"macro_f1": 0.6})
+    annotated = registry.annotate(model, train_data={"source": "issues.csv"}, metrics={"macro_f1": 0.7})
+    assert annotated.card == ModelCard.read(model.directory) and annotated.card.extra["train_data"]["source"]
+    assert annotated.row.metrics == {"macro_f1": 0.7} == registry.get(model.version).metrics
+    assert registry.annotate(annotated, pulled_from={"source": "x"}).row.metrics == {"macro_f1": 0.7}
+
+
 def test_rollback_walks_back_through_what_served(registry, tfidf_model):
     a, b, c = (registry.register(tfidf_model) for _ in range(3))
     for row in (a, b, c):
@@ -99,11 +130,11 @@ def test_load_errors_name_the_fix(registry):
 
 def test_registering_only_stores_the_model_and_its_row(registry, trained_minilm):
     """Building and gating the fast path is a step of trainer.pipeline, not of the registry."""
-    row = registry.register(trained_minilm)
-    directory = Path(row.path)
+    model = registry.register(trained_minilm)
+    directory = model.directory
     assert (directory / "model.safetensors").is_file() and not (directory / "fast").exists()
     assert "fast_path" not in _card(directory)
-    assert type(registry.load(row.version)) is TransformerClassifier  # PyTorch serves it, saying why
+    assert type(registry.load(model.version)) is TransformerClassifier  # PyTorch serves it, saying why
 
 
 def test_a_fine_tuned_model_round_trips_through_the_registry(registry, trained_minilm):
@@ -113,6 +144,17 @@ def test_a_fine_tuned_model_round_trips_through_the_registry(registry, trained_m
     assert isinstance(loaded, TransformerClassifier)
     assert (loaded.version, loaded.labels) == (row.version, trained_minilm.labels)
     assert loaded.model.config.label2id == trained_minilm.model.config.label2id
+
+
+def test_an_opened_registry_commits_its_work_or_none_of_it(model_dir, database_url, tfidf_model):
+    sessions = make_sessionmaker(database_url)
+    with Registry.open(model_dir, sessions) as registry:
+        kept = registry.register(tfidf_model).version
+    with pytest.raises(RuntimeError), Registry.open(model_dir, sessions) as registry:
+        registry.register(tfidf_model)
+        raise RuntimeError("the command failed after registering")
+    with Registry.open(model_dir, sessions) as registry:
+        assert [row.version for row in registry.list()] == [kept]
 
 
 def test_two_registries_on_one_database_agree(model_dir, session, tfidf_model):
@@ -133,7 +175,7 @@ def test_garbage_collection_keeps_what_serves_what_rollback_needs_and_the_newest
                                   scope="elsewhere/x")
     kept_outside = tmp_path / "not-in-the-registry"
     shutil.copytree(model_dir / promoted[0].version, kept_outside)
-    session.query(ModelVersion).filter_by(id=elsewhere.id).update({"path": str(kept_outside)})
+    session.query(ModelVersion).filter_by(id=elsewhere.row.id).update({"path": str(kept_outside)})
     registry.register(tfidf_model, scope="elsewhere/x")  # newer: the one outside is no longer kept as newest
 
     assert registry.collect_garbage(dry_run=True) and all((model_dir / r.version).is_dir() for r in promoted)

@@ -5,11 +5,12 @@ import datetime as dt
 import pytest
 
 from core import store
-from core.card import ModelCard, encoder_directory, read_card
+from core.card import read_card
 from core.encoder import SERVES
 from core.tables import GLOBAL_SCOPE, ModelVersion, TrainingRun
 from tests.trainer.conftest import NO_FAST_PATH
 from trainer.fast_path import FastPathOptions
+from trainer.gate import verdict
 from trainer.retrain import (
     RetrainPolicy,
     examples_for_scope,
@@ -37,9 +38,9 @@ def confirm(session, repo: str, issues, labels):
 
 @pytest.fixture
 def champion(registry, trained_minilm):
-    row = registry.register(trained_minilm)
-    registry.promote(row.version, "the global model")
-    return row
+    model = registry.register(trained_minilm)
+    registry.promote(model.version, "the global model")
+    return model
 
 
 def test_kind_labels_are_learnt_as_kinds_and_no_kind_of_the_champion_is_dropped(session, small_train):
@@ -72,13 +73,14 @@ def test_retraining_records_both_scores_and_promotes_only_a_better_model(session
     confirm(session, REPO, small_train, [labels[e.label] for e in small_train])
     result = retrain_scope(session, registry, REPO, policy=POLICY, trigger="manual", fast_path=NO_FAST_PATH)
     run = result.run
-    assert run is not None and run.scope == REPO and run.champion_version_id == champion.id
+    assert run is not None and run.scope == REPO and run.champion_version_id == champion.row.id
     assert run.challenger_score is not None and run.champion_score is not None
     assert run.promoted == (run.challenger_score > run.champion_score)
     serving = registry.serving(REPO)
     assert (serving is not None) == run.promoted
     challenger = registry.get(result.message.split(":")[0])
-    assert challenger.labels == champion.labels  # the same kinds, warm-started head
+    assert challenger.labels == champion.row.labels  # the same kinds, warm-started head
+    assert result.summary().endswith(f"Verdict: {verdict(run)}.")
 
 
 def test_a_repositorys_challenger_starts_from_the_global_model_and_is_judged_against_its_own(
@@ -90,9 +92,8 @@ def test_a_repositorys_challenger_starts_from_the_global_model_and_is_judged_aga
     confirm(session, REPO, small_train, [e.label for e in small_train])
     result = retrain_scope(session, registry, REPO, policy=POLICY, fast_path=NO_FAST_PATH)
     challenger = session.get(ModelVersion, result.run.challenger_version_id)
-    global_encoder = encoder_directory(champion.path, ModelCard.read(champion.path))
-    assert read_card(challenger.path)["train_config"]["base_model"] == str(global_encoder)
-    assert result.run.champion_version_id == own.id  # but it must beat what serves the repository
+    assert read_card(challenger.path)["train_config"]["base_model"] == str(champion.encoder_directory)
+    assert result.run.champion_version_id == own.row.id  # but it must beat what serves the repository
 
 
 def test_a_challenger_is_registered_with_its_fast_path_built_and_gated(session, registry, champion, small_train,
@@ -134,9 +135,9 @@ def test_other_repositories_issues_of_known_kinds_are_offered_to_a_repositorys_t
 
 
 def test_a_challenger_is_trained_with_the_champions_recipe_read_back_from_its_card(tmp_path):
-    from core.card import write_card
-    from core.tables import ModelVersion
+    from core.card import ModelCard, write_card
     from trainer.config import TrainConfig
+    from trainer.registry import Model
     from trainer.retrain import challenger_config
 
     recipe = TrainConfig(lr=5e-5, batch_size=8, max_length=128, truncation="head+tail", tfidf_share=0.7,
@@ -144,11 +145,12 @@ def test_a_challenger_is_trained_with_the_champions_recipe_read_back_from_its_ca
     write_card(tmp_path, version="champion", labels=["bug", "feature"], kind="blend", base_model="minilm",
                max_length=128, thresholds=None, metrics=None, data_fingerprint="", train_config=recipe.to_dict(),
                tfidf_share=0.7)
-    config = challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(epochs=1))
+    base = Model(ModelVersion(path=str(tmp_path)), ModelCard.read(tmp_path))
+    config = challenger_config(base, RetrainPolicy(epochs=1))
     assert (config.lr, config.batch_size, config.max_length, config.truncation) == (5e-5, 8, 128, "head+tail")
     assert config.tfidf_share == 0.7 and config.base_model == str(tmp_path / "encoder")
     assert (config.epochs, config.max_steps, config.device) == (1, None, "auto")  # the retraining's own
-    assert challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(max_length=64)).max_length == 64
+    assert challenger_config(base, RetrainPolicy(max_length=64)).max_length == 64
     assert config.class_weight == "balanced"  # the global model's recipe, for the global scope
     # a repository's challenger learns its own label frequencies, as the replays measured
-    assert challenger_config(ModelVersion(path=str(tmp_path)), RetrainPolicy(), scope="o/r").class_weight == "none"
+    assert challenger_config(base, RetrainPolicy(), scope="o/r").class_weight == "none"

@@ -1,4 +1,4 @@
-"""Issue 26, item 10: every place that loads an encoder takes safetensors only, so a pickled checkpoint
+"""Every place that loads an encoder takes safetensors only, so a pickled checkpoint
 (pytorch_model.bin, read by torch.load) is refused instead of run."""
 
 import shutil

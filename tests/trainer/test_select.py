@@ -2,7 +2,6 @@
 
 import functools
 import operator
-from pathlib import Path
 
 import pytest
 
@@ -37,11 +36,11 @@ def test_select_scores_every_candidate_and_the_baseline_by_unseen_repositories_a
     folds = selection.best["metrics"]["folds"]
     assert len(folds) == 2 and sorted(functools.reduce(operator.iadd, folds, [])) == sorted({e.repo for e in small_train})
     registered = selection.registered
-    assert registered.metrics["mean_repo_macro_f1"] == best_score
-    assert Path(registered.path).is_dir()
+    assert registered.row.metrics["mean_repo_macro_f1"] == best_score
+    assert registered.directory.is_dir()
     expected_base = BASE_MODEL if selection.best["kind"] == "tfidf" else selection.best["candidate"]
-    assert registered.base_model == base_model_name(expected_base.removesuffix(BLEND_SUFFIX))  # hub id, not a path
-    assert read_card(registered.path)["kind"] == selection.best["kind"]  # a blend is registered as one
+    assert registered.row.base_model == base_model_name(expected_base.removesuffix(BLEND_SUFFIX))  # hub id, not a path
+    assert read_card(registered.directory)["kind"] == selection.best["kind"]  # a blend is registered as one
     assert registry.load(registered.version).labels == ["bug", "feature", "question"]
 
 

@@ -9,7 +9,6 @@ import torch
 from core.card import MODEL_CARD
 from core.classifier import load_classifier
 from core.encoder import TransformerClassifier
-from core.issue_text import shorten_text
 from trainer.config import TrainConfig
 from trainer.dataset import Example
 from trainer.train import class_weights, fine_tune, length_buckets, linear_schedule
@@ -125,15 +124,6 @@ def test_schedule_warms_up_then_decays_linearly():
     assert rates[:3] == pytest.approx([0.5, 1.0, 18 / 18])
     assert rates[2:] == sorted(rates[2:], reverse=True)
     assert rates[-1] == pytest.approx(1 / 18)
-
-
-def test_head_tail_keeps_the_start_and_the_end(trained_minilm):
-    tokenizer = trained_minilm.tokenizer
-    text = "crash on startup " + "filler words " * 100 + "expected it to work"
-    short = shorten_text(text, tokenizer, 32)
-    assert short.startswith("crash on startup") and short.endswith("expected it to work")
-    assert len(tokenizer(short)["input_ids"]) <= 33  # the join may add a token; encode() truncates
-    assert shorten_text("short text", tokenizer, 32) == "short text"
 
 
 def test_in_memory_a_model_cuts_long_issues_as_its_saved_copy_does(trained_minilm, tmp_path):

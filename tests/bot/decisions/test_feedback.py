@@ -28,7 +28,6 @@ from tests.bot.rules import (
     label,
     label_events,
     record,
-    repository,
     stored_issue,
 )
 
@@ -67,11 +66,6 @@ def test_is_known_label_accepts_model_classes_and_kind_labels(label, classes, kn
 
 
 # ---- decisions on the fakes -----------------------------------------------------------------------
-
-@pytest.fixture
-def github():
-    return repository()
-
 
 @pytest.fixture
 def labelled(sessions, github):

@@ -178,7 +178,7 @@ def test_the_thresholds_follow_the_memory_on_the_feedback_queue_and_the_labellin
 
 def test_an_own_label_a_maintainer_puts_on_an_issue_without_kind_reaches_the_memory_at_once(
         bare_context, encoder, fake_github, client, payload, redis):
-    """Issue 29: the feedback job embedded a newly confirmed kind only; an issue given nothing but an own
+    """Before, the feedback job embedded a newly confirmed kind only; an issue given nothing but an own
     label waited for a fill, and kept its row once the label was taken off again."""
     from rq import SimpleWorker
 

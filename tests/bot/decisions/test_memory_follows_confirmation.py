@@ -1,6 +1,7 @@
-"""The memory row of an issue follows what is confirmed of it without embedding its text again (issue 29):
-the feedback job (bot.decisions.act, as bot.jobs runs it) relabels the row a kind change or removal leaves standing. Before, a kind removed from an issue that keeps
-own labels dropped its row and embedded the same text once more."""
+"""The memory row of an issue follows what is confirmed of it without embedding its text again: the feedback
+job (bot.decisions.act, as bot.jobs runs it) relabels the row a kind change or removal leaves standing.
+Before, a kind removed from an issue that keeps own labels dropped its row and embedded the same text once
+more."""
 
 from sqlalchemy import select
 

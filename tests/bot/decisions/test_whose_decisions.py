@@ -22,16 +22,11 @@ from core.settings import Settings
 from core.tables import IssueRecord, MemoryEntry, OwnLabelExample, Prediction
 from tests.bot.conftest import REPO as HTTP_REPO
 from tests.bot.conftest import deliver, issue_payload, run_worker
-from tests.bot.rules import REPO, event, issue_row, label, label_events, record, repository, stored_issue
+from tests.bot.rules import REPO, event, issue_row, label, label_events, record, stored_issue
 from tests.fakes import FakeEncoder
 from trainer.dataset import load_database
 
 ENCODER = FakeEncoder({"crash": "bug", "please add": "feature"})
-
-
-@pytest.fixture
-def github():
-    return repository()
 
 
 def taught(sessions, number: int = 1) -> tuple:

@@ -4,7 +4,6 @@ Through the real pipeline (signed delivery → Redis → RQ worker → PyGithub 
 counting the fake's recorded requests job by job.
 """
 
-import dataclasses
 import datetime as dt
 
 import pytest
@@ -12,16 +11,11 @@ import pytest
 from bot.labeling.config import CONFIG_PATH
 from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
 
-pytestmark = [pytest.mark.redis, pytest.mark.slow]
+# the fresh window as in production: a delivery younger than it is not read again
+pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.settings(fresh_delivery_seconds=10.0)]
 ORG_CONFIG = "Codertocat/.github"
 TITLES = {1: "App crashes with TypeError when saving", 2: "Add dark mode to the settings page",
           3: "How do I configure the proxy?", 4: "Segfault when the config file is empty"}
-
-
-@pytest.fixture
-def app_settings(app_settings):
-    """The fresh window as in production: a delivery younger than it is not read again."""
-    return dataclasses.replace(app_settings, fresh_delivery_seconds=10.0)
 
 
 def open_issue(fake_github, client, payload, number: int, *, age_seconds: float = 0.0) -> list:

@@ -1,4 +1,4 @@
-"""GitHub's write spacing holds per installation across every worker process (issue 31, loose end 1).
+"""GitHub's write spacing holds per installation across every worker process.
 
 It was PyGithub's throttle: per client, so per worker process, and by sleeping in the worker's thread.
 Three labelling workers on one installation wrote up to three times a second. Now a write claims the

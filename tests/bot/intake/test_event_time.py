@@ -1,4 +1,4 @@
-"""One rule dates an event (issue 31, loose end 4): the webhook's replay age limit, on the delivery's JSON,
+"""One rule dates an event: the webhook's replay age limit, on the delivery's JSON,
 and the order of an issue's events in its stored row, on the job's snapshot, read the same time.
 
 They were two functions: the age limit took the newest `updated_at` of the issue or comment (None without

@@ -256,13 +256,13 @@ def test_the_interval_setting_has_a_default_and_must_be_positive():
 # --- the operator's command ---------------------------------------------------------------------------
 
 @pytest.fixture
-def cli_env(monkeypatch, tmp_path, fake_github, redis_url, redis):
+def cli_env(monkeypatch, tmp_path, fake_github, app_key, redis_url, redis):
     for name in ("GITHUB_WEBHOOK_SECRET", "GITHUB_PRIVATE_KEY_PATH"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("GITHUB_APP_ID", "1")
-    monkeypatch.setenv("GITHUB_PRIVATE_KEY", fake_github.private_key_pem)
+    monkeypatch.setenv("GITHUB_PRIVATE_KEY", app_key[0])
     monkeypatch.setenv("GITHUB_API_URL", fake_github.url)
     monkeypatch.setenv("GITHUB_WRITE_INTERVAL", "0")
     assert main(["migrate"]) == 0

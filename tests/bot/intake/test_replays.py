@@ -3,7 +3,6 @@ events older than GitHub's redelivery window are ignored."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 
@@ -11,7 +10,6 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue
 
-from bot.app import create_app
 from bot.github_api.issues import event_time
 from bot.intake.queueing import BODY_KEY, REPLAY_WINDOW_SECONDS, body_digest
 from core.metrics import DELIVERIES_KEY
@@ -19,7 +17,8 @@ from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, SERIALIZER
 from core.settings import Settings
 from tests.bot.intake.test_webhooks import deliver
 
-pytestmark = pytest.mark.redis
+# the receiver with the default age limit, as deployed
+pytestmark = [pytest.mark.redis, pytest.mark.settings(max_event_age=Settings(webhook_secret="x").max_event_age)]
 
 
 def fresh_opened(payload, *, age: dt.timedelta = dt.timedelta(0)) -> bytes:
@@ -28,13 +27,6 @@ def fresh_opened(payload, *, age: dt.timedelta = dt.timedelta(0)) -> bytes:
     stamp = (dt.datetime.now(dt.timezone.utc) - age).strftime("%Y-%m-%dT%H:%M:%SZ")
     body["issue"].update(created_at=stamp, updated_at=stamp)
     return json.dumps(body).encode()
-
-
-@pytest.fixture
-def client(settings, redis):
-    """The receiver with the default age limit, as deployed."""
-    default = Settings(webhook_secret="x").max_event_age
-    return create_app(dataclasses.replace(settings, max_event_age=default), redis=redis).test_client()
 
 
 def test_the_same_body_under_a_new_delivery_id_is_refused(client, redis, payload):

@@ -3,21 +3,15 @@ import subprocess
 import sys
 
 import pytest
-from redis import Redis
 from rq import Queue
 
 from bot.app import MAX_DELIVERY_BYTES, create_app
 from bot.intake.queueing import DELIVERY_KEY
 from bot.intake.signatures import sign_body
 from core.queues import LABELING_QUEUE, SERIALIZER
-from tests.conftest import WEBHOOK_SECRET
+from tests.conftest import WEBHOOK_SECRET, dead_redis
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-def client(settings, redis):
-    return create_app(settings, redis=redis).test_client()
 
 
 def deliver(client, event: str, body: bytes, delivery: str = "72d3162e-cc78-11e3-81ab-4c9367dc0958",
@@ -103,18 +97,18 @@ def test_deliveries_over_25_mb_are_413(client):
 
 
 def test_redis_unreachable_is_503_so_github_can_redeliver(settings, payload):
-    dead = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
-    client = create_app(settings, redis=dead).test_client()
+    client = create_app(settings, redis=dead_redis()).test_client()
     assert deliver(client, "issues", opened_body(payload)).status_code == 503
 
 
 def test_healthz_reports_database_and_redis(client, settings):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json["database"] == "ok" and response.json["redis"] == "ok"
-    dead = create_app(settings, redis=Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)).test_client()
+    dead = create_app(settings, redis=dead_redis()).test_client()
     assert dead.get("/healthz").status_code == 503
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_the_request_path_never_imports_torch_or_the_jobs(settings, payload):
     """The receiver must answer fast: importing torch costs ~3 s, onnxruntime ~0.3 s, the model far more."""
     script = f"""

@@ -1,4 +1,4 @@
-"""`comment` and `suggest` mode post a decision's comment once (issue 31, loose end 2).
+"""`comment` and `suggest` mode post a decision's comment once.
 
 The decision is committed as pending before GitHub is written; a worker that died after GitHub took the
 comment and before the outcome was committed left a pending decision, and RQ's retry posted the comment

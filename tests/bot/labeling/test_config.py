@@ -16,7 +16,7 @@ from core.queues import LABELING_QUEUE, SERIALIZER
 from tests.bot.conftest import REPO as HTTP_REPO
 from tests.bot.conftest import deliver, issue_payload, run_worker
 from tests.bot.labeling.commonmark import code_contents, text_outside_code
-from tests.bot.rules import CLASSIFIER, REPO, label, predictions, repository, use_config
+from tests.bot.rules import CLASSIFIER, REPO, label, predictions, use_config
 from tests.fakes import FakeClassifier
 
 HTTP_ISSUES = {
@@ -221,11 +221,6 @@ def test_a_file_that_cannot_be_read_as_text_holds_the_repository(file, problem):
 
 
 # ---- each setting on the fakes: what is labelled, commented, held or skipped ------------------------------
-
-@pytest.fixture
-def github():
-    return repository()
-
 
 def test_the_allowlist_keeps_every_other_label_off(sessions, github):
     outcome, _, reason = label(sessions, github, 1, config="allow: [documentation]")  # never predicted

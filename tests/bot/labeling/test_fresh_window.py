@@ -1,4 +1,4 @@
-"""The fresh-delivery window cannot hide a maintainer's word (issue 31, loose end 5).
+"""The fresh-delivery window cannot hide a maintainer's word.
 
 For ISSUE_SORTER_FRESH_DELIVERY_SECONDS the labelling job trusts the delivery's copy of the issue instead of
 reading it again. A maintainer who labelled the issue in those seconds, or put a label on and took it off,

@@ -11,10 +11,11 @@ from bot.labeling.config import CONFIG_PATH
 from core.db import session_scope
 from core.tables import Prediction
 from tests.bot.conftest import INSTALLATION, deliver, issue_payload, run_worker
-from tests.bot.rules import REPO, event, issue_row, label, record, repository, snapshot, stored_issue
+from tests.bot.rules import REPO, event, issue_row, label, record, snapshot, stored_issue
 
 TYPED = "octo/typed"
 TYPES = ["Task", "Bug", "Feature", "Question"]
+pytestmark = pytest.mark.github(issue_types={REPO: TYPES})  # the organisation's issue types
 
 
 @pytest.fixture
@@ -56,11 +57,6 @@ def test_an_issue_that_already_has_a_type_of_a_kind_is_left_alone():
     assert "already has the type" in labeling.skip_reason(snapshot(1, issue_type="Bug"), ["bug", "feature"], policy)
     assert labeling.skip_reason(snapshot(1, issue_type="Task"), ["bug", "feature"], policy) is None
     assert labeling.skip_reason(snapshot(1, issue_type="Bug"), ["bug"], labeling.LabelingPolicy()) is None
-
-
-@pytest.fixture
-def github():
-    return repository(issue_types={REPO: TYPES})
 
 
 def test_apply_type_writes_the_predicted_kinds_type_once_and_no_label(sessions, github):

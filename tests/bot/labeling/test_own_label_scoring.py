@@ -1,4 +1,4 @@
-"""How the service scores its own labels (issue 29): the rules (core.own_labels.heads.fit_rules: each served
+"""How the service scores its own labels: the rules (core.own_labels.heads.fit_rules: each served
 label's head, its threshold cross-fitted on the memory) are fitted off the labelling path, stored
 (core.own_labels.storage) and read as stored; a labelling job reads the memory once, for the kind and the own
 labels alike; the kind is decided the same with own labels on or off."""
@@ -16,14 +16,16 @@ from core.own_labels.storage import decode
 from core.tables import IssueRecord, OwnLabelFit
 from tests.bot.labeling.test_own_labels import (
     ENCODER,
+    REPOSITORY_LABELS,
     confirmed_history,
-    github,  # noqa: F401 - the fixture, used by name
     own_decisions,
     streaming_issue,
 )
 from tests.bot.rules import REPO, record
 from tests.bot.rules import event as issue_event
 from tests.sql_statements import statements
+
+pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS})  # test_own_labels.py's repository
 
 
 def memory_reads(seen: list[str]) -> list[str]:
@@ -37,7 +39,7 @@ def stored_fit(sessions) -> tuple:
         return row.key, {name: entry["examples"] for name, entry in row.labels.items()}, row.fitted_at
 
 
-def test_a_labelling_job_reads_the_memory_once_for_the_kind_and_the_own_labels(sessions, github):  # noqa: F811 - the fixture
+def test_a_labelling_job_reads_the_memory_once_for_the_kind_and_the_own_labels(sessions, github):
     confirmed_history(sessions)
     with statements(sessions) as first:
         streaming_issue(sessions, github, 1)  # nothing stored yet: fitted on the rows read for the kind
@@ -50,7 +52,7 @@ def test_a_labelling_job_reads_the_memory_once_for_the_kind_and_the_own_labels(s
     assert own_decisions(sessions, 2) == [("streaming", "applied", None)]
 
 
-def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refits_them(sessions, github):  # noqa: F811 - the fixture
+def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refits_them(sessions, github):
     confirmed_history(sessions)
     streaming_issue(sessions, github, 1)  # the first job with own labels fits and stores them
     key, examples, fitted_at = stored_fit(sessions)
@@ -69,7 +71,7 @@ def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refit
     assert moved == {"streaming": history + 1, "vision": history} and moved_key != key
 
 
-def test_the_stored_rules_are_what_the_decision_applies(sessions, github):  # noqa: F811 - the fixture
+def test_the_stored_rules_are_what_the_decision_applies(sessions, github):
     """The heads read the issue's text as the model did; the decision stored is the stored rules' score and
     threshold."""
     confirmed_history(sessions)
@@ -87,7 +89,7 @@ def test_the_stored_rules_are_what_the_decision_applies(sessions, github):  # no
         assert (row.label, row.score, row.threshold) == ("streaming", scored.score, scored.threshold)
 
 
-def test_the_kind_is_decided_the_same_with_own_labels_on_or_off(sessions, github):  # noqa: F811 - the fixture
+def test_the_kind_is_decided_the_same_with_own_labels_on_or_off(sessions, github):
     confirmed_history(sessions)
     streaming_issue(sessions, github, 1, config="areas: false\n")
     streaming_issue(sessions, github, 2, config="areas: true\n")

@@ -1,4 +1,4 @@
-"""The repository's own labels beside the kind (issue 29), on the rules' harness (tests/bot/rules.py): one
+"""The repository's own labels beside the kind, on the rules' harness (tests/bot/rules.py): one
 decision per label from the confirmed issues that carry it, applied only from `min_examples` confirmed
 examples and in the kind's one write, narrowed by the config's `areas`, judged by maintainers like the
 kind (a label they remove is never put back), and learnt from the backfill with every label an issue has."""
@@ -22,7 +22,6 @@ from tests.bot.rules import (
     label,
     predictions,
     record,
-    repository,
     run_job,
     snapshot,
     stored_issue,
@@ -44,11 +43,8 @@ class TopicEncoder(FakeEncoder):
 
 ENCODER = TopicEncoder({"crash": "bug", "please add": "feature"}, ["bug", "feature", "question"])
 OWN = ["streaming", "vision", "speech"]  # speech: a label of the repository nobody has confirmed
-
-
-@pytest.fixture
-def github():
-    return repository(labels={REPO: [*LABELS, *OWN, "good first issue"]})
+REPOSITORY_LABELS = [*LABELS, *OWN, "good first issue"]  # the kinds' labels and its own
+pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS})
 
 
 def confirmed_history(sessions, streaming: int = own_labels.DEFAULT_MIN_EXAMPLES + 1,
@@ -398,7 +394,7 @@ def memory_labels(sessions) -> dict[int, str]:
 
 
 def test_the_fill_embeds_issues_confirmed_with_own_labels_only_and_they_vote_for_them(sessions, github):
-    """Issue 29 stored the backfill's issues that carry only own labels, but the fill embedded only issues
+    """The backfill stores the issues that carry only own labels; the fill once embedded only issues
     with a kind: their examples were counted and never voted, so the label stayed unapplied."""
     enough = own_labels.DEFAULT_MIN_EXAMPLES + 1
     confirmed_history(sessions, streaming=0)  # `vision` on issues of a kind, already in the memory

@@ -18,16 +18,10 @@ from tests.bot.rules import (
     SETTINGS,
     label,
     predictions,
-    repository,
     run_job,
     snapshot,
 )
 from tests.fakes import FakeClassifier, FakeGitHub
-
-
-@pytest.fixture
-def github():
-    return repository()
 
 
 def test_a_confident_prediction_becomes_the_repositorys_label_in_one_write(sessions, github):

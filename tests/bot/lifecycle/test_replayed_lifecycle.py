@@ -1,7 +1,7 @@
 """Installation and repository events are checked with GitHub before they act: the signature covers only
 the body, and the body's replay marker lasts 3 days, so a captured `installation_repositories.removed`
-sent again later purged a repository, and `repository.publicized` made a private one feed shared models
-(issue 26, item 3). Signed delivery → Redis → RQ worker → the fake GitHub over HTTP → the database."""
+sent again later purged a repository, and `repository.publicized` made a private one feed shared models.
+Signed delivery → Redis → RQ worker → the fake GitHub over HTTP → the database."""
 
 from __future__ import annotations
 

@@ -50,10 +50,10 @@ def review_app(review_settings, redis):
 
 
 @pytest.fixture
-def client(review_app, sessions):
-    """The review page's test client (the instance's admins: ("boss",)), its database's tables created:
-    every page reads them."""
-    return review_app.test_client()
+def served_settings(review_settings, sessions):
+    """The `client` fixture serves the review pages (the instance's admins: ("boss",)), its database's tables
+    created: every page reads them."""
+    return review_settings
 
 
 def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | None,
@@ -78,7 +78,7 @@ def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | 
 def seed_own_labels(sessions, fake, number: int = 5, *, applied=("vision",), suggested=("streaming",)
                     ) -> Seeded:
     """A suggestion of the kind `bug` with the repository's own labels beside it, as the labelling job stores
-    them (issue 29): those `applied` are on the issue, those `suggested` are not."""
+    them: those `applied` are on the issue, those `suggested` are not."""
     row = seed(sessions, fake, number, OWN_TITLE, outcome="suggested", label="bug")
     fake.add_issue(REPO, number, OWN_TITLE, "body", labels=list(applied))
     with session_scope(sessions) as session:

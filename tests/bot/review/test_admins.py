@@ -1,5 +1,5 @@
 """Operators are GitHub user ids: GitHub frees a login when its owner renames, and whoever takes it once
-became an operator of the instance, since ISSUE_SORTER_ADMINS named logins (issue 26, item 8). A login in
+became an operator of the instance, since ISSUE_SORTER_ADMINS named logins. A login in
 the setting is bound to the first account that signs in with it; an id is taken as it is."""
 
 from __future__ import annotations

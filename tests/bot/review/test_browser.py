@@ -202,7 +202,7 @@ def test_an_instance_admin_sees_the_operator_page(signed_out, served, review_git
 
 def test_in_shadow_mode_a_maintainers_accept_and_relabel_are_measured(signed_out, served, review_github,
                                                                       sessions, bare_context, redis):
-    """Issue 27.1 in the browser: the page says the repository is in shadow mode and what Accept does; an
+    """In the browser: the page says the repository is in shadow mode and what Accept does; an
     accept and a relabel become verdicts that the Corrected tab and the quality page count."""
     browser = signed_out
     kept = seed(sessions, review_github, 11, "Crash on save", outcome="shadow", label="bug")
@@ -229,7 +229,7 @@ def test_in_shadow_mode_a_maintainers_accept_and_relabel_are_measured(signed_out
 
 
 def test_an_error_page_is_the_sites_own_with_a_way_back(signed_out, served, review_github, sessions):
-    """Issue 27.2: an unknown repository, a bad filter, the operator page for a non-admin showed raw JSON."""
+    """An unknown repository, a bad filter, the operator page for a non-admin once showed raw JSON."""
     browser = signed_out
     seed(sessions, review_github, 8, TITLE, outcome="suggested", label="bug")
     sign_in(browser, served, review_github, "maintainer")
@@ -246,7 +246,7 @@ def test_an_error_page_is_the_sites_own_with_a_way_back(signed_out, served, revi
 
 def test_retrain_now_queues_once_and_shows_the_refusal_and_its_reason(signed_out, served, review_github,
                                                                       sessions, redis, review_settings):
-    """Issues 27.3 and 27.4: three clicks queued three jobs and a refused run left no trace; the page named
+    """Before, three clicks queued three jobs and a refused run left no trace; the page named
     no figure of its models."""
     from core.tables import ModelPromotion
     from trainer import context as training_context
@@ -324,7 +324,7 @@ def with_why(sessions, review_github, number: int, title: str, **extra):
 
 def test_why_this_label_shows_both_scores_the_voters_the_model_and_the_issue(signed_out, served,
                                                                             review_github, sessions):
-    """Issue 27.5: the page showed the served scores only, in the model's class names; the memory's voters
+    """Before, the page showed the served scores only, in the model's class names; the memory's voters
     were dropped, and the model version and the author never shown."""
     browser = signed_out
     row = with_why(sessions, review_github, 9, "Settings open slowly")
@@ -352,7 +352,7 @@ def test_why_this_label_shows_both_scores_the_voters_the_model_and_the_issue(sig
 
 def test_several_issues_are_accepted_at_once_without_leaving_the_page(signed_out, served, review_github,
                                                                      sessions, bare_context, redis):
-    """Issue 27.6: one issue at a time, each click a reload back at the top of the page."""
+    """Before, one issue at a time, each click a reload back at the top of the page."""
     browser = signed_out
     rows = [seed(sessions, review_github, 20 + i, f"Crash number {i}", outcome="suggested", label="bug",
                  scores={"bug": 0.56 + i / 10, "feature": 0.3 - i / 15, "question": 0.14 - i / 30},
@@ -387,7 +387,7 @@ def test_several_issues_are_accepted_at_once_without_leaving_the_page(signed_out
 
 def test_a_click_and_the_keyboard_keep_the_page_where_it_was(signed_out, served, review_github, sessions,
                                                              redis):
-    """Issue 27.6: after a click the page came back at its top; nothing could be done from the keyboard."""
+    """Before, after a click the page came back at its top; nothing could be done from the keyboard."""
     from selenium.webdriver.common.action_chains import ActionChains
 
     browser = signed_out
@@ -421,7 +421,7 @@ def test_a_click_and_the_keyboard_keep_the_page_where_it_was(signed_out, served,
 
 def test_on_a_400_px_screen_the_list_is_cards_and_the_page_never_scrolls_sideways(signed_out, served,
                                                                                   review_github, sessions):
-    """Issue 27.7: under about 700 px the table overflowed the screen."""
+    """Before, under about 700 px the table overflowed the screen."""
     browser = signed_out
     row = with_why(sessions, review_github, 9,
                    "Settings_open_slowly_with_a_very_long_identifier_in_the_title")
@@ -452,8 +452,8 @@ def test_on_a_400_px_screen_the_list_is_cards_and_the_page_never_scrolls_sideway
 
 def test_one_own_label_is_accepted_and_another_rejected_with_two_clicks_on_one_issue(
         signed_out, served, review_github, sessions, bare_context, redis):
-    """Issue 29 on the page: each own label beside the kind has its own Accept and Reject; the first click
-    hid every other form of the issue, and a second click on it was refused as "queued already"."""
+    """On the page, each own label beside the kind has its own Accept and Reject; before, the first
+    click hid every other form of the issue, and a second click on it was refused as "queued already"."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser = signed_out

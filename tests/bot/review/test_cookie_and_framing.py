@@ -1,5 +1,5 @@
 """The review page's session cookie over HTTPS is a __Host- cookie (the browser then refuses one planted by
-plain HTTP or a sibling subdomain), and no page of it may be framed by another site (issue 26, "Also")."""
+plain HTTP or a sibling subdomain), and no page of it may be framed by another site."""
 
 from __future__ import annotations
 

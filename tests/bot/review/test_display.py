@@ -1,4 +1,4 @@
-"""One time format on every review page: relative, the absolute UTC time on hover (issue 27.7)."""
+"""One time format on every review page: relative, the absolute UTC time on hover."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A quality page shows the gate's word on a version from its own repository's runs and the global
 scope's, never another repository's: a shared global version judged on one repository's issues once showed
-that repository's message (and figures) on every quality page (issue 26, item 11)."""
+that repository's message (and figures) on every quality page."""
 
 from __future__ import annotations
 

@@ -240,6 +240,7 @@ def test_sign_in_returns_only_to_the_review_page(client, review_github):
         assert session["next"] == "/review/"
 
 
+@pytest.mark.e2e  # a Python process of its own: what it imports
 def test_the_review_page_never_imports_torch_pygithub_or_the_jobs(review_settings, redis_url, review_github):
     script = f"""
 import dataclasses, json, sys

@@ -1,4 +1,4 @@
-"""Two quick clicks on one prediction (issue 29): each own label is reviewed on its own, so accepting one and
+"""Two quick clicks on one prediction: each own label is reviewed on its own, so accepting one and
 rejecting another are both queued and both carried out, in the order clicked, none lost and none twice;
 before, the second click was refused as "queued already" and lost."""
 

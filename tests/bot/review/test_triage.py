@@ -1,4 +1,4 @@
-"""Triage many at once and on any screen (issue 27, items 6 and 7), through the test client: filters by
+"""Triage many at once and on any screen, through the test client: filters by
 label, outcome and score, least confident first, borderline marked, several accepted in one post (one job
 each), answers in JSON for the page's script, GitHub's permission names, one time format, accessible names."""
 

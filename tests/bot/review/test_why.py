@@ -1,4 +1,4 @@
-"""Why this label (issue 27.5): the labelling job keeps the model's own scores, the confirmed issues that
+"""Why this label: the labelling job keeps the model's own scores, the confirmed issues that
 voted and the threshold with the prediction (the memory computed them and the job dropped them); the
 default comment links the most similar confirmed issues."""
 
