@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from issue_sorter.run import READY_LINE
-from tests.issue_sorter.running import free_port
+from tests.ports import free_port
 from tests.paths import NLBSE, REPO_ROOT
 from trainer.dataset import load_file
 

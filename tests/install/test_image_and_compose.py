@@ -146,6 +146,7 @@ def make(*args: str, cwd, env=None) -> subprocess.CompletedProcess:
                           text=True, env={**os.environ, **(env or {})}, timeout=120)
 
 
+@pytest.mark.e2e  # make and its shell in processes of their own
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
 def test_make_clean_keeps_var(tmp_path):
     (tmp_path / "var").mkdir()
@@ -155,6 +156,7 @@ def test_make_clean_keeps_var(tmp_path):
     assert (tmp_path / "var" / "github-app.private-key.pem").read_text() == PEM and not (tmp_path / "venv").exists()
 
 
+@pytest.mark.e2e  # make and a Python in processes of their own
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
 def test_make_install_refuses_a_platform_the_lock_does_not_reach_before_creating_anything(tmp_path):
     pretend = tmp_path / "arm64"
