@@ -101,8 +101,10 @@ def to_report(answer, *, repo: str | None, config: str | None) -> dict:
 
 def describe(report: dict) -> str:
     """The report in a few lines."""
-    ranked = lambda scores: "  ".join(f"{kind} {score:.2f}" for kind, score in  # noqa: E731
-                                      sorted((scores or {}).items(), key=lambda item: -item[1]))
+    def ranked(scores: dict | None) -> str:
+        return "  ".join(f"{kind} {score:.2f}" for kind, score in sorted((scores or {}).items(),
+                                                                          key=lambda item: -item[1]))
+
     lines = [f"model {report['model']} ({'serving ' + report['repo'] if report['repo'] else 'the global model'}), "
              f"config: {report['config'] or 'none, the defaults'}",
              f"{report['outcome']}: kind {report['kind']}" + (f", label {report['label']!r}" if report["label"] else ""),

@@ -402,21 +402,20 @@ def report(steps: Sequence[Step], *, repo: str, model: str, history: int, config
         own[name] = {"issues": len(carrying), "applied": len(applied), "right": right,
                      "precision": _share(right, len(applied)), "recall": _share(right, len(carrying))}
     abstained = [step for step in steps if not step.labelled and step.outcome != "skipped"]
-    outcomes = Counter(step.outcome for step in steps)
+    right = sum(step.served == step.truth for step in judged)
+    with_kind = [step for step in steps if step.truth is not None]
     return {
         "repo": repo, "model": model, "history": history, "issues": len(steps), "window": window,
         "config": {"source": config.source, "held": config.held, "problems": list(problems),
                    "mode": config.mode, "target_precision": config.target_precision},
-        "outcomes": dict(sorted(outcomes.items())), "labelled": len(labelled), "right": sum(
-            step.served == step.truth for step in judged),
-        "coverage": _share(len(labelled), len(steps)),
-        "precision": _share(sum(step.served == step.truth for step in judged), len(judged)),
-        "accuracy": _share(sum(step.served == step.truth for step in steps if step.truth), sum(
-            1 for step in steps if step.truth)),
+        "outcomes": dict(sorted(Counter(step.outcome for step in steps).items())),
+        "labelled": len(labelled), "right": right, "coverage": _share(len(labelled), len(steps)),
+        "precision": _share(right, len(judged)),
+        "accuracy": _share(sum(step.served == step.truth for step in with_kind), len(with_kind)),
         "macro_f1": macro_f1(steps), "per_kind": per_kind, "own_labels": own, "thresholds": thresholds,
-        "abstained": {"issues": len(abstained), "by_kind": dict(sorted(Counter(
-            step.truth or "(no kind)" for step in abstained).items())),
-            "examples": [_listed(step) for step in abstained[-MAX_LISTED:]]},
+        "abstained": {"issues": len(abstained),
+                      "by_kind": dict(sorted(Counter(step.truth or "(no kind)" for step in abstained).items())),
+                      "examples": [_listed(step) for step in abstained[-MAX_LISTED:]]},
         "wrong": [_listed(step) for step in judged if step.served != step.truth][-MAX_LISTED:],
         "curve": curve(steps, window),
     }
