@@ -115,7 +115,8 @@ def describe(result: dict) -> str:
     if config["held"]:
         lines.append(f"HELD: {config['held']}")
     target = f" (target {pct(config['target_precision'])})" if config["target_precision"] else ""
-    lines.append(f"it would have labelled {result['labelled']} of {result['issues']} issues ({pct(result['coverage'])}),"
+    lines.append(f"it would have labelled {result['labelled']} of {result['issues']} issues "
+                 f"({pct(result['coverage'])}),"
                  f" {pct(result['precision'])} of them right{target}; abstained on {result['abstained']['issues']}")
     lines.append(f"{'kind':<16}{'issues':>8}{'labelled':>10}{'precision':>11}{'recall':>8}")
     for kind, row in result["per_kind"].items():

@@ -107,7 +107,8 @@ def describe(report: dict) -> str:
 
     lines = [f"model {report['model']} ({'serving ' + report['repo'] if report['repo'] else 'the global model'}), "
              f"config: {report['config'] or 'none, the defaults'}",
-             f"{report['outcome']}: kind {report['kind']}" + (f", label {report['label']!r}" if report["label"] else ""),
+             f"{report['outcome']}: kind {report['kind']}"
+             + (f", label {report['label']!r}" if report["label"] else ""),
              f"  why: {report['reason']}"]
     if report["threshold"] is not None:
         lines.append(f"  threshold in force: {report['threshold']:.2f} ({report['threshold_from']})")

@@ -429,7 +429,8 @@ def curve(steps: Sequence[Step], window: int) -> list[dict]:
         chunk = steps[start:start + window]
         labelled = [step for step in chunk if step.labelled and step.truth is not None]
         truths = [step for step in chunk if step.truth is not None]
-        points.append({"seen": start, "issues": len(chunk), "coverage": _share(sum(s.labelled for s in chunk), len(chunk)),
+        points.append({"seen": start, "issues": len(chunk),
+                       "coverage": _share(sum(s.labelled for s in chunk), len(chunk)),
                        "precision": _share(sum(s.served == s.truth for s in labelled), len(labelled)),
                        "accuracy": _share(sum(s.served == s.truth for s in truths), len(truths))})
     return points
