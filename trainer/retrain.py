@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from core.kinds import KINDS, kind_of_label
 from core.settings import Settings
+from core.store import serving_model_for
 from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Audience, Example, load_database, load_file
@@ -215,8 +216,8 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                   fast_path: FastPathOptions = FastPathOptions()) -> RetrainResult:
     """Train a challenger for `scope` from the global model and promote it only if it beats the one serving
     `scope` on the most recent confirmed issues (never trained on: only older issues teach it)."""
-    champion = registry.champion(scope)
-    known_kinds = [label for label in (champion.card.labels if champion else []) if label in KINDS]
+    serving = serving_model_for(session, scope)  # the champion's row: its directory is read only for a contest
+    known_kinds = [label for label in (serving.labels if serving else []) if label in KINDS]
     examples, labels = examples_for_scope(session, scope, policy, known_kinds)
     train, held_out = (split_global(session, examples, policy) if scope == GLOBAL_SCOPE
                        else split_recent(examples, policy))
@@ -226,6 +227,7 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                                           f"({len(examples)} usable; the gate judges on the {policy.min_holdout} "
                                           f"most recent and as many older ones teach: {needed} needed, of two "
                                           "kinds at least)")
+    champion = registry.champion(scope)
     # A repository's challenger starts from the global model, not from its own last one: re-fine-tuning a
     # fine-tuned model on mostly the same issues did not help (docs/BENCHMARKS.md, the replay's gate)
     own = champion is not None and champion.row.scope != GLOBAL_SCOPE
