@@ -60,7 +60,12 @@ def load_classifier(directory: Path | str, *, threads: int | None = None, engine
     `threads` caps the CPU threads an encoder's inference uses (core.encoder.load_encoder).
     """
     directory = Path(directory)
-    card = ModelCard.read(directory)
+    return classifier_from(directory, ModelCard.read(directory), threads=threads, engine=engine)
+
+
+def classifier_from(directory: Path, card: ModelCard, *, threads: int | None = None,
+                    engine: str = "auto") -> Classifier:
+    """`load_classifier` for a model whose card is in hand (a registered model carries it)."""
     if card.kind == "tfidf":
         return TfidfClassifier.from_directory(directory, card)
     if card.kind == "blend":

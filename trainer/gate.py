@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from core.classifier import load_classifier
+from core.classifier import Classifier
 from core.kinds import labels_for_kinds
 from core.tables import GLOBAL_SCOPE, TrainingRun
 from trainer.dataset import Example, data_fingerprint
@@ -20,10 +20,12 @@ PROMOTED, NOT_PROMOTED = "promoted", "not promoted"  # how a verdict begins (`ve
 
 def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Sequence[Example], *,
                         scope: str = GLOBAL_SCOPE, force: bool = False,
-                        trigger: str = "manual") -> TrainingRun:
+                        trigger: str = "manual",
+                        classifier_of: Callable[[Model], Classifier] = Model.classifier) -> TrainingRun:
     """Score challenger and champion by macro-F1 on `eval_examples`; promote the challenger only if it is
     strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.
 
+    `classifier_of`: how a model is loaded to be scored (as it serves, by default; a test's stand-in).
     `challenger`: as registered for `scope`, or as `Registry.model(version, scope=scope)` finds it (another
     scope's model is refused there, before it is scored).
     """
@@ -39,8 +41,9 @@ def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Se
         labels = sorted(set(challenger.row.labels) | {renames.get(label, label) for label in
                                                       (champion.row.labels if champion else [])})
         scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
-        run.challenger_score = _score(challenger, scored, labels)
-        run.champion_score = _score(champion, scored, labels, renames) if champion else None
+        run.challenger_score = _score(challenger, scored, labels, classifier_of)
+        run.champion_score = (_score(champion, scored, labels, classifier_of, renames) if champion
+                               else None)
         run.promoted, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
                                    force=force)
         run.message = f"{challenger.version}: {why} ({len(scored)} held-out issues)"
@@ -94,13 +97,13 @@ class RenamedClassifier:
 
 
 def _score(model: Model, examples: Sequence[Example], labels: list[str],
-           renames: dict[str, str] | None = None) -> float | None:
+           classifier_of: Callable[[Model], Classifier], renames: dict[str, str] | None = None) -> float | None:
     if not examples:
         return None
     metrics = model.row.metrics
     if not renames and metrics.get("eval_fingerprint") == data_fingerprint(examples):
         return metrics["macro_f1"]  # scored on exactly these issues when it was trained: reuse
-    classifier = load_classifier(model.row.path)
+    classifier = classifier_of(model)
     if renames:
         classifier = RenamedClassifier(classifier, renames)
     return evaluate_classifier(classifier, examples, labels=labels)["macro_f1"]

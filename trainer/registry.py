@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.card import ModelCard, encoder_directory, read_card, update_card
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier, classifier_from, load_classifier
 from core.db import session_scope
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
@@ -65,6 +65,10 @@ class Model:
     def encoder_directory(self) -> Path:
         """Where its fine-tuned encoder lives: its directory, or a blend's encoder member."""
         return encoder_directory(self.row.path, self.card)
+
+    def classifier(self) -> Classifier:
+        """The model as it serves: loaded by the engine its gate allowed on this CPU, from the card in hand."""
+        return classifier_from(self.directory, self.card)
 
 
 class Registry:

@@ -92,3 +92,34 @@ def test_a_score_stored_for_exactly_these_issues_is_reused(registry, tfidf_model
     fewer = held_out[1:]  # other issues: the stored score does not apply
     assert compare_and_promote(registry, other, fewer).challenger_score == pytest.approx(
         evaluate_classifier(tfidf_model.classifier(), fewer)["macro_f1"])
+
+
+
+class _Answers:
+    """A stand-in classifier: the label `answer_for` gives each text."""
+
+    def __init__(self, answer_for, version: str):
+        self.answer_for, self.version, self.labels = answer_for, version, ["bug", "feature", "question"]
+
+    def predict(self, texts):
+        return [{label: float(label == self.answer_for(text)) for label in self.labels} for text in texts]
+
+
+def test_each_model_is_scored_as_it_is_loaded_on_the_same_issues(registry, tfidf_model, held_out):
+    """The gate scores what `classifier_of` loads (the model as it serves, by default), both on the same rows."""
+    champion = registry.register(tfidf_model)
+    registry.promote(champion.version)
+    challenger = registry.register(tfidf_model)
+    truth = {example.text: example.label for example in held_out}
+    loaded = []
+
+    def classifier_of(model):
+        loaded.append(model.version)
+        if model.version == challenger.version:
+            return _Answers(truth.get, model.version)
+        return _Answers(lambda text: "question", model.version)
+
+    run = compare_and_promote(registry, challenger, held_out, classifier_of=classifier_of)
+    assert loaded == [challenger.version, champion.version]
+    assert run.challenger_score == 1.0 and run.champion_score < 0.5
+    assert run.promoted and registry.serving().version == challenger.version
