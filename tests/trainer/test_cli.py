@@ -165,7 +165,7 @@ def test_evaluate_reads_a_body_only_docs_file_of_shared_and_reports_docs_precisi
     from trainer.sources import capped, load_sources, training_mix
 
     sources = load_sources(DATA)
-    mix = training_mix({name: capped(examples, 40, 1) for name, examples in sources.items()},
+    mix = training_mix({name: capped(examples, 15, 1) for name, examples in sources.items()},
                        exclude=["pytorch/pytorch"])
     registry.promote(registry.register(train_tfidf(mix)).version)
     session.commit()
