@@ -9,15 +9,12 @@ Scored on the official test split as the mean over repositories of per-repositor
   this is exactly what `bootstrap-model` serves. Per repository: the global encoder fine-tuned 2 more
   epochs on the repository's 300 issues, blended with a TF-IDF model fit on all training issues, the
   other repositories' weighted OTHER_REPOS_TFIDF_WEIGHT.
-- With --ablations, one change at a time and what it moved: per-repository TF-IDF on the repository's
-  own issues only, the per-repository blend averaged with the global one, the lesson's recipe, raw
-  text, 256 tokens head+tail, a second seed, per-repository models that see only their own 300
-  issues, SetFit-style contrastive training.
-- Always, as it needs no training of its own: the per-repository blend with each repository's TF-IDF
-  share as the 5-fold CV of docs/quality/recipe-cv.json chose it (when that file exists; the CV script is in
-  git history).
 
-    .venv/bin/python -m bench.quality [--ablations] [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
+The one-change-at-a-time variants (lesson recipe, raw text, head+tail, second seed, own-issues-only and
+SetFit-style per-repository models) answered their question in docs/BENCHMARKS.md, "Quality"; their code
+is in git history (`git show 5b1e14d:bench/quality.py`, `git show 5b1e14d:bench/setfit_style.py`).
+
+    .venv/bin/python -m bench.quality [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
 
 Writes <out>/nlbse24.json and <out>/nlbse24.md (out: docs/quality, or var/bench-quality with --quick),
 and every member's test-split probabilities to <workdir>/test-scores.json (as the CV wrote
@@ -54,34 +51,10 @@ PUBLISHED = {
     "fastText": {"mean": 0.7184},
 }
 ADAPT_RECIPE = {"lr": 2e-5, "epochs": 2}  # per repository, starting from the global encoder
-OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline; the recipe's TF-IDF until 2026-11-30
-OWN_TFIDF_BLEND = "per-repo blend, its TF-IDF on own 300 issues only"
-CV_SHARES = "per-repo blend, each repository's TF-IDF share from 5-fold CV"  # docs/quality/recipe-cv.json's choice
-RECIPE_CV = REPO_ROOT / "docs" / "quality" / "recipe-cv.json"
-LESSON = {"lr": 3e-5, "epochs": 2, "max_length": 256}  # TrainConfig's defaults: the seed lesson's recipe
-SECOND_SEED = 7
-# once validation's favourite (docs/quality/validation.md; its script is in git history)
-AVERAGED = "per-repo blend averaged with the global blend"
+OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline
 TEST_SCORES = "test-scores.json"  # under --workdir: each member's probabilities on the test split
 BOOTSTRAP_ROUNDS = 1000  # resampled test sets behind each score's 95 % interval
 QUICK = {"per_class": 12, "epochs": 1, "max_length": 48}  # --quick: a smoke run of every stage
-
-
-@dataclasses.dataclass(frozen=True)
-class RawTextExample:
-    """An issue whose text skips the template clean-up (the ablation without it)."""
-
-    title: str
-    body: str
-    label: str
-    repo: str | None = None
-    created_at: dt.datetime | None = None
-
-    @property
-    def text(self) -> str:
-        from core.issue_text import MAX_BODY_CHARS
-
-        return f"{self.title.strip()}\n\n{self.body[:MAX_BODY_CHARS].strip()}".strip()
 
 
 def load_split(name: str, per_class: int | None = None) -> list:
@@ -231,64 +204,8 @@ def run_recipe(bench: Bench, adapt: dict) -> None:
     bench.blend("per-repo blend", ["per-repo adapted encoder"], "per-repo tfidf", share)
 
 
-def run_free_variants(bench: Bench, recipe_cv: Path = RECIPE_CV) -> list[tuple[str, str]]:
-    """Variants that only re-blend the recipe's members, so every run scores them: (variant, reference)."""
-    if not recipe_cv.exists():
-        return []
-    best = json.loads(recipe_cv.read_text())["best_share_per_repo"]
-    shares = {repo: choice["share"] for repo, choice in best.items()}
-    bench.blend_by_repo(CV_SHARES, "per-repo adapted encoder", "per-repo tfidf", shares)
-    return [(CV_SHARES, "per-repo blend")]
-
-
-def run_ablations(bench: Bench, quick: bool) -> list[tuple[str, str]]:
-    """One change from the recipe at a time; returns (variant, the recipe member it changes) pairs."""
-    config, share = bench.config, bench.config.tfidf_share
-    lesson_name, raw_name, long_name, seed_name = ("lesson recipe (256 tokens, lr 3e-5, 2 epochs)",
-                                                   "no template clean-up (raw text)", "256 tokens, head+tail",
-                                                   f"two seeds ({config.seed}, {SECOND_SEED}) averaged")
-    bench.add(lesson_name, *encoder(dataclasses.replace(config, **({} if quick else LESSON)), bench.train))
-    raw = [RawTextExample(e.title, e.body, e.label, e.repo, e.created_at) for e in bench.train]
-    raw_test = [RawTextExample(e.title, e.body, e.label, e.repo, e.created_at) for e in bench.test]
-    bench.add(raw_name, *encoder(config, raw), raw_test)
-    bench.add("raw-text tfidf", *tfidf(raw, config.seed), raw_test)
-    head_tail = dataclasses.replace(config, max_length=2 * config.max_length, truncation="head+tail")
-    bench.add(long_name, *encoder(head_tail, bench.train))
-    bench.add(f"seed {SECOND_SEED}", *encoder(dataclasses.replace(config, seed=SECOND_SEED), bench.train))
-    bench.blend(seed_name, ["global encoder", f"seed {SECOND_SEED}"], tfidf=None)
-    own, setfit = "per-repo encoder, own 300 issues only", "per-repo SetFit-style, own 300 issues only"
-    bench.add_per_repo(own, lambda repo, issues: encoder(config, issues))
-    bench.add_per_repo(setfit, lambda repo, issues: _setfit(config, issues))
-    # the adapted encoder's seconds already hold the global encoder's, which it starts from
-    bench.blend(AVERAGED, ["per-repo blend", "global blend"], tfidf=None,
-                trained=["per-repo adapted encoder", "per-repo tfidf", "global tfidf"])
-    bench.blend(OWN_TFIDF_BLEND, ["per-repo adapted encoder"], OWN_TFIDF, share)
-    pairs = [(OWN_TFIDF, "per-repo tfidf"), (OWN_TFIDF_BLEND, "per-repo blend"), (AVERAGED, "per-repo blend"),
-             (lesson_name, "global encoder"), (raw_name, "global encoder"), (long_name, "global encoder"),
-             (seed_name, "global encoder"), (own, "per-repo adapted encoder"),
-             (setfit, "per-repo adapted encoder")]
-    for name, tfidf_member, reference in [(lesson_name, "global tfidf", "global blend"),
-                                          (raw_name, "raw-text tfidf", "global blend"),
-                                          (long_name, "global tfidf", "global blend"),
-                                          (own, OWN_TFIDF, "per-repo blend"),
-                                          (setfit, OWN_TFIDF, "per-repo blend")]:
-        bench.blend(f"{name} + TF-IDF", [name], tfidf_member, share)
-        pairs.append((f"{name} + TF-IDF", reference))
-    bench.blend(f"{seed_name} + TF-IDF", ["global encoder", f"seed {SECOND_SEED}"], "global tfidf", share)
-    pairs.append((f"{seed_name} + TF-IDF", "global blend"))
-    return pairs
-
-
 def _scored(trained):
     return trained.classifier("bench"), trained.seconds
-
-
-def _setfit(config, issues):
-    from bench.setfit_style import train_setfit_style
-
-    tuned = train_setfit_style(config.resolved_base_model(), [e.text for e in issues],
-                               [e.label for e in issues], max_length=config.max_length, seed=config.seed)
-    return tuned, tuned.seconds
 
 
 def machine() -> str:
@@ -337,7 +254,7 @@ def encoder_name(base_model: str | None) -> str:
 
 
 def markdown(result: dict) -> str:
-    """The protocol table with the published numbers beside ours, then the ablations."""
+    """The protocol table with the published numbers beside ours."""
     rows = result["members"]
     name = encoder_name(result["config"].get("base_model"))
     head = "| model | models | " + " | ".join(r.split("/")[1] for r in REPOS)
@@ -355,13 +272,6 @@ def markdown(result: dict) -> str:
     minutes = result["recipe_train_minutes"]
     lines += ["", f"Training the recipe's models (global and per repository, TF-IDF included): "
               f"**{minutes:.1f} min** on {result['machine']}."]
-    if result["ablations"]:
-        lines += ["", "| variant: one change from the recipe | mean-repo macro-F1 | the recipe's | change "
-                  "| train min |", "|---|---|---|---|---|"]
-        for name, reference in result["ablations"]:
-            row, base = rows[name], rows[reference]
-            lines.append(f"| {name} | {row['mean']:.3f} | {base['mean']:.3f} ({reference}) "
-                         f"| {row['mean'] - base['mean']:+.3f} | {row['train_minutes']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -383,7 +293,6 @@ def cpu_recipe(quick: bool, seed: int, base_model: str | None = None):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ablations", action="store_true", help="also the one-change-at-a-time variants")
     parser.add_argument("--quick", action="store_true", help="a few issues, 1 epoch, 48 tokens: a smoke run")
     parser.add_argument("--out", type=Path, default=None, help="where the JSON and Markdown go")
     parser.add_argument("--seed", type=int, default=42, help="head initialisation, dropout, batch order")
@@ -402,12 +311,11 @@ def main() -> int:
     run_recipe(bench, adapt)
     recipe_seconds = (bench.seconds["per-repo adapted encoder"] + bench.seconds["global tfidf"]
                       + bench.seconds["per-repo tfidf"])
-    ablations = run_free_variants(bench) + (run_ablations(bench, args.quick) if args.ablations else [])
     result = run_record("quality.py", {
         "quick": args.quick, "n_train": len(bench.train), "n_test": len(bench.test), "config": config.to_dict(),
         "adapt": adapt, "recipe_train_minutes": round(recipe_seconds / 60, 2),
         "wall_minutes": round((time.perf_counter() - started) / 60, 1),
-        "members": {name: bench.result(name) for name in bench.scores}, "ablations": ablations,
+        "members": {name: bench.result(name) for name in bench.scores},
         "published": PUBLISHED})
     write_scores(args.workdir / TEST_SCORES, bench.test, bench.scores)
     return write_report(out, "nlbse24", result, markdown(result))

@@ -50,8 +50,6 @@ class FrozenEncoder:
         self.embed_seconds = 0.0
 
     def vectors(self, texts):
-        from bench.setfit_style import embed
-
         missing = sorted({text for text in texts if text not in self.cache}, key=len)  # pad-free batches
         import torch
         from tqdm import tqdm
@@ -311,6 +309,29 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def embed(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32):
+    """The texts' mean-pooled, normalised embeddings (as sentence-transformers computes them), in eval mode."""
+    import numpy as np
+    import torch
+
+    model.eval()
+    with torch.inference_mode():
+        # .float(): under bf16 autocast the pooled rows are bfloat16, which numpy has no type for
+        return np.concatenate([mean_pool(model, tokenizer, texts[start:start + batch_size], max_length)
+                               .float().numpy() for start in range(0, len(texts), batch_size)])
+
+
+def mean_pool(model, tokenizer, texts: list[str], max_length: int):
+    import torch
+
+    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True,
+                        return_tensors="pt")
+    hidden = model(**encoded).last_hidden_state
+    mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, dim=-1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few issues, 2 folds, 4 steps: a smoke run")
@@ -322,8 +343,7 @@ def main() -> int:
     parser.add_argument("--nlbse-per-repo-kind", type=int, default=None,
                         help="score only this many NLBSE'24 test issues per repository and kind (default all)")
     parser.add_argument("--eval-per-group-kind", type=int, default=150,
-                        help="issues scored per repo and kind (a large number scores every issue: long "
-                             "streams for bench/memory_rule.py)")
+                        help="issues scored per repo and kind (a large number scores every issue)")
     parser.add_argument("--base-model", default=None, help="encoder (hub id or directory); default MiniLM")
     parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
                         help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
