@@ -47,7 +47,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # the fast lane: everything but the tests that fine-tune an encoder, start real processes or drive Chromium,
-# spread over the machine's cores (pytest-xdist: 108–116 s against 174 s in one process on 2 cores)
+# spread over the machine's cores by pytest-xdist (its time on 2 cores: CONTRIBUTING.md)
 check: $(STAMP)
 	$(BIN)/python -m pytest -n auto -m "not slow and not e2e and not browser" $(PYTEST_ARGS)
 
