@@ -22,6 +22,7 @@ from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
 from core.inference_slots import InferenceSlots
+from core.quotas import Quotas
 from core.pickled_jobs import Upgrade, convert_pickled_jobs
 from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
 from core.settings import Settings
@@ -59,8 +60,8 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     # a version serving a repository for the first time here: its memory is filled on the feedback queue
     on_serve = functools.partial(memory_fill.queue_fill_on_first_serving, redis) if settings.memory else None
     loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine)
-    models = ServingModels(resolve, loader, on_serve=on_serve,
-                           on_load=functools.partial(record_engine, redis))
+    models = ServingModels(resolve, loader, on_serve=on_serve, on_load=functools.partial(record_engine, redis),
+                           max_loaded=Quotas.from_settings(settings).loaded_models)
     slots = settings.inference_slots
     slots = InferenceSlots(inference_slots.default_slots(settings.worker_threads) if slots is None else slots)
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=models,
