@@ -22,9 +22,9 @@ from core.abandoned import MAINTENANCE_INTERVAL, WORKER_TTL, requeue_abandoned
 from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
 from core.inference_slots import InferenceSlots
-from core.quotas import Quotas
 from core.pickled_jobs import Upgrade, convert_pickled_jobs
 from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
+from core.quotas import Quotas
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
