@@ -14,9 +14,11 @@ from core.db import session_scope
 from core.own_labels.heads import fit_rules
 from core.own_labels.storage import decode
 from core.tables import IssueRecord, OwnLabelFit
+from bot.labeling.config import CONFIG_PATH
 from tests.bot.labeling.test_own_labels import (
     ENCODER,
     REPOSITORY_LABELS,
+    WRITES_OWN_LABELS,
     confirmed_history,
     own_decisions,
     streaming_issue,
@@ -25,7 +27,8 @@ from tests.bot.rules import REPO, record
 from tests.bot.rules import event as issue_event
 from tests.sql_statements import statements
 
-pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS})  # test_own_labels.py's repository
+pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS},  # test_own_labels.py's repository
+                                files={(REPO, CONFIG_PATH): WRITES_OWN_LABELS})
 
 
 def memory_reads(seen: list[str]) -> list[str]:
@@ -115,7 +118,8 @@ def test_a_label_the_rules_serve_is_applied_only_where_the_mode_writes(mode):
     rules = fit_rules(mem, min_examples=5, target=0.85)
     inputs = labeling.LabelingInputs(
         REPO, 1, IssueSnapshot(1, "the stream stops", "", "open", (), False, None, None),
-        dataclasses.replace(labeling.LabelingPolicy(), areas=None, mode=mode), ["bug"], scores={"bug": 0.9},
+        dataclasses.replace(labeling.LabelingPolicy(), areas=None, mode=mode,
+                            write_own_labels=True), ["bug"], scores={"bug": 0.9},
         vector=[1.0, 0.0], repo_labels=["bug", "streaming"], own_memory=mem, own_rules=rules)
     (decision,) = labeling.decide(inputs).own
     assert decision.threshold == rules.thresholds["streaming"]
