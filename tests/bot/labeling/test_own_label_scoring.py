@@ -5,6 +5,7 @@ labels alike; the kind is decided the same with own labels on or off."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 from sqlalchemy import select
 
@@ -124,3 +125,32 @@ def test_a_label_the_rules_serve_is_applied_only_where_the_mode_writes(mode):
     (decision,) = labeling.decide(inputs).own
     assert decision.threshold == rules.thresholds["streaming"]
     assert decision.outcome == ("applied" if mode == "label" else "suggested")
+
+
+class RecordingRules:
+    """Own-label rules that record the names an issue is scored on, and score none."""
+
+    def __init__(self):
+        self.scored: list[str] = []
+
+    def score(self, vector, names, memory=None, *, text=None, examples=None):
+        self.scored.extend(names)
+        return []
+
+
+@pytest.mark.parametrize("areas", [None, ("area-",)])
+def test_an_issue_is_scored_on_at_most_max_own_labels_of_the_repositorys_labels(areas):
+    """A repository with thousands of labels the areas take cost a shared worker a score per label on every
+    issue: the first MAX_OWN_LABELS of them, in the repository's order, are scored."""
+    from bot.github_api.issues import IssueSnapshot
+    from core.own_labels.candidates import MAX_OWN_LABELS
+
+    labels = [f"area-{n}" for n in range(5 * MAX_OWN_LABELS)]
+    rules = RecordingRules()
+    inputs = labeling.LabelingInputs(
+        REPO, 1, IssueSnapshot(1, "the stream stops", "", "open", (), False, None, None),
+        dataclasses.replace(labeling.LabelingPolicy(), areas=areas, write_own_labels=True), ["bug"],
+        scores={"bug": 0.9}, vector=[1.0, 0.0], repo_labels=["bug", *labels],
+        own_memory=own_labels.OwnLabelMemory(np.zeros((0, 2), dtype=np.float32), [], {}), own_rules=rules)
+    labeling.decide(inputs)
+    assert rules.scored == labels[:MAX_OWN_LABELS]
