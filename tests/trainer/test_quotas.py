@@ -79,6 +79,8 @@ def test_a_training_over_quota_is_refused_without_a_run_and_stays_due(session):
     policy = RetrainPolicy(min_new_decisions=5, quotas=QUOTAS)
     result = retrain_scope(session, None, big[2], policy=policy, trigger="cron")
     assert result.run is None and "ISSUE_SORTER_MAX_TRAININGS_PER_DAY" in result.message
+    # what the review page's retrain button and a `/issue-sorter retrain` reply show
+    assert result.to_dict()["message"] == result.message and result.summary() == f"No retraining: {result.message}."
     assert session.query(TrainingRun).filter_by(scope=big[2]).count() == 0
     assert big[2] in scopes_due(session, policy)  # done later, not dropped
     assert session.query(IssueRecord).count() == 5
