@@ -445,7 +445,7 @@ def fill_memory(*, repo: str, version: str) -> str:
     if not ctx.settings.memory:
         return "skipped: the memory is off"
     embedder = ctx.models.for_repository(repo)  # before mark_started: serving it first here queues no twin
-    memory_fill.mark_started(ctx.redis, repo, version)
+    memory_fill.mark_started(ctx.redis, repo, version, limit=ctx.settings.max_queued_memory_fills)
     if embedder is None:
         return f"skipped: {NO_MODEL}"
     outcome = memory_fill.fill_repository(ctx.sessionmaker, repo, embedder)
@@ -455,4 +455,5 @@ def fill_memory(*, repo: str, version: str) -> str:
 
 def _queue_memory_fill(ctx: WorkerContext, repo: str) -> None:
     if ctx.settings.memory:
-        memory_fill.queue_fill_by_serving(ctx.redis, ctx.sessionmaker, repo)
+        memory_fill.queue_fill_by_serving(ctx.redis, ctx.sessionmaker, repo,
+                                          limit=ctx.settings.max_queued_memory_fills)

@@ -24,6 +24,7 @@ from core.db import make_sessionmaker, session_scope
 from core.inference_slots import InferenceSlots
 from core.pickled_jobs import Upgrade, convert_pickled_jobs
 from core.queues import BOT_QUEUES, SERIALIZER, ContractJob
+from core.quotas import Quotas
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,10 +58,12 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     if github_for is not None:  # one write a second per installation, across every worker process
         github_for = write_spacing.spaced_writers(github_for, redis, settings.github_write_interval)
     # a version serving a repository for the first time here: its memory is filled on the feedback queue
-    on_serve = functools.partial(memory_fill.queue_fill_on_first_serving, redis) if settings.memory else None
+    quotas = Quotas.from_settings(settings)
+    on_serve = (functools.partial(memory_fill.queue_fill_on_first_serving, redis, limit=quotas.queued_memory_fills)
+                if settings.memory else None)
     loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine)
-    models = ServingModels(resolve, loader, on_serve=on_serve,
-                           on_load=functools.partial(record_engine, redis))
+    models = ServingModels(resolve, loader, on_serve=on_serve, on_load=functools.partial(record_engine, redis),
+                           max_loaded=quotas.loaded_models)
     slots = settings.inference_slots
     slots = InferenceSlots(inference_slots.default_slots(settings.worker_threads) if slots is None else slots)
     return context.WorkerContext(settings=settings, sessionmaker=sessions, models=models,

@@ -36,6 +36,13 @@ def kind_of_label(label: str) -> str | None:
     return kind_of([label.replace("-", " ").replace("/", " ").replace("_", " ")]) or kind_of([label])
 
 
+def names_a_kind(label: str) -> bool:
+    """Whether any word of `label` names a kind (`New Feature`, `Type: Bug`, `kind/feature`, `enhancement`,
+    `dataset bug`): such a label is the kind's to write, never one of a repository's own labels."""
+    spaced = label.lower().replace("-", " ").replace("/", " ").replace("_", " ").replace(":", " ")
+    return any(re.search(pattern, spaced) or re.search(pattern, label.lower()) for _, pattern in RULES)
+
+
 def labels_for_kinds(repo_labels: Iterable[str]) -> dict[str, str]:
     """For each kind, the repository's own label for it; the plainest name wins (`bug` over `bug: ui`)."""
     choice: dict[str, str] = {}

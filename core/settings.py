@@ -106,6 +106,15 @@ class Settings:
     metrics_token: str | None = dataclasses.field(default=None, repr=False)
     # seconds one web process reuses its slow figures (predictions by outcome, live workers) between scrapes
     metrics_cache_seconds: int = env("ISSUE_SORTER_METRICS_CACHE_SECONDS", 30, check=_NOT_NEGATIVE)
+    # quotas per installation (core.quotas): one installation's many repositories cannot take every worker
+    # a repository model per repository, and at most this many repositories of one installation have one
+    max_repository_models: int = env("ISSUE_SORTER_MAX_REPOSITORY_MODELS", 5, check=_AT_LEAST_ONE)
+    # trainings of one installation's repositories in 24 h; one more waits for the next due-retraining run
+    max_trainings_per_day: int = env("ISSUE_SORTER_MAX_TRAININGS_PER_DAY", 3, check=_AT_LEAST_ONE)
+    # memory fills of one installation waiting in the feedback queue at once; more wait their turn
+    max_queued_memory_fills: int = env("ISSUE_SORTER_MAX_QUEUED_MEMORY_FILLS", 2, check=_AT_LEAST_ONE)
+    # models a labelling worker keeps loaded (the global one and repositories'); the least recently used leaves
+    max_loaded_models: int = env("ISSUE_SORTER_MAX_LOADED_MODELS", 3, check=_AT_LEAST_ONE)
 
     @property
     def review_enabled(self) -> bool:

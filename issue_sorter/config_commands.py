@@ -80,12 +80,22 @@ def describe(config: RepoConfig, problems: tuple[str, ...] | list[str]) -> str:
     values = dataclasses.asdict(config)
     lines.append("in force:" if not config.held else "the settings read (nothing is applied while it is held):")
     lines.extend(f"  {key}: {_shown(key, values[key])}" for key in SHOWN)
+    lines.append(f"  own labels: {_own_labels(config)}")
     return "\n".join(lines)
+
+
+def _own_labels(config: RepoConfig) -> str:
+    """Whether the App writes the repository's own labels: only where the file sets `areas`."""
+    if config.areas == ():
+        return "off"
+    if config.write_own_labels:
+        return "written beside the kind where their threshold keeps the precision target"
+    return "only suggested on the review page (set `areas:` to have them written)"
 
 
 def _shown(key: str, value: object) -> str:
     if key == "areas" and value is None:
-        return "every candidate label (true)"
+        return "every candidate label"
     if key == "target_precision" and value is None:
         return "off"
     if key == "abstain_label" and value is None:

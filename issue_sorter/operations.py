@@ -96,7 +96,8 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
 
         from bot.decisions.memory_fill import queue_fill_by_serving
 
-        if queue_fill_by_serving(Redis.from_url(settings.redis_url), sessions, args.repo) is not None:
+        if queue_fill_by_serving(Redis.from_url(settings.redis_url), sessions, args.repo,
+                                 limit=settings.max_queued_memory_fills) is not None:
             print(f"the memory's fill of {args.repo} is queued on the feedback queue")
     if settings.redis_url:  # the dry run on the history, as after an installation's backfill
         from redis import Redis

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from core.kinds import KINDS, kind_of_label
+from core.quotas import Quotas
 from core.settings import Settings
 from core.store import serving_model_for
 from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
@@ -25,6 +26,7 @@ from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote, verdict
 from trainer.pipeline import train_and_register
+from trainer.quotas import fair_order, quota_refusal
 from trainer.registry import Model, Registry
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class RetrainPolicy:
     # learns and what judges it. 1.0: no cap
     global_max_share: float = 0.25
     global_gate_file: Path | None = None  # the operator's fixed labelled issues the global model is judged on
+    quotas: Quotas = Quotas()  # an installation's repository models and trainings a day (trainer.quotas)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrainPolicy:
@@ -61,7 +64,8 @@ class RetrainPolicy:
                    epochs=settings.retrain_epochs, max_length=settings.retrain_max_length,
                    min_holdout=settings.retrain_min_holdout,
                    share_public=settings.share_public_data, global_installations=settings.global_installations,
-                   global_max_share=settings.global_max_share, global_gate_file=settings.global_gate_file)
+                   global_max_share=settings.global_max_share, global_gate_file=settings.global_gate_file,
+                   quotas=Quotas.from_settings(settings))
 
     def audience(self, session: Session, scope: str) -> Audience:
         """Whose data the model of `scope` may learn from (trainer.dataset.Audience)."""
@@ -215,7 +219,11 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
                   force: bool = False, trigger: str = "manual", progress: bool = False,
                   fast_path: FastPathOptions = FastPathOptions()) -> RetrainResult:
     """Train a challenger for `scope` from the global model and promote it only if it beats the one serving
-    `scope` on the most recent confirmed issues (never trained on: only older issues teach it)."""
+    `scope` on the most recent confirmed issues (never trained on: only older issues teach it). Its
+    installation's quotas refuse it first (trainer.quotas), except for the operator's own `retrain`."""
+    refusal = None if trigger == "manual" else quota_refusal(session, scope, policy.quotas)
+    if refusal:
+        return RetrainResult(scope, None, refusal)
     serving = serving_model_for(session, scope)  # the champion's row: its directory is read only for a contest
     known_kinds = [label for label in (serving.labels if serving else []) if label in KINDS]
     examples, labels = examples_for_scope(session, scope, policy, known_kinds)
@@ -273,7 +281,8 @@ def _warm_start_order(labels: list[str], base_labels: Sequence[str]) -> list[str
 
 
 def scopes_due(session: Session, policy: RetrainPolicy) -> list[str]:
-    """The global scope and every repository with enough confirmations since its last training run."""
+    """The global scope and every repository with enough confirmations since its last training run, in
+    the order they train: installations take turns (trainer.quotas.fair_order)."""
     due = []
     for scope in [GLOBAL_SCOPE] + list(session.scalars(select(Repository.full_name).order_by(Repository.id))):
         last = session.scalar(select(func.max(TrainingRun.started_at)).where(TrainingRun.scope == scope))
@@ -284,4 +293,4 @@ def scopes_due(session: Session, policy: RetrainPolicy) -> list[str]:
             query = query.where(IssueRecord.confirmed_at > last)
         if session.scalar(query) >= policy.min_new_decisions:
             due.append(scope)
-    return due
+    return fair_order(session, due)

@@ -59,8 +59,8 @@ def decide_event(inputs: DecisionInputs) -> Decision:
 
 
 def is_own_label(label: str, classes: tuple[str, ...]) -> bool:
-    """One of the repository's own labels (an area, a component; an area's bugs too): no process label,
-    none of the model's classes, and no label that only names a kind (core.own_labels)."""
+    """One of the repository's own labels (an area, a component): no process label, none of the model's
+    classes, and no label that names a kind (core.own_labels)."""
     return own_labels.is_candidate(label) and label not in classes
 
 

@@ -27,6 +27,7 @@ from bot.github_api.client import MAX_CONFIG_BYTES, NotAFile, PermanentGitHubErr
 from bot.labeling.markdown import code_span
 from core.kinds import KINDS
 from core.own_labels import DEFAULT_MIN_EXAMPLES
+from core.own_labels.candidates import MAX_AREAS
 from core.thresholds import DEFAULT_TARGET_PRECISION
 
 CONFIG_PATH = ".github/issue-sorter.yml"
@@ -81,6 +82,9 @@ class RepoConfig:
     # the repository's own labels beside the kind (core.own_labels): None every candidate, () none (off),
     # else names and prefixes (`module:`); a broken value turns them off, never widens them
     areas: tuple[str, ...] | None = None
+    # own labels are written only where the file sets `areas` (a list, or true): without it they are only
+    # suggestions on the review page, since a label the App writes runs the repository's `labeled` workflows
+    write_own_labels: bool = False
     min_examples: int = DEFAULT_MIN_EXAMPLES  # confirmed examples before an own label is applied
     source: str = "defaults"  # where it came from, for logs
     held: str | None = None  # why nothing may be applied here: the file, or one of its GUARDS, is broken
@@ -122,6 +126,7 @@ def parse_config(text: str | None, source: str = CONFIG_PATH) -> tuple[RepoConfi
             broken.append(problem)
     if "areas" in data and "areas" not in values:
         values["areas"] = ()  # a broken list of areas could take labels the maintainer left out: off instead
+    values["write_own_labels"] = values.get("areas", ()) != ()
     if "threshold" in values and "target_precision" not in values:  # a threshold set alone is meant flat
         values["target_precision"] = None
     held = _held_reason(source, broken) if broken else None
@@ -280,6 +285,9 @@ def _areas(key: str, value: object) -> tuple[object, str | None]:
         return (), None
     if value is True:
         return None, None
+    if isinstance(value, list) and len(value) > MAX_AREAS:
+        return (), (f"areas lists {len(value)} entries, at most {MAX_AREAS}: name the areas the App may write, "
+                    "or their common prefixes (`area/`); own labels are off until it is fixed")
     if isinstance(value, list) and all(isinstance(item, str) and 0 < len(item.strip()) <= MAX_LABEL_CHARS
                                        for item in value):
         return tuple(item.strip() for item in value), None

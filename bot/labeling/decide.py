@@ -16,14 +16,8 @@ from bot.labeling.config import RepoConfig
 from core.issue_text import format_issue_text
 from core.kinds import kind_of_label, labels_for_kinds
 from core.memory import Memory
-from core.own_labels import (
-    DEFAULT_MIN_EXAMPLES,
-    SUGGEST_SCORE,
-    OwnLabelMemory,
-    OwnLabelRules,
-    candidates,
-    in_areas,
-)
+from core.own_labels import DEFAULT_MIN_EXAMPLES, SUGGEST_SCORE, OwnLabelMemory, OwnLabelRules, candidates
+from core.own_labels.candidates import MAX_OWN_LABELS, compile_areas
 from core.settings import Settings
 from core.thresholds import DEFAULT_TARGET_PRECISION
 
@@ -31,6 +25,9 @@ KIND_COLORS = {"bug": "d73a4a", "feature": "a2eeef", "question": "d876e3", "docs
 ABSTAIN_COLOR = "ededed"
 ABSTAIN_DESCRIPTION = "Issue Sorter was not sure: a maintainer should sort it"
 PENDING = "applying"  # the decision is stored, GitHub not yet written: a crash here is resumed, not redone
+# The least precision an own label is applied at, whatever a repository's target_precision says: replayed on
+# repositories nobody tuned for, own labels went on at a lower precision than their memory promised
+OWN_MIN_PRECISION = 0.85
 
 
 @dataclass(frozen=True)
@@ -53,6 +50,7 @@ class LabelingPolicy:
     abstain_label: str | None = None  # put on an issue the bot abstains on, e.g. needs-triage; None: nothing
     remove_abstain_label: bool = True  # ... and taken off when a maintainer decides its kind
     areas: tuple[str, ...] | None = ()  # own labels (RepoConfig.areas): None every candidate, () off
+    write_own_labels: bool = False  # the config sets `areas`: else own labels are only suggested
     min_examples: int = DEFAULT_MIN_EXAMPLES  # confirmed examples before an own label is applied
     own_target: float = DEFAULT_TARGET_PRECISION  # the precision each own label's threshold keeps
 
@@ -77,8 +75,8 @@ def policy_for(settings: Settings, config: RepoConfig, *, dry_run: bool,
                           remove_abstain_label=config.remove_abstain_label,
                           # with `apply: type` the labels read are issue types: no own labels among them
                           areas=() if config.apply == "type" else config.areas,
-                          min_examples=config.min_examples,
-                          own_target=config.target_precision or DEFAULT_TARGET_PRECISION)
+                          write_own_labels=config.write_own_labels, min_examples=config.min_examples,
+                          own_target=max(config.target_precision or DEFAULT_TARGET_PRECISION, OWN_MIN_PRECISION))
 
 
 @dataclass(frozen=True)
@@ -252,15 +250,18 @@ def decide(inputs: LabelingInputs) -> Plan:
 def own_label_decisions(inputs: LabelingInputs, kind_label: str | None = None) -> tuple[OwnDecision, ...]:
     """The repository's own labels for the issue, one decision each (core.own_labels' rules): applied where
     the label has min_examples confirmed examples and its score reaches the threshold that keeps the target
-    precision on the repository's memory, else suggested from SUGGEST_SCORE on. Never a label the
-    config's areas leave out, one a maintainer removed from this issue, or one the allowlist lacks."""
+    precision on the repository's memory, else suggested from SUGGEST_SCORE on; only suggested where the
+    config does not set `areas`. Never a label the config's areas leave out, one a maintainer removed from
+    this issue, or one the allowlist lacks; at most MAX_OWN_LABELS labels, in the repository's order."""
     policy = inputs.policy
     if inputs.own_memory is None or inputs.vector is None or policy.areas == ():
         return ()
     taken = {kind_label, policy.abstain_label, *policy.label_names.values(), *inputs.issue.labels}
-    names = [name for name in candidates(inputs.repo_labels) if in_areas(name, policy.areas)
-             and name not in taken and name not in policy.never_again]
-    writes = policy.mode in ("label", "comment") and not policy.held and not policy.dry_run
+    areas = None if policy.areas is None else compile_areas(tuple(policy.areas))
+    names = [name for name in candidates(inputs.repo_labels) if (areas is None or areas.takes(name))
+             and name not in taken and name not in policy.never_again][:MAX_OWN_LABELS]
+    writes = (policy.write_own_labels and policy.mode in ("label", "comment") and not policy.held
+              and not policy.dry_run)
     rules = inputs.own_rules or OwnLabelRules(dict(inputs.own_memory.examples), {})  # none fitted: suggestions
     decisions = []
     text = format_issue_text(inputs.issue.title, inputs.issue.body)  # what the model read, for heads of words

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -25,6 +26,10 @@ class Served(NamedTuple):
 class ServingModels:
     """Per-process cache of the serving model of each scope; reloads only when the registry switches.
 
+    It holds at most `max_loaded` models (core.quotas.Quotas.loaded_models): loading another sends the least
+    recently served away, to be read again from disk when its repository next has an issue, so an
+    installation with many repositories of their own cannot fill a worker's memory.
+
     `resolve(repo)` names the version serving that repository (its own, else the global one; see
     `core.store.serving_model_for`); it is a cheap DB query, so every job asks it and a `promote` or
     `rollback` reaches running workers without a restart. A job with a session open passes it on
@@ -37,10 +42,13 @@ class ServingModels:
     def __init__(self, resolve: Callable[[str | None], Served | None],
                  loader: Callable[[str], Classifier] = load_classifier, *,
                  on_serve: Callable[[str, str], None] | None = None,
-                 on_load: Callable[[Served, Classifier], None] | None = None):
+                 on_load: Callable[[Served, Classifier], None] | None = None, max_loaded: int = 3):
+        if max_loaded < 1:
+            raise ValueError(f"max_loaded must be at least 1, got {max_loaded}")
         self._resolve, self._loader, self._on_serve, self._on_load = resolve, loader, on_serve, on_load
+        self._max_loaded = max_loaded
         self._announced: set[tuple[str, str]] = set()  # (repo, version) pairs on_serve was called for
-        self._loaded: dict[str, Classifier] = {}
+        self._loaded: OrderedDict[str, Classifier] = OrderedDict()  # least recently served first
         self._lock = threading.Lock()
         self.loads = 0  # how many times a model was read from disk in this process
 
@@ -63,9 +71,25 @@ class ServingModels:
         with self._lock:
             current = self._loaded.get(served.scope)
             if current is None or current.version != served.version:
+                self._loaded.pop(served.scope, None)  # the old version goes before the new one is read
+                self._make_room()
                 log.info("loading model %s for scope %s from %s", served.version, served.scope, served.path)
-                self._loaded[served.scope] = self._loader(served.path)
+                self._loaded[served.scope] = current = self._loader(served.path)
                 self.loads += 1
                 if self._on_load is not None:
-                    self._on_load(served, self._loaded[served.scope])
-            return self._loaded[served.scope]
+                    self._on_load(served, current)
+            self._loaded.move_to_end(served.scope)
+            return current
+
+    @property
+    def loaded_scopes(self) -> list[str]:
+        """The scopes whose models this process holds, least recently served first."""
+        with self._lock:
+            return list(self._loaded)
+
+    def _make_room(self) -> None:
+        while len(self._loaded) >= self._max_loaded:
+            scope, _ = self._loaded.popitem(last=False)
+            log.info("model of scope %s unloaded: this worker keeps %d models at most "
+                     "(ISSUE_SORTER_MAX_LOADED_MODELS), and it was the least recently used",
+                     scope, self._max_loaded)

@@ -3,6 +3,7 @@ the fake GitHub over real HTTP, and a real fine-tuned encoder."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 import json
@@ -44,9 +45,10 @@ def fake_github(app_key):
 @pytest.fixture
 def github(request):
     """The rules' in-memory GitHub (tests/bot/rules.py), made with the fields of the test's
-    `@pytest.mark.github(...)` (issue types, other labels); not the `fake_github` over HTTP."""
+    `@pytest.mark.github(...)` (issue types, other labels, files), copied: a test that changes them changes
+    its own; not the `fake_github` over HTTP."""
     marker = request.node.get_closest_marker("github")
-    return repository(**(marker.kwargs if marker else {}))
+    return repository(**copy.deepcopy(marker.kwargs if marker else {}))
 
 
 @pytest.fixture

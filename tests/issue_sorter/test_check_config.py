@@ -138,3 +138,13 @@ def test_a_local_folder_and_a_missing_file_are_named(settings, capsys, tmp_path)
     assert code == 1 and "is a folder, not a file" in out
     with pytest.raises(SystemExit, match="no file"):
         main(["check-config", str(tmp_path / "absent.yml")], load=lambda **_: settings)
+
+
+@pytest.mark.parametrize("text,said", [("mode: label\n", "only suggested on the review page (set `areas:` to have "
+                                                         "them written)"),
+                                       ("areas: [streaming]\n", "written beside the kind where their threshold "
+                                                                "keeps the precision target"),
+                                       ("areas: false\n", "off")])
+def test_it_says_whether_the_app_writes_the_own_labels(settings, capsys, tmp_path, text, said):
+    (tmp_path / "issue-sorter.yml").write_text(text)
+    assert f"  own labels: {said}" in check(tmp_path / "issue-sorter.yml", settings, capsys)[1].splitlines()

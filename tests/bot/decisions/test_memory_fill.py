@@ -194,3 +194,22 @@ def test_an_own_label_a_maintainer_puts_on_an_issue_without_kind_reaches_the_mem
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
     assert memory_rows(bare_context.sessionmaker) == {}
     assert encoder.embedded == ["Stream stops\n\nIt stops"]  # the fill that was queued found nothing to do
+
+
+def test_an_installation_queues_at_most_its_quota_of_fills_and_the_rest_wait_their_turn(redis, caplog):
+    """Fifty repositories of one installation promoted at once: two fills in the feedback queue, the others
+    in the installation's line, each queued as one starts; another installation's fill is never held."""
+    repos = [f"big/repo-{n}" for n in range(5)]
+    queued = [memory_fill.queue_fill(redis, repo, "fake-1", limit=2) for repo in repos]
+    assert [job is not None for job in queued] == [True, True, False, False, False]
+    assert "big/repo-2: fill by fake-1 waits its turn" in caplog.text
+    assert "ISSUE_SORTER_MAX_QUEUED_MEMORY_FILLS" in caplog.text
+    assert memory_fill.queue_fill(redis, "quiet/app", "fake-1", limit=2) is not None  # another installation
+    assert memory_fill.queue_fill(redis, repos[3], "fake-1", limit=2) is None  # waiting already: not twice
+    queue, started = Queue(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER), []
+    while big := [job for job in queue.jobs if job.kwargs["repo"].startswith("big/")]:
+        assert len(big) <= 2  # never more than the quota in the queue
+        queue.remove(big[0])  # the feedback worker takes it, and the fill starts
+        memory_fill.mark_started(redis, big[0].kwargs["repo"], "fake-1", limit=2)
+        started.append(big[0].kwargs["repo"])
+    assert started == repos  # none lost, in the order they were asked for

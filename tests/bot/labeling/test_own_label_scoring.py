@@ -5,6 +5,7 @@ labels alike; the kind is decided the same with own labels on or off."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 from sqlalchemy import select
 
@@ -14,9 +15,11 @@ from core.db import session_scope
 from core.own_labels.heads import fit_rules
 from core.own_labels.storage import decode
 from core.tables import IssueRecord, OwnLabelFit
+from bot.labeling.config import CONFIG_PATH
 from tests.bot.labeling.test_own_labels import (
     ENCODER,
     REPOSITORY_LABELS,
+    WRITES_OWN_LABELS,
     confirmed_history,
     own_decisions,
     streaming_issue,
@@ -25,7 +28,8 @@ from tests.bot.rules import REPO, record
 from tests.bot.rules import event as issue_event
 from tests.sql_statements import statements
 
-pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS})  # test_own_labels.py's repository
+pytestmark = pytest.mark.github(labels={REPO: REPOSITORY_LABELS},  # test_own_labels.py's repository
+                                files={(REPO, CONFIG_PATH): WRITES_OWN_LABELS})
 
 
 def memory_reads(seen: list[str]) -> list[str]:
@@ -115,8 +119,38 @@ def test_a_label_the_rules_serve_is_applied_only_where_the_mode_writes(mode):
     rules = fit_rules(mem, min_examples=5, target=0.85)
     inputs = labeling.LabelingInputs(
         REPO, 1, IssueSnapshot(1, "the stream stops", "", "open", (), False, None, None),
-        dataclasses.replace(labeling.LabelingPolicy(), areas=None, mode=mode), ["bug"], scores={"bug": 0.9},
+        dataclasses.replace(labeling.LabelingPolicy(), areas=None, mode=mode,
+                            write_own_labels=True), ["bug"], scores={"bug": 0.9},
         vector=[1.0, 0.0], repo_labels=["bug", "streaming"], own_memory=mem, own_rules=rules)
     (decision,) = labeling.decide(inputs).own
     assert decision.threshold == rules.thresholds["streaming"]
     assert decision.outcome == ("applied" if mode == "label" else "suggested")
+
+
+class RecordingRules:
+    """Own-label rules that record the names an issue is scored on, and score none."""
+
+    def __init__(self):
+        self.scored: list[str] = []
+
+    def score(self, vector, names, memory=None, *, text=None, examples=None):
+        self.scored.extend(names)
+        return []
+
+
+@pytest.mark.parametrize("areas", [None, ("area-",)])
+def test_an_issue_is_scored_on_at_most_max_own_labels_of_the_repositorys_labels(areas):
+    """A repository with thousands of labels the areas take cost a shared worker a score per label on every
+    issue: the first MAX_OWN_LABELS of them, in the repository's order, are scored."""
+    from bot.github_api.issues import IssueSnapshot
+    from core.own_labels.candidates import MAX_OWN_LABELS
+
+    labels = [f"area-{n}" for n in range(5 * MAX_OWN_LABELS)]
+    rules = RecordingRules()
+    inputs = labeling.LabelingInputs(
+        REPO, 1, IssueSnapshot(1, "the stream stops", "", "open", (), False, None, None),
+        dataclasses.replace(labeling.LabelingPolicy(), areas=areas, write_own_labels=True), ["bug"],
+        scores={"bug": 0.9}, vector=[1.0, 0.0], repo_labels=["bug", *labels],
+        own_memory=own_labels.OwnLabelMemory(np.zeros((0, 2), dtype=np.float32), [], {}), own_rules=rules)
+    labeling.decide(inputs)
+    assert rules.scored == labels[:MAX_OWN_LABELS]

@@ -1,0 +1,45 @@
+"""The models a labelling worker keeps (bot.labeling.serving): a bounded number, the least recently used leaving,
+so an installation with many repositories of their own cannot fill a worker's memory."""
+
+from bot.labeling.serving import Served, ServingModels
+
+
+class Loaded:
+    def __init__(self, path: str):
+        self.path, self.version = path, path.rsplit("/", 1)[-1]
+
+
+def serving(max_loaded: int, reads: list[str]) -> ServingModels:
+    """Every repository has a model of its own, "v1", read from "models/<repo>/v1"."""
+    def resolve(repo):
+        scope = repo or "global"
+        return Served(scope, "v1", f"models/{scope}/v1")
+
+    def load(path: str) -> Loaded:
+        reads.append(path)
+        return Loaded(path)
+
+    return ServingModels(resolve, load, max_loaded=max_loaded)
+
+
+def test_a_worker_keeps_at_most_its_quota_of_models_the_least_recently_used_leaving():
+    reads: list[str] = []
+    models = serving(2, reads)
+    models.for_repository("a/one")
+    models.for_repository("a/two")
+    models.for_repository("a/one")  # a/one is now the most recently used
+    models.for_repository("a/three")  # over the quota: a/two leaves
+    assert models.loaded_scopes == ["a/one", "a/three"]
+    models.for_repository("a/one")
+    assert reads == ["models/a/one/v1", "models/a/two/v1", "models/a/three/v1"]  # a/one was never read again
+    models.for_repository("a/two")  # it left: read again from disk when it serves next
+    assert reads[-1] == "models/a/two/v1" and models.loads == 4 and len(models.loaded_scopes) == 2
+
+
+def test_many_repositories_served_in_turn_never_hold_more_than_the_quota():
+    reads: list[str] = []
+    models = serving(3, reads)
+    for round_ in range(3):
+        for n in range(50):
+            assert models.for_repository(f"big/repo-{n}").path == f"models/big/repo-{n}/v1"
+            assert len(models.loaded_scopes) <= 3
