@@ -20,6 +20,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -68,8 +69,9 @@ def stranger_command(number: int, repo_id: int, shape: dict) -> bytes:
     return json.dumps(payload).encode()
 
 
-def post(port: int, event: str, body: bytes) -> int:
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()), "Content-Type": "application/json",
+def post(port: int, event: str, body: bytes, kind: str) -> int:
+    """A signed delivery whose id starts with `kind` (flood, stranger, quiet): its jobs' runs are counted by it."""
+    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": f"{kind}-{uuid.uuid4()}", "Content-Type": "application/json",
                "X-Hub-Signature-256": sign_body(body, SECRET)}
     return requests.post(f"http://127.0.0.1:{port}/webhook", data=body, headers=headers, timeout=30).status_code
 
@@ -82,10 +84,10 @@ def wait_labelled(fake: FakeGitHub, repo: str, number: int, deadline: float) -> 
     return None
 
 
-def job_runs(redis) -> dict[str, int]:
-    from core.metrics import JOB_KEY
-
-    return {job: int(redis.hget(JOB_KEY.format(job), "count") or 0) for job in ("label_issue", "handle_comment")}
+def job_runs(workdir: Path, job: str, kind: str) -> int:
+    """RQ's runs of `job` for the deliveries of `kind`, reruns included, as the workers logged each start."""
+    start = re.compile(rf": bot\.jobs\.{job}\(.*delivery_id='{kind}-")
+    return sum(1 for log in workdir.glob("*.log") for line in log.read_text().splitlines() if start.search(line))
 
 
 def github_calls(fake: FakeGitHub, repo: str, since: int) -> tuple[int, int]:
@@ -103,23 +105,24 @@ def quiet_traffic(port: int, fake: FakeGitHub, repo_id: int, every: float, stop:
         number += 1
         fake.add_issue(QUIET[1], number, f"App crashes on start ({number})", "Traceback ...")
         sent = time.monotonic()
-        post(port, "issues", opened(QUIET, number, repo_id))
+        post(port, "issues", opened(QUIET, number, repo_id), "quiet")
         done = wait_labelled(fake, QUIET[1], number, deadline)
         if done is not None:
             waits.append(done - sent)
         stop.wait(max(0.0, every - (time.monotonic() - sent)))
 
 
-def flood(args, port: int, fake: FakeGitHub, redis) -> dict:
+def flood(args, port: int, fake: FakeGitHub, workdir: Path) -> dict:
     repo_ids = {repo: fake.repo_id(repo) for _, repo in (FLOODED, QUIET)}
     for number in range(2, args.flood + 2):
         fake.add_issue(FLOODED[1], number, f"App crashes on start ({number})", "Traceback ...")
-    before_requests, before_runs = len(fake.requests), job_runs(redis)
+    before_requests = len(fake.requests)
     shape = json.loads(COMMENT_SHAPE.read_text())
-    sends = [("issues", opened(FLOODED, number, repo_ids[FLOODED[1]])) for number in range(2, args.flood + 2)]
+    sends = [("issues", opened(FLOODED, number, repo_ids[FLOODED[1]]), "flood")
+             for number in range(2, args.flood + 2)]
     for i in range(args.strangers):  # spread among the issues
-        sends.insert(i * len(sends) // max(1, args.strangers), ("issue_comment",
-                                                                 stranger_command(i, repo_ids[FLOODED[1]], shape)))
+        sends.insert(i * len(sends) // max(1, args.strangers),
+                     ("issue_comment", stranger_command(i, repo_ids[FLOODED[1]], shape), "stranger"))
     deadline = time.monotonic() + args.timeout
     stop, waits = threading.Event(), []
     quiet = threading.Thread(target=quiet_traffic, args=(port, fake, repo_ids[QUIET[1]], args.quiet_every, stop,
@@ -133,7 +136,8 @@ def flood(args, port: int, fake: FakeGitHub, redis) -> dict:
     quiet.join()
     time.sleep(2)  # the comment jobs' last runs
     reads, writes = github_calls(fake, FLOODED[1], before_requests)
-    runs = {job: count - before_runs[job] for job, count in job_runs(redis).items()}
+    runs = {"label_issue": job_runs(workdir, "label_issue", "flood"),
+            "handle_comment": job_runs(workdir, "handle_comment", "stranger")}
     quiet_reads, quiet_writes = github_calls(fake, QUIET[1], before_requests)
     times = fake.write_times().get(FLOODED[0], [])
     times = [t for t in times if t >= time.time() - (time.monotonic() - started)]
@@ -145,11 +149,12 @@ def flood(args, port: int, fake: FakeGitHub, redis) -> dict:
                     "labelled": len(labelled), "github_reads": reads, "github_writes": writes,
                     "reads_per_write": round(reads / writes, 2) if writes else None,
                     "label_issue_runs": runs["label_issue"], "handle_comment_runs": runs["handle_comment"],
-                    "label_runs_per_issue": round(runs["label_issue"] / (args.flood + len(waits)), 2),
+                    "label_runs_per_issue": round(runs["label_issue"] / args.flood, 2),
                     "job_runs_per_write": round(sum(runs.values()) / writes, 2) if writes else None,
                     "drained_s": round(max(labelled) - started, 1) if labelled else None,
                     "smallest_write_gap_s": round(min(gaps), 3) if gaps else None},
         "quiet": {"issues": len(waits), "reads": quiet_reads, "writes": quiet_writes,
+                  "label_issue_runs": job_runs(workdir, "label_issue", "quiet"),
                   "wait_p50_s": round(statistics.median(waits), 3) if waits else None,
                   "wait_max_s": round(max(waits), 3) if waits else None},
     }
@@ -164,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-interval", type=float, default=1.0, help="GITHUB_WRITE_INTERVAL")
     parser.add_argument("--timeout", type=float, default=900, help="seconds to wait for the flood's labels")
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
+    parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
     if not os.environ.get("REDIS_URL"):
         raise SystemExit("set REDIS_URL to a Redis database of its own (it is flushed)")
@@ -192,12 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         wait_up(f"http://127.0.0.1:{port}/healthz")
         for installation in (FLOODED, QUIET):  # warm-up: every worker up, the labels listed once
-            post(port, "issues", opened(installation, 1, fake.repo_id(installation[1])))
+            post(port, "issues", opened(installation, 1, fake.repo_id(installation[1])), "warm-up")
         for _, repo in (FLOODED, QUIET):
             if wait_labelled(fake, repo, 1, time.monotonic() + 300) is None:
                 raise SystemExit(f"the warm-up issue of {repo} was not labelled; logs in {workdir}")
         time.sleep(args.write_interval + 1)
-        report = {"workers": args.workers, "write_interval_s": args.write_interval, **flood(args, port, fake, redis)}
+        report = {"workers": args.workers, "write_interval_s": args.write_interval, **flood(args, port, fake, workdir)}
     finally:
         for process in processes:
             process.terminate()
@@ -206,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         fake.stop()
         redis.flushdb()
     print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 
