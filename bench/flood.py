@@ -71,8 +71,8 @@ def stranger_command(number: int, repo_id: int, shape: dict) -> bytes:
 
 def post(port: int, event: str, body: bytes, kind: str) -> int:
     """A signed delivery whose id starts with `kind` (flood, stranger, quiet): its jobs' runs are counted by it."""
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": f"{kind}-{uuid.uuid4()}", "Content-Type": "application/json",
-               "X-Hub-Signature-256": sign_body(body, SECRET)}
+    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": f"{kind}-{uuid.uuid4()}",
+               "Content-Type": "application/json", "X-Hub-Signature-256": sign_body(body, SECRET)}
     return requests.post(f"http://127.0.0.1:{port}/webhook", data=body, headers=headers, timeout=30).status_code
 
 

@@ -234,3 +234,24 @@ def test_strangers_commands_write_nothing_and_take_no_write_turn(bare_context, f
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
     assert not fake_github.write_times() and not redis.exists(TURN_KEY.format(INSTALLATION))
     assert WriteSpacing(redis, 30.0).reserve(INSTALLATION) == 0.0
+
+
+def test_a_maintainer_s_command_whose_answer_waits_for_its_turn_is_answered_as_decided(
+        spaced_context, fake_github, client, payload, redis):
+    """The command queued the retraining, then its acknowledgement waited for the installation's turn; the
+    rescheduled job asked again, found the retraining it had just queued, and reacted "already queued" to
+    the maintainer instead. The rerun carries the decision: it acknowledges, and asks GitHub nothing."""
+    fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
+    WriteSpacing(redis, 30.0).reserve(INSTALLATION)  # another worker took installation 1's turn just now
+    comment(client, payload, "/issue-sorter retrain", "boss", delivery="d-ack")
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.comments(REPO, 1) == []
+    asked = len(fake_github.requests)
+    redis.delete(SLOT_KEY.format(INSTALLATION))  # its turn has come
+    job = Job.fetch("handle_comment--d-ack--defer1", connection=redis, serializer=SERIALIZER)
+    ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).remove(job)
+    make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.reactions(REPO, COMMENT_ID) == []
+    assert len(fake_github.comments(REPO, 1)) == 1 and "Retraining started" in fake_github.comments(REPO, 1)[0]
+    assert [r.method for r in fake_github.requests[asked:] if r.path.startswith("/repos/")] == ["POST"]
