@@ -13,6 +13,7 @@ A failed, retried or rescheduled job so carries ids only, and reads the issue ag
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ class JobSpec:
     queue: str
     arguments: frozenset[str]  # keyword arguments it must accept (callers may pass more, with defaults)
     text: tuple[str, ...] = ()  # "argument.field" paths of issue text, kept out of the job (JOB_TEXT_KEY)
+    # the receiver books its installation's next write turn and schedules it there (bot.intake.queueing)
+    write_turn: bool = False
 
     @property
     def short_name(self) -> str:
@@ -54,13 +57,14 @@ class JobSpec:
         return self.name.rsplit(".", 1)[-1]
 
 
-def _spec(name: str, queue: str, *arguments: str, text: tuple[str, ...] = ()) -> JobSpec:
-    return JobSpec(name, queue, frozenset(arguments), text)
+def _spec(name: str, queue: str, *arguments: str, text: tuple[str, ...] = (), write_turn: bool = False) -> JobSpec:
+    return JobSpec(name, queue, frozenset(arguments), text, write_turn)
 
 
 _DELIVERY = ("delivery_id", "installation_id", "repo", "number")  # what every issue delivery's job reads
 _ISSUE_TEXT = ("snapshot.title", "snapshot.body")  # bot.github_api.issues.IssueSnapshot.to_job's text
-LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot", text=_ISSUE_TEXT)
+LABEL_ISSUE = _spec("bot.jobs.label_issue", LABELING_QUEUE, *_DELIVERY, "action", "snapshot", text=_ISSUE_TEXT,
+                    write_turn=True)
 RECORD_ISSUE_EVENT = _spec("bot.jobs.record_issue_event", FEEDBACK_QUEUE, *_DELIVERY, "action", "snapshot",
                            "label", "sender_login", "sender_is_bot", "via_app_id", text=_ISSUE_TEXT)
 # label.created/edited/deleted: on the labelling queue, so it is done before the issues delivered after it
@@ -130,9 +134,11 @@ def job_options(**options: Any) -> dict[str, Any]:
     return {"ttl": KEEP_SECONDS, "failure_ttl": KEEP_SECONDS, **options}
 
 
-def enqueue(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], **options: Any) -> Job:
-    """Enqueue `spec` on its queue, its issue text beside it; a missing argument is an error here, not in
-    the worker. With `pipeline=`, the text and the job are written by the same MULTI/EXEC."""
+def enqueue(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, at: dt.datetime | None = None,
+            **options: Any) -> Job:
+    """Enqueue `spec` on its queue (or schedule it `at` a time), its issue text beside it; a missing argument
+    is an error here, not in the worker. With `pipeline=`, the text and the job are written by the same
+    MULTI/EXEC."""
     missing = spec.arguments - kwargs.keys()
     if missing:
         raise TypeError(f"{spec.name} needs {', '.join(sorted(missing))}")
@@ -141,7 +147,10 @@ def enqueue(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], **options: Any)
         options.setdefault("job_id", f"{spec.short_name}--{uuid.uuid4().hex}")
         target = redis if options.get("pipeline") is None else options["pipeline"]
         target.set(JOB_TEXT_KEY.format(options["job_id"]), json.dumps(text), ex=JOB_TEXT_TTL)
-    return make_queue(redis, spec.queue).enqueue(spec.name, kwargs=kwargs, **job_options(**options))
+    queue = make_queue(redis, spec.queue)
+    if at is not None:
+        return queue.enqueue_at(at, spec.name, kwargs=kwargs, **job_options(**options))
+    return queue.enqueue(spec.name, kwargs=kwargs, **job_options(**options))
 
 
 def split_text(spec: JobSpec, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

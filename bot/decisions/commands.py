@@ -30,6 +30,7 @@ COOLDOWN_KEY = ACTION_COOLDOWN_KEY.format("retrain", "{}")  # the retraining's, 
 PENDING = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 # GitHub's author_association of a commenter who may hold a role on the repository; anyone else holds none
 MAY_HOLD_A_ROLE = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+QUEUED = "retrain_queued"  # set in the job's arguments once the command queued its retraining
 ALREADY_QUEUED = "confused"  # the reaction to a command while one is queued, running or cooling down
 
 
@@ -69,6 +70,9 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
     """Ask GitHub for the commenter's role (cached: bot.github_api.cache); queue the retraining and say so,
     refuse a maintainer's with a reaction, anyone else's with nothing at all."""
     repo, login = event["repo"], event["commenter_login"]
+    if event.get(QUEUED):  # a rerun at its write turn: decided and queued already, only the answer is left
+        github.create_comment(repo, event["number"], ACKNOWLEDGEMENT)
+        return f"retraining queued for {repo} by {login}"
     association = event.get("commenter_association")
     if association is not None and association not in MAY_HOLD_A_ROLE:
         return f"refused: {login} is no collaborator of {repo} ({association}); nothing asked, nothing written"
@@ -81,6 +85,7 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
         return f"refused: a retraining of {repo} is already queued, running or less than an hour old"
     reply_to = {"installation_id": event.get("installation_id"), "repo": repo, "number": event["number"]}
     enqueue(redis, RETRAIN, {"scope": repo, "trigger": "comment", "reply_to": reply_to}, job_id=job_id)
+    event[QUEUED] = True  # the job's arguments: a rerun for the answer's write turn carries the decision
     github.create_comment(repo, event["number"], ACKNOWLEDGEMENT)
     return f"retraining queued for {repo} by {login} ({role})"
 

@@ -1,22 +1,27 @@
-"""GitHub's write spacing per installation, across every worker process: a write claims the installation's
-slot in Redis first; a write that must wait raises WriteDeferred, and its job is rescheduled
-(bot.intake.queueing.reschedule), so the worker takes another job instead of sleeping.
+"""GitHub's write spacing per installation, across every worker process: a write takes its turn once
+(bot.github_api.write_turns); a write whose turn is later raises WriteDeferred, and its job is scheduled at
+that turn (bot.intake.queueing.reschedule) holding it, so the worker takes another job instead of sleeping.
 
 GitHub asks for writes (POST, PATCH, PUT, DELETE) at least a second apart per installation. PyGithub's own
 throttle sleeps in the thread and counts one client's writes, so several workers on one installation
-wrote more often than that.
+wrote more often than that. Turns space the jobs; a job that starts late may still come close to the
+write before it, so the write also claims the installation's slot (its last write) and, when that write
+is less than an interval old, sleeps the rest of it: at most one interval, since the turns are an
+interval apart.
 """
 
 from __future__ import annotations
 
-import random
+import time
 from collections.abc import Callable
 from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
+from rq import get_current_job
 
 from bot.github_api.client import TransientGitHubError
+from bot.github_api.write_turns import TURN_META, reserve_turn
 
 SLOT_KEY = "issue-sorter:write-slot:{}"  # installation id → the time (ms, Redis's clock) of its last write
 # the IssueWriter calls that change something on GitHub (bot.github_api.client); every other call is a read
@@ -46,42 +51,71 @@ return 0
 
 
 class WriteDeferred(TransientGitHubError):
-    """GitHub was not asked: the installation wrote less than the interval ago. `retry_after` says when."""
+    """GitHub was not asked: the installation's next turn is `retry_after` seconds away. With `turn_held`,
+    that turn is booked for this job: its rescheduled run writes without booking another."""
 
     deferral = True  # bot.intake.queueing reschedules it without counting an attempt; nothing reached GitHub
 
+    def __init__(self, message: str, *, retry_after: float, turn_held: bool = True):
+        super().__init__(message, retry_after=retry_after)
+        self.turn_held = turn_held
+
 
 class WriteSpacing:
-    """The slots of every installation, in one Redis shared by all workers."""
+    """The turns and slots of every installation, in one Redis shared by all workers."""
 
-    def __init__(self, redis: Redis, interval: float, *, jitter: Callable[[], float] = random.random):
-        self._redis, self._interval_ms = redis, max(1, round(interval * 1000))
-        self._jitter = jitter  # a share of an interval added to a wait, so waiting jobs do not all return at once
+    def __init__(self, redis: Redis, interval: float, *, sleep: Callable[[float], None] = time.sleep):
+        self._redis, self._interval = redis, interval
+        self._interval_ms = max(1, round(interval * 1000))
+        self._sleep = sleep
         self._script: Script = redis.register_script(_CLAIM_LUA)
         self._done: Script = redis.register_script(_DONE_LUA)
 
+    def reserve(self, installation_id: int) -> float:
+        """Book the installation's next turn: the seconds until it (0.0: now)."""
+        return reserve_turn(self._redis, installation_id, self._interval)
+
     def claim(self, installation_id: int) -> float:
-        """0.0 when the installation may write now (the slot is taken), else the seconds until it may."""
+        """0.0 when the installation's last write is an interval old (the slot is taken), else the seconds left."""
         return int(self._script(keys=[SLOT_KEY.format(int(installation_id))], args=[self._interval_ms])) / 1000
 
     def done(self, installation_id: int) -> None:
         """The installation's write has returned: its next may come an interval from now."""
         self._done(keys=[SLOT_KEY.format(int(installation_id))], args=[self._interval_ms])
 
-    def wait_for(self, installation_id: int, call: str) -> None:
-        """Claim the slot for `call`, or raise WriteDeferred with when to try again."""
-        wait = self.claim(installation_id)
-        if wait > 0:
-            retry = wait + self._jitter() * self._interval_ms / 1000
+    def wait_for(self, installation_id: int, call: str, *, holds_turn: bool = False) -> None:
+        """Take the installation's slot for `call`: at once with a turn booked before (`holds_turn`) or free
+        now, after the rest of the last write's interval at most; else raise WriteDeferred with the turn
+        booked for the job's next run."""
+        if not holds_turn:
+            wait = self.reserve(installation_id)
+            if wait > 0:
+                raise WriteDeferred(f"installation {installation_id}'s next write turn is {wait:.1f} s away; "
+                                    f"{call} waits for it", retry_after=wait)
+        left = self.claim(installation_id)
+        if left > 0:  # the write before came late to its turn: the rest of its interval, never more
+            self._sleep(left)
+            left = self.claim(installation_id)
+        if left > 0:  # a write outside the turns took the slot meanwhile: book a turn and come back
             raise WriteDeferred(f"installation {installation_id} wrote to GitHub less than "
-                                f"{self._interval_ms / 1000:g} s ago; {call} waits {retry:.1f} s", retry_after=retry)
+                                f"{self._interval_ms / 1000:g} s ago; {call} waits", retry_after=left,
+                                turn_held=False)
+
+
+def holds_turn() -> bool:
+    """True once per job run scheduled at a turn booked for it (job.meta, set where the turn was booked:
+    bot.intake.queueing): its first write takes that turn."""
+    job = get_current_job()
+    return bool(job is not None and job.meta.pop(TURN_META, None))
 
 
 class SpacedGitHub:
-    """An IssueWriter whose writes claim the installation's slot first; reads go straight through."""
+    """An IssueWriter whose writes take the installation's turn first; reads go straight through."""
 
-    def __init__(self, github, spacing: WriteSpacing, installation_id: int):
+    def __init__(self, github, spacing: WriteSpacing, installation_id: int,
+                 turn: Callable[[], bool] = holds_turn):
         self._github, self._spacing, self._installation_id = github, spacing, installation_id
+        self._turn = turn  # whether this write was booked before (the running job's turn)
 
     def __getattr__(self, name: str) -> Any:
         call = getattr(self._github, name)
@@ -89,7 +123,7 @@ class SpacedGitHub:
             return call
 
         def spaced(*args, **kwargs):
-            self._spacing.wait_for(self._installation_id, name)
+            self._spacing.wait_for(self._installation_id, name, holds_turn=self._turn())
             try:
                 return call(*args, **kwargs)
             finally:  # answered or not, the request may have reached GitHub

@@ -6,18 +6,31 @@ core.queues, so enqueueing never imports the worker's code (nor torch).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
+import math
 import re
-from datetime import timedelta
+import time
 from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
 from rq import get_current_job
+from rq.registry import ScheduledJobRegistry
 
+from bot.github_api.write_turns import RESERVE_FUNCTION, TURN_KEY, TURN_META, interval_ms
 from core import metrics
-from core.queues import CRASH_RETRY, LABELING_QUEUE, JobSpec, enqueue, job_options, make_queue, split_text
+from core.queues import (
+    CRASH_RETRY,
+    LABELING_QUEUE,
+    SERIALIZER,
+    JobSpec,
+    enqueue,
+    job_options,
+    make_queue,
+    split_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +64,15 @@ def body_digest(body: bytes) -> str:
 # run in one script. A script runs whole or not at all: Redis dying mid-request leaves the marker and its
 # job both or neither, never a marker without its job (which would make the redelivery sweep, and the
 # redelivery, skip it). Our writes cannot fail half-way (SET, HSET, SADD, RPUSH, EXPIRE on our own keys).
-_ENQUEUE_ONCE_LUA = r"""
+_ENQUEUE_ONCE_LUA = RESERVE_FUNCTION + r"""
 -- KEYS[1] the delivery's marker, KEYS[2] the body's key ('' for none), KEYS[3] the counter hash ('' for none)
 -- ARGV[1] delivery id, ARGV[2] marker value, ARGV[3] marker TTL, ARGV[4] body TTL, ARGV[5] counter field
 -- prefix, ARGV[6] the job's commands in one string (_pack: one argument packs in a fraction of the time of
 -- eighty): for each command its number of words and a newline, then each word as its length, a newline
--- and its bytes
+-- and its bytes.
+-- KEYS[4] the installation's write turn ('' for none), ARGV[7] the turns' interval (ms), ARGV[8] the job's
+-- commands when its turn is later (scheduled, packed as ARGV[6]), ARGV[9] the scheduled registry: its
+-- score, the turn's second rounded up (RQ moves a job once its second has begun), is set here
 if KEYS[2] ~= '' then
   local seen = redis.call('GET', KEYS[2])
   if seen and seen ~= ARGV[1] then return {'replayed', seen} end
@@ -66,7 +82,11 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   outcome = 'queued'
   if KEYS[2] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[4]) end
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-  local commands, at = ARGV[6], 1
+  local commands, at, second = ARGV[6], 1, nil
+  if KEYS[4] ~= '' then
+    local wait, turn = reserve_turn(KEYS[4], tonumber(ARGV[7]))
+    if wait > 0 then commands, second = ARGV[8], tostring(math.ceil(turn / 1000)) end
+  end
   while at <= #commands do
     local newline = string.find(commands, '\n', at, true)
     local words = {}
@@ -78,6 +98,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
       newline = newline + size
     end
     at = newline + 1
+    if second and words[1] == 'ZADD' and words[2] == ARGV[9] then words[3] = second end
     redis.call(unpack(words))
   end
 end
@@ -87,27 +108,33 @@ return {outcome}
 
 
 def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str, Any], *,
-                 body_sha256: str | None = None, count_event: str | None = None) -> bool:
+                 body_sha256: str | None = None, count_event: str | None = None,
+                 write_interval: float = 0.0) -> bool:
     """Enqueue `spec(**kwargs)` unless this delivery was already enqueued; True when a job was made.
 
     With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. With
     `count_event`, the delivery is counted for GET /metrics (core.metrics) as queued or duplicate. All of it
-    is one script run in Redis (_ENQUEUE_ONCE_LUA). Raises redis.exceptions.RedisError when Redis is
-    unreachable; the caller answers 503 so GitHub marks the delivery failed and it can be redelivered (a
-    script that did run before the connection broke leaves its marker: the redelivery is a duplicate).
+    is one script run in Redis (_ENQUEUE_ONCE_LUA). A job whose spec writes at a turn (`spec.write_turn`,
+    with a `write_interval`) books its installation's next one there and is queued now when it is free, else
+    scheduled at it: a flood of one installation waits in RQ's scheduled registry, not in the queue before
+    everyone else's jobs, and each of its jobs runs once (bot.github_api.write_turns). Raises
+    redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub marks the
+    delivery failed and it can be redelivered (a script that did run before the connection broke leaves its
+    marker: the redelivery is a duplicate).
     """
-    recorder = redis.pipeline()
-    recorder.multi()  # RQ wants its pipeline in MULTI mode: the calls queue in it, and we never send them
-    try:  # the job's writes, exactly as RQ makes them, recorded
-        enqueue(redis, spec, kwargs, job_id=job_id(spec.short_name, delivery_id), retry=CRASH_RETRY,
-                pipeline=recorder)
-        commands = _pack(redis, [args for args, _options in recorder.command_stack])
-    finally:
-        recorder.reset()
+    options = {"job_id": job_id(spec.short_name, delivery_id), "retry": CRASH_RETRY}
+    turn = bool(spec.write_turn and write_interval and kwargs.get("installation_id"))
+    if turn:
+        options["meta"] = {TURN_META: 1}
+    commands = _recorded(redis, spec, kwargs, options)
     keys = [DELIVERY_KEY.format(delivery_id), BODY_KEY.format(body_sha256) if body_sha256 else "",
-            metrics.DELIVERIES_KEY if count_event else ""]
+            metrics.DELIVERIES_KEY if count_event else "",
+            TURN_KEY.format(int(kwargs["installation_id"])) if turn else ""]
     arguments = [delivery_id, spec.queue, DELIVERY_TTL_SECONDS, REPLAY_WINDOW_SECONDS,
                  f"{count_event}|" if count_event else "", commands]
+    if turn:
+        arguments += [interval_ms(write_interval), _recorded(redis, spec, kwargs, options, at=_PLACEHOLDER),
+                      ScheduledJobRegistry(spec.queue, connection=redis, serializer=SERIALIZER).key]
     outcome, *seen = _script(redis)(keys=keys, args=arguments)
     outcome = _text(outcome)
     if outcome == "replayed":
@@ -115,6 +142,21 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
     if outcome == "duplicate":
         log.info("delivery %s already enqueued; ignoring the redelivery", delivery_id)
     return outcome == "queued"
+
+
+_PLACEHOLDER = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)  # a scheduled job's time, set by the script
+
+
+def _recorded(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], options: dict[str, Any], *,
+              at: dt.datetime | None = None) -> bytes:
+    """The job's writes, exactly as RQ makes them (enqueued, or scheduled `at`), recorded and packed."""
+    recorder = redis.pipeline()
+    recorder.multi()  # RQ wants its pipeline in MULTI mode: the calls queue in it, and we never send them
+    try:
+        enqueue(redis, spec, kwargs, at=at, pipeline=recorder, **options)
+        return _pack(redis, [args for args, _options in recorder.command_stack])
+    finally:
+        recorder.reset()
 
 
 def _pack(redis: Redis, commands: list[tuple[Any, ...]]) -> bytes:
@@ -158,10 +200,15 @@ def reschedule(redis: Redis, spec: JobSpec, kwargs: dict[str, Any], *, delay: fl
     delay = delay if delay is not None else base_seconds * 2 ** (attempt - 1)
     base_id = re.sub(r"(--(retry|defer)\d+)+$", "", job.id) if job else spec.short_name
     new_id = f"{base_id}--defer{deferrals + 1}" if deferral else f"{base_id}--retry{attempt}"
-    make_queue(redis, job.origin if job else LABELING_QUEUE).enqueue_in(
-        timedelta(seconds=max(0.0, delay)), spec.name, kwargs=split_text(spec, kwargs)[0],
-        **job_options(job_id=new_id, retry=CRASH_RETRY,
-                      meta={"attempt": attempt if deferral else attempt + 1, "deferrals": deferrals + deferral}))
+    meta = {"attempt": attempt if deferral else attempt + 1, "deferrals": deferrals + deferral}
+    if getattr(why, "turn_held", False):  # its write turn is booked: the next run writes without booking again
+        meta[TURN_META] = 1
+    # RQ's scheduled registry counts whole seconds and moves a job once its second has begun: rounded up,
+    # a job never runs before its turn
+    at = dt.datetime.fromtimestamp(math.ceil(time.time() + max(0.0, delay)), dt.UTC)
+    make_queue(redis, job.origin if job else LABELING_QUEUE).enqueue_at(
+        at, spec.name, kwargs=split_text(spec, kwargs)[0],
+        **job_options(job_id=new_id, retry=CRASH_RETRY, meta=meta))
     if deferral:
         waits_for = getattr(why, "waits_for", "its installation's write slot")  # or a review's turn
         log.info("%s waits for %s; again in %.1f s", kwargs.get("delivery_id"), waits_for, delay)

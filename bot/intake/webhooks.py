@@ -83,9 +83,11 @@ def _too_old(happened: dt.datetime | None, max_age: int) -> bool:
 
 def _enqueue(job: JobSpec, event: events.Event, body_sha256: str):
     try:
-        created = queueing.enqueue_once(current_app.extensions["bot"]["redis"], job, event.delivery_id,
+        extensions = current_app.extensions["bot"]
+        created = queueing.enqueue_once(extensions["redis"], job, event.delivery_id,
                                         event.job_kwargs(), body_sha256=body_sha256,
-                                        count_event=event_label(request.headers.get("X-GitHub-Event")))
+                                        count_event=event_label(request.headers.get("X-GitHub-Event")),
+                                        write_interval=extensions["settings"].github_write_interval)
         g.delivery_counted = True  # in the same round trip (bot.metrics.count_delivery counts the rest)
     except queueing.ReplayedBody as error:
         log.warning("refused delivery %s: %s", event.delivery_id, error)

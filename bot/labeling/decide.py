@@ -298,6 +298,9 @@ def _resume(inputs: LabelingInputs, warning: tuple[Write, ...]) -> Plan:
     choice = Choice(pending.predicted, pending.scores.get(pending.predicted, 0.0), pending.label, pending.reason)
     own = tuple(OwnDecision(label, 0.0, None, "applied") for label in pending.own)
     outcome, writes = _writes(inputs, choice, pending.scores, own=own)
+    if outcome == "abstained" and inputs.policy.apply != "type" \
+            and inputs.policy.abstain_label not in inputs.issue.labels:  # the mark it promised, if not on yet
+        writes += _abstention_mark(inputs)[0]
     if pending.label is not None and pending.label in inputs.issue.labels:
         # GitHub took the label before the crash; its comment may be missing (bot.labeling.act looks)
         outcome, writes = "applied", tuple(write for write in writes if write.call == "create_comment")

@@ -90,7 +90,8 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
     if latest is not None and latest.outcome == PENDING:  # a crashed job's decision: finish it, decide nothing
         pending = PendingDecision(latest.predicted, latest.label, latest.reason, dict(latest.scores),
                                   own=tuple(own.label for own in latest.own_labels if own.outcome == "applied"))
-        return Gathered(replace(base, pending=pending), row, latest.model_version_id)
+        return Gathered(replace(base, pending=pending, repo_labels=_labels_for_mark(github, base, pending)),
+                        row, latest.model_version_id)
     skip = "it was deleted" if row.state == "deleted" else skip_reason(issue, base.classes, policy)
     if skip is None and latest is not None:
         skip = "it was already handled"
@@ -127,6 +128,16 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
         types = github.list_issue_types(repo) if policy.apply == "both" and not policy.held else []
     return Gathered(replace(base, scores=scores, memory=recalled, vector=vector, repo_labels=names,
                             issue_types=types, own_memory=own, own_rules=rules), row, version_id)
+
+
+def _labels_for_mark(github, base: LabelingInputs, pending: PendingDecision) -> list[str]:
+    """A resumed abstention still owes its abstain label: the repository's labels (cached) say whether it must
+    be created first. Any other resumed decision reads nothing more."""
+    policy = base.policy
+    if github is None or pending.label is not None or not policy.abstain_label or policy.apply == "type" \
+            or policy.abstain_label in base.issue.labels:
+        return []
+    return github.list_labels(base.repo)
 
 
 def _config(github, repo: str) -> tuple[RepoConfig, str | None]:

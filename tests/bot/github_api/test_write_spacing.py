@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from redis import Redis
@@ -18,14 +19,15 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 from bot import context
 from bot.decisions.commands import cooldown_key
 from bot.github_api.write_spacing import SLOT_KEY, SpacedGitHub, WriteDeferred, WriteSpacing
+from bot.github_api.write_turns import TURN_KEY, TURN_META
 from bot.labeling import decide as labeling
 from bot.worker import build_context
 from core import metrics
 from core.db import session_scope
-from core.queues import FEEDBACK_QUEUE, REPLY_TO_RETRAIN, SERIALIZER, enqueue, make_queue
+from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE, REPLY_TO_RETRAIN, SERIALIZER, enqueue, make_queue
 from core.tables import WebhookDelivery
 from tests.bot import rules
-from tests.bot.conftest import REPO, run_worker
+from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
 from tests.bot.decisions.test_commands import COMMENT_ID, comment
 from tests.fakes import FakeClassifier, FakeGitHub
 
@@ -44,13 +46,26 @@ def test_two_workers_on_one_installation_write_an_interval_apart(settings, redis
     first.github(1).add_labels(REPO, 1, ["bug"])
     with pytest.raises(WriteDeferred) as deferred:
         second.github(1).create_comment(REPO, 2, "hello")
-    assert 0 < deferred.value.retry_after <= 1.0  # the rest of the interval, and up to one more (jitter)
-    second.github(2).add_labels(REPO, 3, ["bug"])  # another installation has its own slot
+    assert 0 < deferred.value.retry_after <= 0.5 and deferred.value.turn_held  # the next turn, booked for it
+    second.github(2).add_labels(REPO, 3, ["bug"])  # another installation has its own turns
     second.github(1).list_labels(REPO)  # reads are not spaced
     assert [call[0] for call in github.writes()] == ["add_labels", "add_labels"]
-    time.sleep(0.55)
-    second.github(1).create_comment(REPO, 2, "hello")
+    time.sleep(deferred.value.retry_after)
+    rerun = SpacedGitHub(github, WriteSpacing(Redis.from_url(redis_url), 0.5), 1, turn=lambda: True)
+    rerun.create_comment(REPO, 2, "hello")  # its rescheduled run, at its turn: written without booking again
     assert [call[0] for call in github.writes()] == ["add_labels", "add_labels", "create_comment"]
+    assert 0.4 < WriteSpacing(redis, 0.5).reserve(1) <= 0.5  # the turn after the comment's, not after two
+
+
+def test_turns_are_booked_once_each_in_order_per_installation_and_apart_across_installations(redis, redis_url):
+    """Twenty writes from four processes at once: twenty turns an interval apart, none shared; another
+    installation's first write is free at once."""
+    spacings = [WriteSpacing(Redis.from_url(redis_url), 10.0) for _ in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        waits = list(pool.map(lambda i: spacings[i % 4].reserve(7), range(20)))
+    assert sorted(round(wait / 10) for wait in waits) == list(range(20))
+    assert spacings[0].reserve(8) == 0.0
+    assert 180_000 < redis.pttl(TURN_KEY.format(7)) <= 200_000  # the key lives until the installation is idle
 
 
 def test_the_slot_is_one_clock_for_every_process(redis, redis_url):
@@ -103,7 +118,7 @@ def spaced_context(app_settings, sessions, redis):
 def test_a_job_whose_write_must_wait_is_rescheduled_not_slept(spaced_context, fake_github, client, payload,
                                                                redis):
     fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
-    WriteSpacing(redis, 30.0).claim(1)  # another worker wrote for installation 1 just now
+    WriteSpacing(redis, 30.0).reserve(1)  # another worker took installation 1's turn just now
     redis.set(cooldown_key("retrain", REPO), "boss", ex=3600)  # a retraining was queued a minute ago
     comment(client, payload, "/issue-sorter retrain", "maintainer", delivery="d-wait")  # refused: a reaction
     started = time.monotonic()
@@ -113,9 +128,9 @@ def test_a_job_whose_write_must_wait_is_rescheduled_not_slept(spaced_context, fa
     scheduled = ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER)
     assert scheduled.get_job_ids() == ["handle_comment--d-wait--defer1"]
     when = scheduled.get_scheduled_time("handle_comment--d-wait--defer1").timestamp()
-    assert time.time() + 25 < when < time.time() + 61  # the rest of the interval, and some jitter
+    assert time.time() + 25 < when <= time.time() + 31  # its turn, booked once, rounded up to its second
     job = Job.fetch("handle_comment--d-wait--defer1", connection=redis, serializer=SERIALIZER)
-    assert job.meta == {"attempt": 1, "deferrals": 1}  # a deferral is no failed attempt
+    assert job.meta == {"attempt": 1, "deferrals": 1, TURN_META: 1}  # no failed attempt; its turn is held
     assert not redis.hgetall(metrics.GITHUB_ERRORS_KEY)  # nor a GitHub error: GitHub was never asked
     with session_scope(spaced_context.sessionmaker) as session:
         assert session.get(WebhookDelivery, "d-wait") is None  # not done yet: it runs again
@@ -134,7 +149,8 @@ def test_a_labelling_job_deferred_between_its_writes_finishes_its_decision_once(
     decision stays pending, and the rescheduled job posts the comment without asking the model again."""
     github = rules.repository()
     rules.use_config(github, "mode: comment\n")
-    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1)
+    turns = iter([False, False, True])  # the first run books its turns; the rescheduled one holds the comment's
+    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1, turn=lambda: next(turns, False))
     classifier = FakeClassifier({"crash": "bug"})
     with pytest.raises(WriteDeferred):
         rules.run_job(sessions, spaced, 1, classifier=classifier, checkpoint=True)
@@ -150,7 +166,7 @@ def test_a_labelling_job_deferred_between_its_writes_finishes_its_decision_once(
 def test_a_retraining_s_reply_that_must_wait_is_rescheduled_not_failed(spaced_context, fake_github, redis):
     """The trainer's answer under a `/issue-sorter retrain` comment is a write too: deferred, it comes later."""
     fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
-    WriteSpacing(redis, 30.0).claim(1)  # another worker wrote for installation 1 just now
+    WriteSpacing(redis, 30.0).reserve(1)  # another worker took installation 1's turn just now
     reply_to, result = {"installation_id": 1, "repo": REPO, "number": 1}, {"summary": "0.71 -> 0.74, promoted"}
     enqueue(redis, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": result}, job_id="reply_to_retrain--r1")
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
@@ -165,3 +181,77 @@ def test_a_retraining_s_reply_that_must_wait_is_rescheduled_not_failed(spaced_co
     make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)  # what RQ's scheduler does at its time
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
     assert len(fake_github.comments(REPO, 1)) == 1 and "0.71 -> 0.74" in fake_github.comments(REPO, 1)[0]
+
+
+def _reads(fake) -> int:
+    """The repository reads GitHub answered (labels, issues, the config file, permissions)."""
+    return sum(1 for request in fake.requests if request.method == "GET" and request.path.startswith("/repos/"))
+
+
+def _scheduled_to_queue(redis, job_id: str) -> None:
+    """What RQ's scheduler does at the job's time."""
+    job = Job.fetch(job_id, connection=redis, serializer=SERIALIZER)
+    ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).remove(job)
+    make_queue(redis, LABELING_QUEUE).enqueue_job(job)
+
+
+@pytest.mark.settings(github_write_interval=30.0)
+def test_a_flood_waits_for_its_turns_in_the_scheduled_registry_and_each_job_runs_once(
+        worker_context, fake_github, client, payload, redis):
+    """Issue 51: a labelling job whose write had to wait was rescheduled again and again, reading the issue
+    and its labels on every run (100 writes on one installation: 2,061 job runs), in the queue before every
+    other installation's jobs. Now the receiver books each job's turn: the first is queued, the others wait
+    in RQ's scheduled registry at their turns, and each runs once, reading what an unhurried job reads."""
+    for number in (1, 2, 3):
+        fake_github.add_issue(REPO, number, "App crash on save", "Traceback ...")
+        assert deliver(client, "issues", issue_payload(payload, "opened", number), f"flood-{number}").status_code == 202
+    queue = make_queue(redis, LABELING_QUEUE)
+    scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
+    assert queue.job_ids == ["label_issue--flood-1"]
+    assert scheduled.get_job_ids() == ["label_issue--flood-2", "label_issue--flood-3"]
+    turns = [scheduled.get_scheduled_time(f"label_issue--flood-{n}").timestamp() - time.time() for n in (2, 3)]
+    assert 28 < turns[0] <= 31 and 58 < turns[1] <= 61  # an interval apart, rounded up to their seconds
+
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    first_reads = _reads(fake_github)
+    assert fake_github.issue_labels(REPO, 1)  # labelled
+    redis.delete(SLOT_KEY.format(INSTALLATION))  # its turn has come: the interval has passed
+    _scheduled_to_queue(redis, "label_issue--flood-2")
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    assert fake_github.issue_labels(REPO, 2)
+    assert scheduled.get_job_ids() == ["label_issue--flood-3"]  # written at its turn: no rerun scheduled
+    assert _reads(fake_github) - first_reads <= first_reads  # no more reads than the first job's
+    assert 85 < WriteSpacing(redis, 30.0).reserve(INSTALLATION) <= 90  # its turn was not booked twice
+
+
+@pytest.mark.settings(github_write_interval=30.0)
+def test_strangers_commands_write_nothing_and_take_no_write_turn(bare_context, fake_github, client, payload, redis):
+    """A flood of `/issue-sorter retrain` from people without a role costs the installation no write, and
+    no turn a labelling job would then wait behind."""
+    for number in range(5):
+        comment(client, payload, "/issue-sorter retrain", "stranger", delivery=f"stranger-{number}",
+                association="NONE" if number % 2 else "COLLABORATOR")  # no role, or one GitHub is asked for
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert not fake_github.write_times() and not redis.exists(TURN_KEY.format(INSTALLATION))
+    assert WriteSpacing(redis, 30.0).reserve(INSTALLATION) == 0.0
+
+
+def test_a_maintainer_s_command_whose_answer_waits_for_its_turn_is_answered_as_decided(
+        spaced_context, fake_github, client, payload, redis):
+    """The command queued the retraining, then its acknowledgement waited for the installation's turn; the
+    rescheduled job asked again, found the retraining it had just queued, and reacted "already queued" to
+    the maintainer instead. The rerun carries the decision: it acknowledges, and asks GitHub nothing."""
+    fake_github.add_issue(REPO, 1, "Model keeps calling questions bugs", "")
+    WriteSpacing(redis, 30.0).reserve(INSTALLATION)  # another worker took installation 1's turn just now
+    comment(client, payload, "/issue-sorter retrain", "boss", delivery="d-ack")
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.comments(REPO, 1) == []
+    asked = len(fake_github.requests)
+    redis.delete(SLOT_KEY.format(INSTALLATION))  # its turn has come
+    job = Job.fetch("handle_comment--d-ack--defer1", connection=redis, serializer=SERIALIZER)
+    ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).remove(job)
+    make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)
+    run_worker(redis, queues=(FEEDBACK_QUEUE,))
+    assert fake_github.reactions(REPO, COMMENT_ID) == []
+    assert len(fake_github.comments(REPO, 1)) == 1 and "Retraining started" in fake_github.comments(REPO, 1)[0]
+    assert [r.method for r in fake_github.requests[asked:] if r.path.startswith("/repos/")] == ["POST"]

@@ -142,3 +142,27 @@ def test_the_adapter_lists_an_issues_comments_through_every_page():
         for body in bodies:
             writer.create_comment(REPO, 1, body)
         assert writer.list_comments(REPO, 1) == bodies
+
+
+class DiesAfterCreatingTheLabel(FakeGitHub):
+    """GitHub creates the abstain label, then the worker dies before it puts the label on; once."""
+
+    def create_label(self, repo, name, color, description):
+        super().create_label(repo, name, color, description)
+        if not getattr(self, "died", False):
+            self.died = True
+            raise Crash("the worker died")
+
+
+def test_a_resumed_abstention_puts_its_abstain_label_on(sessions):
+    """Chaos runs (issue 51): 11 to 12 abstentions never got their abstain label. Each was decided, its
+    write deferred or its worker killed, and the resumed job logged "resumed after a crash: abstained None"
+    and wrote nothing: the resume rebuilt the kind's writes, and an abstention has none but the mark."""
+    github = DiesAfterCreatingTheLabel(labels={REPO: list(LABELS)})
+    use_config(github, "abstain_label: needs-triage\n")
+    with pytest.raises(Crash):
+        as_a_job(sessions, github, 3)  # "Hello": the model is not sure of any kind
+    assert outcomes(sessions) == [labeling.PENDING] and github.issue_labels.get((REPO, 3)) is None
+    assert as_a_job(sessions, github, 3) == "abstained"
+    assert github.issue_labels[(REPO, 3)] == ["needs-triage"]
+    assert [call[0] for call in github.writes()] == ["create_label", "add_labels"]  # created once

@@ -98,7 +98,8 @@ def test_the_adapter_returns_the_labels_githubs_answer_lists():
 def test_a_withdrawal_the_write_spacing_defers_is_finished_by_the_rescheduled_job(sessions, redis):
     """Taking the label off is a second write within the installation's interval: it waits its turn."""
     github = rules.repository(issue_labels={(REPO, 1): ["enhancement"]})
-    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1)
+    turns = iter([False, False, True])  # the rescheduled run holds the withdrawal's turn
+    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1, turn=lambda: next(turns, False))
     with pytest.raises(WriteDeferred):
         rules.run_job(sessions, spaced, 1, checkpoint=True)
     assert stored(sessions) == [("applying", False, "bug")]
