@@ -1,10 +1,10 @@
 """A repository's own labels: a repository replayed in time order through the service's own fit and score.
 
-    OMP_NUM_THREADS=1 .venv/bin/python -m bench.own_labels [--history 500] [--encoder var/models/<version>] [--cleaned-text]
+    OMP_NUM_THREADS=1 .venv/bin/python -m bench.own_labels [--history 500] [--encoder var/models/<version>]
 
 Writes docs/quality/own-labels-OWNER-NAME[-seedN]-historyH.json and .md (micro and per-label precision and
 recall, by window of new issues); `--kinds` adds the kind decided with own labels off and on. Results, the
-other replays (`--ccims`, `--nlbse-areas`) and the alternatives the rule was chosen against: docs/BENCHMARKS.md.
+other replays (`--ccims`, `--nlbse-areas`) and the alternatives the rule was chosen against: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.quality import write_report
 from bench.serving import cpu_line
 from core.card import MODEL_CARD, ModelCard
 from core.kinds import kind_of_label
@@ -37,7 +38,8 @@ CACHE = REPO_ROOT / "var" / "bench-cache"
 REFIT_EVERY = 100  # new issues between two fits (each on the history only)
 
 
-def load_issues(path: Path, *, cleaned: bool = False, areas: list[str] | None = None) -> tuple[list[dict], str]:
+def load_issues(path: Path, *, cleaned: bool = False, areas: list[str] | None = None
+                ) -> tuple[list[dict], str]:
     """(issues, no pull requests, oldest first: text, created_at and the candidate own labels each carries,
     narrowed to `areas` as a repository's config narrows them (core.own_labels.in_areas); the repository).
     `cleaned`: the text as the service reads it (core.issue_text.format_issue_text), else the title and the
@@ -281,24 +283,25 @@ def report_markdown(record: dict) -> str:
              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
              f"the rule's knobs {record['params']}; embeddings: {record['encoder']}.", "",
              f"{record['cpu']}. Command: `{record['command']}`", "",
-             f"Micro precision {micro['precision']}, recall {micro['recall']}: {micro['applied']} labels applied, "
-             f"{micro['carried']} carried (served labels); {run['fit_seconds']} s of fits.", "",
+             f"Micro precision {micro['precision']}, recall {micro['recall']}: {micro['applied']} labels "
+             f"applied, {micro['carried']} carried (served labels); {run['fit_seconds']} s of fits.", "",
              "| label | carried | precision | recall | applied |", "|---|---|---|---|---|"]
     for name, row in sorted(run["labels"].items(), key=lambda item: -item[1]["carried"]):
-        lines.append(f"| {name} | {row['carried']} | {row['precision']} | {row['recall']} | {row['applied']} |")
+        lines.append(f"| {name} | {row['carried']} | {row['precision']} | {row['recall']} | "
+                     f"{row['applied']} |")
     lines += ["", "| new issues from | precision | recall |", "|---|---|---|"]
     lines += [f"| {row['from_issue']} | {row['precision']} | {row['recall']} |" for row in run["windows"]]
     fit = run["last_fit"]
-    lines += ["", f"The service's last refit: {fit['rows']} memory rows, {fit['served_labels']} served labels, "
-              f"{fit['seconds']} s (what one feedback-queue refresh costs when the memory moved)."]
+    lines += ["", f"The service's last refit: {fit['rows']} memory rows, {fit['served_labels']} served "
+              f"labels, {fit['seconds']} s (what one feedback-queue refresh costs when the memory moved)."]
     if kinds := record.get("kinds"):
         lines += ["", f"The kind of the {kinds['issues']} new issues with one kind label, decided by "
                   "bot.labeling.decide with own labels off and on (the same kind decided on "
                   f"{kinds['same_kind_decisions']}):", "",
                   "| own labels | kind accuracy | kind macro-F1 | kinds applied | own labels applied |",
                   "|---|---|---|---|---|"]
-        lines += [f"| {name} | {kinds[name]['accuracy']} | {kinds[name]['macro_f1']} | {kinds[name]['applied']} | "
-                  f"{kinds[name]['own_labels_applied']} |" for name in ("off", "on")]
+        lines += [f"| {name} | {row['accuracy']} | {row['macro_f1']} | {row['applied']} | "
+                  f"{row['own_labels_applied']} |" for name, row in [("off", kinds["off"]), ("on", kinds["on"])]]
     return "\n".join(lines) + "\n"
 
 
@@ -349,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     areas = [area.strip() for area in args.areas.split(",") if area.strip()] if args.areas else None
     try:
         if args.ccims:
-            issues, repository = load_ccims_issues(args.ccims, seed=args.seed, areas=areas, cleaned=args.cleaned_text)
+            issues, repository = load_ccims_issues(args.ccims, seed=args.seed, areas=areas,
+                                                   cleaned=args.cleaned_text)
         elif args.nlbse_areas:
             issues, repository = load_nlbse_monorepo(areas=areas, cleaned=args.cleaned_text,
                                                      seed=args.seed if args.shuffled else None)
@@ -380,13 +384,9 @@ def main(argv: list[str] | None = None) -> int:
               "encoder": ModelCard.read(args.encoder).version if args.encoder else "frozen all-MiniLM-L6-v2",
               "run": run, "kinds": kinds,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
-    args.out.mkdir(parents=True, exist_ok=True)
     stem = (f"own-labels-{repository.replace('/', '-')}" + (f"-seed{args.seed}" if shuffled else "")
             + f"-history{args.history}")
-    (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
-    (args.out / f"{stem}.md").write_text(report_markdown(record))
-    print(report_markdown(record))
-    return 0
+    return write_report(args.out, stem, record, report_markdown(record))
 
 
 if __name__ == "__main__":
