@@ -1,10 +1,10 @@
-"""Quality on repositories a model never saw: folds of whole repositories held out (trainer.unseen), four kinds.
+"""Quality on repositories a model never saw: folds of whole repositories held out (trainer.unseen).
 
-    nice .venv/bin/python -m bench.unseen [--quick] [--folds 4] [--max-length 64] [--epochs 1] [--save-fold-models]
+    nice .venv/bin/python -m bench.unseen [--quick] [--folds 4] [--max-length 64] [--save-fold-models]
 
-Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick): the mean
-per-repository macro-F1 of TF-IDF, the encoder and their blend (share chosen nested), and unless `--no-nlbse24`
-the whole-mix models on NLBSE'24's test split. The protocol and its results: docs/BENCHMARKS.md.
+Writes <out>/unseen.json and .md (out: docs/quality, or var/bench-unseen with --quick): the mean
+per-repository macro-F1 of TF-IDF, the encoder and their blend (share chosen nested), and unless
+`--no-nlbse24` the whole-mix models on NLBSE'24's test split. Protocol and results: docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
