@@ -323,21 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=500)
     parser.add_argument("--target", type=float, default=0.85)
     parser.add_argument("--min-examples", type=int, default=20)
-    served = OwnLabelParams()
-    parser.add_argument("--neighbours", type=int, default=served.neighbours,
-                        help="confirmed issues whose vote scores a label no head serves")
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("--refit-every", type=int, default=REFIT_EVERY,
                         help="new issues between two fits (fewer fits: a faster replay of a large repository)")
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--head-c", type=float, default=served.head_c,
-                        help="the heads' inverse L2 strength (OwnLabelParams.head_c), to show what it moves")
-    parser.add_argument("--stopped-expected", type=float, default=served.stopped_expected,
-                        help="a label none of the newest rows carries where its share expected this many "
-                             "there is no longer applied (OwnLabelParams.stopped_expected; 0: off)")
-    parser.add_argument("--local-precision", type=float, default=served.local_precision,
-                        help="a threshold's own neighbourhood (isotonic in the score) must be right this often "
-                             "too (OwnLabelParams.local_precision; 0: off)")
     parser.add_argument("--cleaned-text", action="store_true",
                         help="read each issue as the service does (core.issue_text), not the raw body")
     parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
@@ -345,8 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        "service does) instead of the frozen all-MiniLM-L6-v2")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
     args = parser.parse_args(argv)
-    params = OwnLabelParams(neighbours=args.neighbours, head_c=args.head_c,
-                            local_precision=args.local_precision, stopped_expected=args.stopped_expected or None)
+    params = OwnLabelParams()  # the service's rule, as it serves
     if args.refit_every < 1:
         parser.error("--refit-every must be at least 1")
     areas = [area.strip() for area in args.areas.split(",") if area.strip()] if args.areas else None

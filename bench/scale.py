@@ -323,7 +323,6 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
         "labels_per_s": round(len(done) / last, 2), "window_s": round(window, 1),
         "warm_up_labelled": earlier,
         "github_requests_per_issue": round((len(fake.requests) - requests_before) / max(1, len(done)), 1),
-        "github_requests_per_issue_by_route": requests_by_route(fake.requests[requests_before:], len(done)),
         "per_worker_percent_of_wall": {
             "on_cpu": share(statistics.mean(on_cpu)), "waiting_for_cpu": share(statistics.mean(waiting)),
             "asleep": share(window - statistics.mean(on_cpu) - statistics.mean(waiting)),
@@ -390,18 +389,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0
-
-
-def requests_by_route(requests, issues: int) -> dict[str, float]:
-    """GitHub's requests per labelled issue, by method and path with numbers and names taken out."""
-    import re
-
-    routes: dict[str, int] = {}
-    for request in requests:
-        path = re.sub(r"^/repos/[^/]+/[^/]+", "/repos/R", request.path)
-        route = f"{request.method} {re.sub(r'/[0-9]+', '/N', path)}"
-        routes[route] = routes.get(route, 0) + 1
-    return {route: round(count / max(1, issues), 2) for route, count in sorted(routes.items())}
 
 
 def medians(results: list[dict]) -> dict[str, float]:
