@@ -138,9 +138,6 @@ def embed(texts: list[str], max_length: int, model: Path | None = None) -> np.nd
     import torch
     import transformers
 
-    from bench.unseen import FrozenEncoder
-    from trainer.config import TrainConfig
-
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(2)
     if model is not None:
@@ -149,14 +146,35 @@ def embed(texts: list[str], max_length: int, model: Path | None = None) -> np.nd
 
         vectors = np.asarray(load_classifier(model, engine=TORCH_FP32).embed(texts), dtype=np.float32)
     else:
-        vectors = np.asarray(FrozenEncoder(TrainConfig(device="cpu", max_length=max_length)).vectors(texts),
-                             dtype=np.float32)
+        vectors = frozen_vectors(texts, max_length)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
     CACHE.mkdir(parents=True, exist_ok=True)
     partial = cached.with_suffix(f".{os.getpid()}.npy")  # replays side by side never read a half-written file
     np.save(partial, vectors)
     os.replace(partial, cached)
     return vectors
+
+
+def frozen_vectors(texts: list[str], max_length: int) -> np.ndarray:
+    """The frozen base encoder's mean-pooled embeddings (as sentence-transformers computes them), each
+    distinct text once, in batches of 32 sorted by length (nearly pad-free)."""
+    import torch
+    from tqdm import tqdm
+    from transformers import AutoModel, AutoTokenizer
+
+    from trainer.config import TrainConfig
+
+    source = TrainConfig(device="cpu", max_length=max_length).resolved_base_model()
+    tokenizer, encoder = AutoTokenizer.from_pretrained(source), AutoModel.from_pretrained(source).eval()
+    distinct, pooled = sorted(set(texts), key=len), {}
+    with torch.inference_mode():
+        for start in tqdm(range(0, len(distinct), 32), desc="embedding", unit="batch of 32"):
+            batch = distinct[start:start + 32]
+            encoded = tokenizer(batch, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+            hidden = encoder(**encoded).last_hidden_state
+            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled.update(zip(batch, ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)).numpy(), strict=True))
+    return np.asarray([pooled[text] for text in texts], dtype=np.float32)
 
 
 class Served:

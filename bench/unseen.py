@@ -23,55 +23,6 @@ from trainer.config import BOOTSTRAP_RECIPE
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 QUICK = {"folds": 2, "per_group_kind": 6, "eval_per_group_kind": 4, "max_length": 32, "max_steps": 4}
-MAIN = "mix"  # the recipe's data mix (trainer.sources.MixConfig defaults)
-
-
-class FrozenEncoder:
-    """The encoder's mean-pooled embeddings, each text embedded once for every fold (what makes the
-    protocol affordable on CPU), and a logistic-regression head fitted per fold on them."""
-
-    def __init__(self, config, bf16: bool = False):
-        from transformers import AutoModel, AutoTokenizer
-
-        source = config.resolved_base_model()
-        self.tokenizer, self.model = AutoTokenizer.from_pretrained(source), AutoModel.from_pretrained(source)
-        self.max_length, self.seed, self.cache = config.max_length, config.seed, {}
-        self.bf16 = bf16  # torch's CPU autocast: ~2x on AVX-512 bf16 without AMX (docs/BENCHMARKS.md)
-        self.embed_seconds = 0.0
-
-    def vectors(self, texts):
-        missing = sorted({text for text in texts if text not in self.cache}, key=len)  # pad-free batches
-        import torch
-        from tqdm import tqdm
-
-        started = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            for start in tqdm(range(0, len(missing), 512), desc="embedding", unit="batch of 512",
-                              disable=len(missing) <= 512):
-                chunk = missing[start:start + 512]
-                vectors = embed(self.model, self.tokenizer, chunk, self.max_length)
-                self.cache.update(zip(chunk, vectors, strict=True))
-        self.embed_seconds += time.perf_counter() - started
-        return [self.cache[text] for text in texts]
-
-    def train(self, examples):
-        from sklearn.linear_model import LogisticRegression
-
-        head = LogisticRegression(max_iter=2000, C=4.0, class_weight="balanced", random_state=self.seed)
-        head.fit(self.vectors([e.text for e in examples]), [e.label for e in examples])
-        return FrozenHead(self, head)
-
-
-class FrozenHead:
-    """A fold's head over the shared embeddings, with the classifier interface `predict_all` uses."""
-
-    def __init__(self, encoder: FrozenEncoder, head):
-        self.encoder, self.head = encoder, head
-
-    def predict(self, texts):
-        classes = [str(label) for label in self.head.classes_]
-        return [dict(zip(classes, map(float, row), strict=True))
-                for row in self.head.predict_proba(self.encoder.vectors(list(texts)))]
 
 
 class FoldModels:
@@ -113,9 +64,9 @@ class FoldModels:
         (self.workdir / "fold-of-repository.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
-def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None = None, bf16: bool = False):
-    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head, embedding under
-    bf16 autocast with `bf16`), per fold; with `keep`, the fine-tuned folds' models are kept and saved."""
+def members(config, kinds, keep: FoldModels | None = None):
+    """name → trainer: TF-IDF + LR and the fine-tuned encoder, per fold; with `keep`, the folds' models are
+    kept and saved."""
     from trainer.baseline import train_tfidf
     from trainer.train import fine_tune
 
@@ -125,9 +76,6 @@ def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None =
     def fine_tuned(train):
         return fine_tune(config, train, kinds, progress=False)
 
-    if encoder == "frozen":
-        return {"tfidf": lambda train: tfidf(train).classifier("bench"),
-                "encoder": FrozenEncoder(config, bf16).train}
     if keep is None:
         return {"tfidf": lambda train: tfidf(train).classifier("bench"),
                 "encoder": lambda train: fine_tuned(train).classifier("bench")}
@@ -206,13 +154,12 @@ def run(args) -> dict:
     print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
     keep = FoldModels(folds, args.workdir, config.tfidf_share) if args.save_fold_models else None
-    models = members(config, KINDS, args.encoder, keep, bf16=args.bf16)
+    models = members(config, KINDS, keep)
     oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True))
     if keep is not None:
         keep.write_index()
     shares = (0.3, 0.5, 0.7)
-    result = {"config": config.to_dict(), "encoder": args.encoder, "bf16": args.bf16,
-              "mix": dataclasses.asdict(mix), "folds": folds.groups,
+    result = {"config": config.to_dict(), "mix": dataclasses.asdict(mix), "folds": folds.groups,
               "trained_on": oof.trained_on, "scored": describe(folds.pool), "unseen": unseen_rows(oof, shares)}
     if args.no_nlbse24:
         return result
@@ -258,29 +205,6 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def embed(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32):
-    """The texts' mean-pooled, normalised embeddings (as sentence-transformers computes them), in eval mode."""
-    import numpy as np
-    import torch
-
-    model.eval()
-    with torch.inference_mode():
-        # .float(): under bf16 autocast the pooled rows are bfloat16, which numpy has no type for
-        return np.concatenate([mean_pool(model, tokenizer, texts[start:start + batch_size], max_length)
-                               .float().numpy() for start in range(0, len(texts), batch_size)])
-
-
-def mean_pool(model, tokenizer, texts: list[str], max_length: int):
-    import torch
-
-    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True,
-                        return_tensors="pt")
-    hidden = model(**encoded).last_hidden_state
-    mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(pooled, dim=-1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few issues, 2 folds, 4 steps: a smoke run")
@@ -294,11 +218,6 @@ def main() -> int:
     parser.add_argument("--eval-per-group-kind", type=int, default=150,
                         help="issues scored per repo and kind (a large number scores every issue)")
     parser.add_argument("--base-model", default=None, help="encoder (hub id or directory); default MiniLM")
-    parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
-                        help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
-                             "with it frozen and fit a LR head per fold (minutes instead of hours on CPU)")
-    parser.add_argument("--bf16", action="store_true",
-                        help="with --encoder frozen: embed under torch's CPU autocast to bfloat16")
     parser.add_argument("--class-weight", choices=("none", "balanced"), default=None,
                         help="none: the plain loss; balanced: each kind counts alike in the fine-tuning loss "
                              "(TrainConfig.class_weight; default: the recipe's)")
