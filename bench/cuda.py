@@ -1,16 +1,11 @@
-"""Training and inference on CUDA beside the same machine's CPU: the bootstrap's recipe (the encoder alone, no
-TF-IDF) fine-tuned on NLBSE'24's training issues on each device with the same seed, scored on its test issues,
-then the inference speed of each: issues per second in the evaluation's batches, and one issue at a time.
+"""Training and inference on CUDA beside the same machine's CPU, or a registered model as a worker serves it.
 
     python -m bench.cuda [--data DIR] [--base-model DIR] [--devices cuda,cpu] [--json FILE]
     python -m bench.cuda --served MODEL_DIR [--data DIR] [--json FILE]
 
-`--served` scores a registered model (as `bootstrap-model` leaves it) as a worker on this machine loads it
-(auto: PyTorch on the GPU where there is one, else the CPU's fastest engine its gates allowed) and by fp32
-PyTorch; then its encoder alone by every engine on every device, one issue at a time, on one CPU thread.
-
-On CUDA the trainer uses float16 autocast with a gradient scaler (trainer.train.Stepper); on CPU fp32 (the
-bf16 gate is trainer.precision's, docs/BENCHMARKS.md, "Training per precision"). Without CUDA only the CPU runs.
+The encoder's recipe trained per device with one seed, scored on NLBSE'24's test issues (batched and one
+at a time); `--served`: each engine a worker could load. Without CUDA only the CPU runs. Results:
+docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations

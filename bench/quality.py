@@ -1,27 +1,10 @@
 """Quality benchmark: the NLBSE'24 issue-report-classification protocol, our recipe beside TF-IDF.
 
-Scored on the official test split as the mean over repositories of per-repository macro-F1
-(bug / feature / question), trained on the 1,500 training issues on this machine's CPU:
-
-- TF-IDF + logistic regression (`trainer.baseline`), one per repository and one global.
-- The recipe (`trainer.config.BOOTSTRAP_RECIPE`): all-MiniLM-L6-v2 fine-tuned on the cleaned issue
-  text (128 tokens, 3 epochs, lr 5e-5) and blended with the TF-IDF model (`trainer.blend`). Globally
-  this is exactly what `bootstrap-model` serves. Per repository: the global encoder fine-tuned 2 more
-  epochs on the repository's 300 issues, blended with a TF-IDF model fit on all training issues, the
-  other repositories' weighted OTHER_REPOS_TFIDF_WEIGHT.
-
-The one-change-at-a-time variants (lesson recipe, raw text, head+tail, second seed, own-issues-only and
-SetFit-style per-repository models) answered their question in docs/BENCHMARKS.md, "Quality"; their code
-is in git history (`git show 5b1e14d:bench/quality.py`, `git show 5b1e14d:bench/setfit_style.py`).
-
     .venv/bin/python -m bench.quality [--quick] [--base-model DIR_OR_HUB_ID --out DIR]
 
-Writes <out>/nlbse24.json and <out>/nlbse24.md (out: docs/quality, or var/bench-quality with --quick),
-and every member's test-split probabilities to <workdir>/test-scores.json (as the CV wrote
-its out-of-fold ones), so that re-blending them needs no training.
---base-model runs the same recipe on another encoder (a hub id where the hub is reachable, or a local
-directory); its tables name the encoder by the directory's or id's last part.
-The recipe's knobs were chosen on a validation split of the training issues; the test split is only scored.
+Mean per-repository macro-F1 on the official test split of the global recipe (what `bootstrap-model` serves)
+and per-repository models, beside TF-IDF and the published results; writes <out>/nlbse24.json and .md (out:
+docs/quality, or var/bench-quality with --quick). The recipe and its results: docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -30,12 +13,11 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
+from bench.serving import cpu_line
 from tests.paths import NLBSE  # the shared data's location, one definition
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # as retraining uses it
 
@@ -52,7 +34,6 @@ PUBLISHED = {
 }
 ADAPT_RECIPE = {"lr": 2e-5, "epochs": 2}  # per repository, starting from the global encoder
 OWN_TFIDF = "per-repo TF-IDF, own 300 issues only"  # the baseline
-TEST_SCORES = "test-scores.json"  # under --workdir: each member's probabilities on the test split
 BOOTSTRAP_ROUNDS = 1000  # resampled test sets behind each score's 95 % interval
 QUICK = {"per_class": 12, "epochs": 1, "max_length": 48}  # --quick: a smoke run of every stage
 
@@ -102,27 +83,11 @@ class Bench:
         self.scores[name] = [rows[i] for i in range(len(self.test))]
         self.seconds[name], self.rates[name] = seconds, len(self.test) / scoring
 
-    def blend(self, name: str, encoders: list[str], tfidf: str | None, share: float = 0.0, *,
-              trained: list[str] | None = None) -> None:
-        """Encoders' mean probabilities, blended with a TF-IDF member's when given (as BlendedClassifier).
-
-        Training time is the members' unless `trained` names the models behind them, each counted once.
-        """
+    def blend(self, name: str, encoder: str, tfidf: str, share: float) -> None:
+        """The encoder's probabilities blended with the TF-IDF member's (as BlendedClassifier)."""
         from core.classifier import blend_scores
 
-        members = encoders + ([tfidf] if tfidf else [])
-        mean = [{label: sum(self.scores[m][i][label] for m in encoders) / len(encoders) for label in LABELS}
-                for i in range(len(self.test))]
-        self.scores[name] = blend_scores(mean, self.scores[tfidf], share) if tfidf else mean
-        self.seconds[name] = sum(self.seconds[m] for m in trained or members)
-        self.rates[name] = 1 / sum(1 / self.rates[m] for m in members)
-
-    def blend_by_repo(self, name: str, encoder: str, tfidf: str, shares: dict[str, float]) -> None:
-        """As `blend`, with each repository's own TF-IDF share."""
-        from core.classifier import blend_scores
-
-        self.scores[name] = [blend_scores([self.scores[encoder][i]], [self.scores[tfidf][i]],
-                                          shares[example.repo])[0] for i, example in enumerate(self.test)]
+        self.scores[name] = blend_scores(self.scores[encoder], self.scores[tfidf], share)
         self.seconds[name] = self.seconds[encoder] + self.seconds[tfidf]
         self.rates[name] = 1 / (1 / self.rates[encoder] + 1 / self.rates[tfidf])
 
@@ -138,12 +103,6 @@ class Bench:
                 "mean_95": bootstrap_interval(truth, predicted, repos),
                 "train_minutes": round(self.seconds[name] / 60, 2),
                 "issues_per_second": round(self.rates[name], 1)}
-
-
-def write_scores(path: Path, examples: list, scores: dict[str, list[dict[str, float]]]) -> None:
-    """Issues as [repo, label] and member → their probabilities, in the same order, as one JSON file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"issues": [[e.repo, e.label] for e in examples], "scores": scores}) + "\n")
 
 
 def bootstrap_interval(truth, predicted, repos, rounds: int = BOOTSTRAP_ROUNDS) -> list[float]:
@@ -192,7 +151,7 @@ def run_recipe(bench: Bench, adapt: dict) -> None:
     bench.add("global tfidf", *tfidf(bench.train, config.seed))
     trained = fine_tune(config, bench.train, LABELS, progress=False)
     bench.add("global encoder", trained.classifier("bench"), trained.seconds)
-    bench.blend("global blend", ["global encoder"], "global tfidf", share)
+    bench.blend("global blend", "global encoder", "global tfidf", share)
     encoder_dir = trained.save(bench.workdir / "global-encoder", version="bench-global")
     del trained
     adapted = dataclasses.replace(config, base_model=str(encoder_dir), **adapt)
@@ -201,27 +160,16 @@ def run_recipe(bench: Bench, adapt: dict) -> None:
                        lambda repo, issues: _scored(repo_tfidf(bench.train, repo, config.seed)))
     bench.add_per_repo("per-repo adapted encoder", lambda repo, issues: encoder(adapted, issues))
     bench.seconds["per-repo adapted encoder"] += bench.seconds["global encoder"]  # adaptation starts there
-    bench.blend("per-repo blend", ["per-repo adapted encoder"], "per-repo tfidf", share)
+    bench.blend("per-repo blend", "per-repo adapted encoder", "per-repo tfidf", share)
 
 
 def _scored(trained):
     return trained.classifier("bench"), trained.seconds
 
 
-def machine() -> str:
-    """CPU model and core count, as lscpu would say."""
-    model = platform.processor() or "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    return f"{os.cpu_count()} CPU cores ({model}), no GPU"
-
-
 def run_record(script: str, fields: dict) -> dict:
     """A result: when, on what machine and by which command it was measured, then `fields`."""
-    return {"date": dt.date.today().isoformat(), "machine": machine(),
+    return {"date": dt.date.today().isoformat(), "machine": cpu_line().removeprefix("CPU: "),
             "command": " ".join(["python", "-m", f"bench.{script.removesuffix('.py')}", *sys.argv[1:]]), **fields}
 
 
@@ -317,7 +265,6 @@ def main() -> int:
         "wall_minutes": round((time.perf_counter() - started) / 60, 1),
         "members": {name: bench.result(name) for name in bench.scores},
         "published": PUBLISHED})
-    write_scores(args.workdir / TEST_SCORES, bench.test, bench.scores)
     return write_report(out, "nlbse24", result, markdown(result))
 
 

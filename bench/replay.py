@@ -1,23 +1,10 @@
 """Replay benchmark: does the loop make the bot better on a repository it has never seen?
 
-1. A starting model that never saw the replayed repository: `--base-model DIR` (a registered-format model
-   directory, e.g. a per-fold model of var/bench-unseen/), else one fine-tuned here (offline MiniLM) on the
-   NLBSE'24 training issues of every repository but the replayed one.
-2. `issue-sorter replay` feeds the replayed repository's issues in the order given, through the real
-   pipeline, with a simulated maintainer, once per mode, from the same starting model:
-   `off` (--no-learning: the starting model frozen, no memory, no retraining), `memory` (--no-retrain: the
-   memory alone) and `full` (memory and retraining every K issues).
-3. With `--history 0,25,100,400`, once per N as well: the file's first N issues (in that order) are the
-   repository's labelled history when the App is installed (backfilled and embedded into its memory before
-   the first new issue), and `--limit` counts the new issues after them.
+    .venv/bin/python -m bench.replay [--repo opencv/opencv] [--order shuffled] [--history 0,25,100]
 
-    .venv/bin/python -m bench.replay [--repo opencv/opencv] [--order shuffled] [--modes off,memory,full]
-    .venv/bin/python -m bench.replay --repo huggingface/datasets --order time \
-        --file ../shared/data/huggingface-datasets-issues/datasets-issues.zip --history 0,25,100,400
-
-Writes docs/replay/<repo>-<order>-<mode>.{json,csv,png} and <repo>-<order>-modes.{json,png} (every mode,
-window by window, and each mode's gain over `off`); with histories, <repo>-<order>-history.{json,md,png}
-instead: accuracy and macro-F1 per N and mode in one table and one chart. Minutes on a 2-core CPU: see
+`issue-sorter replay` per mode (`off`: learning off, `memory`: the memory alone, `full`: memory and
+retraining) from one starting model that never saw the repository (`--base-model DIR`, else trained here),
+with `--history` once per labelled history at install. Writes docs/replay/<repo>-<order>-*; results:
 docs/BENCHMARKS.md.
 """
 
@@ -29,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-from bench.charts import finish
 from tests.paths import NLBSE  # the shared data's location, one definition
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -219,6 +205,16 @@ def history_table(summary: dict) -> str:
                   for m in modes if m != "off" and "off" in modes]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def finish(figure, axes, path: Path, *, title: str, xlabel: str, ylabel: str) -> Path:
+    """The charts' one look: a 0–1 score axis, a light grid, the legend bottom right; the PNG at `path`."""
+    axes.set(title=title, xlabel=xlabel, ylabel=ylabel, ylim=(0, 1))
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path)
+    return path
 
 
 def plot_history(summary: dict, path: Path) -> Path:

@@ -1,32 +1,10 @@
 """Scale-out: what 1, 2 and 4 labelling workers of `issue-sorter run` label per second, in one run.
 
-    .venv/bin/python -m bench.scale --configs 1x1 1x2 2x1 4x1 --n 400 [--repeat 2]
+    .venv/bin/python -m bench.scale --configs 1x1 2x1 4x1 --repeat 2 --n 800 [--github-latency 50] [--cold]
 
-Each configuration, workers x inference threads each (ISSUE_SORTER_LABELLING_WORKERS x
-ISSUE_SORTER_WORKER_THREADS), with settings of its own after a colon (`4x1:ISSUE_SORTER_INFERENCE_SLOTS=0` is
-four workers without inference slots, side by side with `4x1`), is `issue-sorter run` (bench.chaos's Service)
-on a fresh PostgreSQL database of its own (`--postgres`, an admin URL; dropped after) and its embedded Redis,
-against the fake GitHub on loopback. Once its workers are up, N signed deliveries of distinct NLBSE issues go
-out at `--rate` per second over `--installations` installations, so that GitHub's write spacing (1 s per
-installation) never binds: a worker's waiting is its own. Throughput: N over the time from the first delivery
-to the last label GitHub saw.
-
-`--github-latency MS`: every answer of the fake GitHub waits that long, side by side, as GitHub's round
-trip does over the internet; at 0 (loopback) a job never waits on GitHub and the bench is CPU-bound.
-
-Steady state, unless `--cold`: before the window, one issue per installation is labelled and the feedback
-queue drained, so that what a running service does once per installation or repository (its labels, its
-config file's first read, its memory's first fill) is done; with 200 installations and 400 issues it would
-otherwise fall on every other issue of the window. An installation token is cached per worker process for
-its hour, so further warm-up passes (one more issue for each installation still short) go out until
-GitHub has issued every installation's token to every labelling worker (at most WARM_UP_PASSES per
-worker): in an hour of service each worker asks once per installation, not once per ten issues.
-
-What a labelling worker's time goes to, over the same window: on a CPU, waiting for one, asleep (every
-thread of the process, /proc/PID/task/*/schedstat); of the time on a CPU, the model's share (the same model
-predicting the same issues alone in this process beforehand, per issue, times the issues each worker
-labelled on average); of the wall time, the share in jobs (the jobs' duration histogram, core.metrics) and
-the rest, waiting on the queue. The asleep time in jobs is GitHub's answers, the database and Redis.
+Each configuration (workers x inference threads, `[:NAME=VALUE,...]` its own settings) is `issue-sorter
+run` on a fresh PostgreSQL database against the fake GitHub, warmed up unless `--cold`; labels/s from the
+first delivery to the last label, and where each labelling worker's time went. Results: docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -58,6 +36,7 @@ from bench.chaos import (
     prepare_model,
     real_issues,
 )
+from bench.serving import cpu_line
 from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 
@@ -344,7 +323,6 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
         "labels_per_s": round(len(done) / last, 2), "window_s": round(window, 1),
         "warm_up_labelled": earlier,
         "github_requests_per_issue": round((len(fake.requests) - requests_before) / max(1, len(done)), 1),
-        "github_requests_per_issue_by_route": requests_by_route(fake.requests[requests_before:], len(done)),
         "per_worker_percent_of_wall": {
             "on_cpu": share(statistics.mean(on_cpu)), "waiting_for_cpu": share(statistics.mean(waiting)),
             "asleep": share(window - statistics.mean(on_cpu) - statistics.mean(waiting)),
@@ -403,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                                settings)
             results.append({"round": round_ + 1, "config": config, **measured})
             print(json.dumps(results[-1]), flush=True)
-    report = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(), "cores": os.cpu_count(),
+    report = {"date": datetime.date.today().isoformat(), "cpu": cpu_line(), "cores": os.cpu_count(),
               "github_latency_ms": args.github_latency,
               "warm_up_per_configuration": len(warm_up),
               "load_before": os.getloadavg(), "results": results, "median_labels_per_s": medians(results)}
@@ -411,18 +389,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0
-
-
-def requests_by_route(requests, issues: int) -> dict[str, float]:
-    """GitHub's requests per labelled issue, by method and path with numbers and names taken out."""
-    import re
-
-    routes: dict[str, int] = {}
-    for request in requests:
-        path = re.sub(r"^/repos/[^/]+/[^/]+", "/repos/R", request.path)
-        route = f"{request.method} {re.sub(r'/[0-9]+', '/N', path)}"
-        routes[route] = routes.get(route, 0) + 1
-    return {route: round(count / max(1, issues), 2) for route, count in sorted(routes.items())}
 
 
 def medians(results: list[dict]) -> dict[str, float]:
@@ -455,13 +421,6 @@ def train_small(max_length: int) -> Path:
 
     return train_tiny_model(Path(tempfile.mkdtemp(prefix="scale-model-")) / "model", max_length=max_length,
                             version="scale")
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 if __name__ == "__main__":

@@ -1,20 +1,10 @@
-"""Quality on repositories a model never saw: leave whole repositories out (trainer.unseen), four kinds.
+"""Quality on repositories a model never saw: folds of whole repositories held out (trainer.unseen).
 
-Every repository of ../shared/data (NLBSE'24 train's 5, Ticket Tagger as one group, ccims' 9,
-huggingface/datasets) is dealt into K folds of whole repositories; per fold, TF-IDF and the encoder are
-trained on the mix (trainer.sources) of the other folds and score the fold's issues (at most
-EVAL_PER_GROUP_KIND of each repository and kind; NLBSE'24 repositories by their train split, so its test
-split stays out of every choice). Scores: the mean over repositories of each one's macro-F1 over the kinds
-it has, a 95 % bootstrap interval, each kind's F1. The blend share is chosen nested (each fold's share is
-the best on the other folds); the best share over all folds is what the recipe serves.
-Second table, same run: the models trained on the whole mix, on NLBSE'24's test split (its protocol).
-TF-IDF-only variants of the data mix (cheap) ride along: what each part of the mix moves.
+    nice .venv/bin/python -m bench.unseen [--quick] [--folds 4] [--max-length 64] [--save-fold-models]
 
-    nice .venv/bin/python -m bench.unseen [--quick] [--folds 4] [--max-length 64] [--epochs 1]
-
-Writes <out>/unseen.json and <out>/unseen.md (out: docs/quality, or var/bench-unseen with --quick); the
-out-of-fold scores to <workdir>/unseen-oof.json and each scored issue's embedding by its fold's encoder
-(fine-tuned, or the frozen one) to <workdir>/unseen-embeddings.npy.
+Writes <out>/unseen.json and .md (out: docs/quality, or var/bench-unseen with --quick): the mean
+per-repository macro-F1 of TF-IDF, the encoder and their blend (share chosen nested), and unless
+`--no-nlbse24` the whole-mix models on NLBSE'24's test split. Protocol and results: docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -33,59 +23,6 @@ from trainer.config import BOOTSTRAP_RECIPE
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 QUICK = {"folds": 2, "per_group_kind": 6, "eval_per_group_kind": 4, "max_length": 32, "max_steps": 4}
-MAIN = "mix"  # the recipe's data mix (trainer.sources.MixConfig defaults)
-
-
-class FrozenEncoder:
-    """The encoder's mean-pooled embeddings, each text embedded once for every fold (what makes the
-    protocol affordable on CPU), and a logistic-regression head fitted per fold on them."""
-
-    def __init__(self, config, bf16: bool = False):
-        from transformers import AutoModel, AutoTokenizer
-
-        source = config.resolved_base_model()
-        self.tokenizer, self.model = AutoTokenizer.from_pretrained(source), AutoModel.from_pretrained(source)
-        self.max_length, self.seed, self.cache = config.max_length, config.seed, {}
-        self.bf16 = bf16  # torch's CPU autocast: ~2x on AVX-512 bf16 without AMX (docs/BENCHMARKS.md)
-        self.embed_seconds = 0.0
-
-    def vectors(self, texts):
-        missing = sorted({text for text in texts if text not in self.cache}, key=len)  # pad-free batches
-        import torch
-        from tqdm import tqdm
-
-        started = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            for start in tqdm(range(0, len(missing), 512), desc="embedding", unit="batch of 512",
-                              disable=len(missing) <= 512):
-                chunk = missing[start:start + 512]
-                vectors = embed(self.model, self.tokenizer, chunk, self.max_length)
-                self.cache.update(zip(chunk, vectors, strict=True))
-        self.embed_seconds += time.perf_counter() - started
-        return [self.cache[text] for text in texts]
-
-    def train(self, examples):
-        from sklearn.linear_model import LogisticRegression
-
-        head = LogisticRegression(max_iter=2000, C=4.0, class_weight="balanced", random_state=self.seed)
-        head.fit(self.vectors([e.text for e in examples]), [e.label for e in examples])
-        return FrozenHead(self, head)
-
-
-class FrozenHead:
-    """A fold's head over the shared embeddings, with the classifier interface `predict_all` uses."""
-
-    def __init__(self, encoder: FrozenEncoder, head):
-        self.encoder, self.head = encoder, head
-
-    def predict(self, texts):
-        classes = [str(label) for label in self.head.classes_]
-        return [dict(zip(classes, map(float, row), strict=True))
-                for row in self.head.predict_proba(self.encoder.vectors(list(texts)))]
-
-    def embed(self, texts):
-        """The frozen encoder's normalised embeddings (what a memory of this encoder would store)."""
-        return self.encoder.vectors(list(texts))
 
 
 class FoldModels:
@@ -127,9 +64,9 @@ class FoldModels:
         (self.workdir / "fold-of-repository.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
-def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None = None, bf16: bool = False):
-    """name → trainer: TF-IDF + LR and the encoder (fine-tuned, or frozen with a LR head, embedding under
-    bf16 autocast with `bf16`), per fold; with `keep`, the fine-tuned folds' models are kept and saved."""
+def members(config, kinds, keep: FoldModels | None = None):
+    """name → trainer: TF-IDF + LR and the fine-tuned encoder, per fold; with `keep`, the folds' models are
+    kept and saved."""
     from trainer.baseline import train_tfidf
     from trainer.train import fine_tune
 
@@ -139,19 +76,10 @@ def members(config, kinds, encoder: str = "fine-tune", keep: FoldModels | None =
     def fine_tuned(train):
         return fine_tune(config, train, kinds, progress=False)
 
-    if encoder == "frozen":
-        return {"tfidf": lambda train: tfidf(train).classifier("bench"),
-                "encoder": FrozenEncoder(config, bf16).train}
     if keep is None:
         return {"tfidf": lambda train: tfidf(train).classifier("bench"),
                 "encoder": lambda train: fine_tuned(train).classifier("bench")}
     return {"tfidf": keep.keeping("tfidf", tfidf), "encoder": keep.keeping("encoder", fine_tuned)}
-
-
-def mix_variants(mix):
-    """TF-IDF-only variants of the data: (name, sources kept or None for all, MixConfig)."""
-    return [("no titles dropped", None, dataclasses.replace(mix, title_drop=0.0)),
-            ("NLBSE'24 + Ticket Tagger only (the old data)", ("nlbse24", "ticket-tagger"), mix)]
 
 
 def summary(examples, scores, seconds=None, rate=None) -> dict:
@@ -200,20 +128,6 @@ def nlbse_rows(trained: dict, test, shares) -> dict:
     return rows
 
 
-def save_out_of_fold(oof, workdir: Path) -> None:
-    """Each scored issue's repository, kind, fold and date (ISO, None where its source has none), every
-    member's scores, and the encoder's embeddings."""
-    import numpy as np
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    pool = [{"repo": e.repo, "label": e.label, "fold": oof.folds.fold_of(e.repo),
-             "created_at": e.created_at.isoformat() if e.created_at else None} for e in oof.folds.pool]
-    (workdir / "unseen-oof.json").write_text(json.dumps({"folds": oof.folds.groups, "pool": pool,
-                                                         "scores": oof.scores}) + "\n")
-    if "encoder" in oof.embeddings:
-        np.save(workdir / "unseen-embeddings.npy", np.asarray(oof.embeddings["encoder"], dtype=np.float32))
-
-
 def run(args) -> dict:
     """The whole benchmark; returns the result to write."""
     import torch
@@ -240,24 +154,13 @@ def run(args) -> dict:
     print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
     keep = FoldModels(folds, args.workdir, config.tfidf_share) if args.save_fold_models else None
-    models = members(config, KINDS, args.encoder, keep, bf16=args.bf16)
-    oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True),
-                    embed={"encoder"})
-    save_out_of_fold(oof, args.workdir)
+    models = members(config, KINDS, keep)
+    oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True))
     if keep is not None:
         keep.write_index()
     shares = (0.3, 0.5, 0.7)
-    result = {"config": config.to_dict(), "encoder": args.encoder, "bf16": args.bf16,
-              "mix": dataclasses.asdict(mix), "folds": folds.groups,
+    result = {"config": config.to_dict(), "mix": dataclasses.asdict(mix), "folds": folds.groups,
               "trained_on": oof.trained_on, "scored": describe(folds.pool), "unseen": unseen_rows(oof, shares)}
-    variants = {}
-    tfidf_only = {"tfidf": models["tfidf"]}
-    for name, kept, variant_mix in ([] if args.no_variants else mix_variants(mix)):
-        chosen = {key: value for key, value in sources.items() if kept is None or key in kept}
-        variant = run_folds(chosen, folds, tfidf_only, variant_mix, log=lambda line: None)
-        variants[name] = summary(folds.pool, variant.scores["tfidf"], variant.seconds["tfidf"])
-        print(f"variant {name}: TF-IDF {variants[name]['mean']}", flush=True)
-    result["tfidf_variants"] = variants
     if args.no_nlbse24:
         return result
     whole = training_mix(sources, mix)
@@ -273,7 +176,7 @@ def run(args) -> dict:
 
 
 def markdown(result: dict) -> str:
-    """Both tables, the TF-IDF variants and the per-repository scores of the served blend."""
+    """Both tables and the per-repository scores of the served blend."""
     unseen, nlbse = result["unseen"], result.get("nlbse24", {})
     kinds = ["bug", "feature", "question", "docs"]
     lines = [f"Unseen repositories ({len(result['folds'])} folds of whole repositories; scored: {result['scored']})",
@@ -293,13 +196,6 @@ def markdown(result: dict) -> str:
     for name, row in nlbse.items():
         lines.append(f"| {name} | {row['mean']:.4f} [{row['mean_95'][0]:.3f}, {row['mean_95'][1]:.3f}] | "
                      + " | ".join(f"{row['per_repo'].get(r, float('nan')):.3f}" for r in REPOS) + " |")
-    if result["tfidf_variants"]:
-        lines += ["", "TF-IDF alone on the unseen protocol, one change of the data mix at a time", "",
-                  "| data | mean per-repo macro-F1 [95 %] | " + " | ".join(f"{k} F1" for k in kinds) + " |",
-                  "|---" * (2 + len(kinds)) + "|"]
-        for name, row in {"the mix": unseen["tfidf"], **result["tfidf_variants"]}.items():
-            lines.append(f"| {name} | {row['mean']:.4f} [{row['mean_95'][0]:.3f}, {row['mean_95'][1]:.3f}] | "
-                         + " | ".join(f"{row['per_kind'].get(k, float('nan')):.3f}" for k in kinds) + " |")
     served = unseen[f"blend, TF-IDF share {unseen['best share']:g}"]
     lines += ["", "Per repository (unseen), TF-IDF / encoder / blend at the best share", "",
               "| repository | TF-IDF | encoder | blend |", "|---|---|---|---|"]
@@ -307,29 +203,6 @@ def markdown(result: dict) -> str:
         lines.append(f"| {repo} | {unseen['tfidf']['per_repo'][repo]:.3f} | "
                      f"{unseen['encoder']['per_repo'][repo]:.3f} | {value:.3f} |")
     return "\n".join(lines) + "\n"
-
-
-def embed(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32):
-    """The texts' mean-pooled, normalised embeddings (as sentence-transformers computes them), in eval mode."""
-    import numpy as np
-    import torch
-
-    model.eval()
-    with torch.inference_mode():
-        # .float(): under bf16 autocast the pooled rows are bfloat16, which numpy has no type for
-        return np.concatenate([mean_pool(model, tokenizer, texts[start:start + batch_size], max_length)
-                               .float().numpy() for start in range(0, len(texts), batch_size)])
-
-
-def mean_pool(model, tokenizer, texts: list[str], max_length: int):
-    import torch
-
-    encoded = tokenizer(list(texts), truncation=True, max_length=max_length, padding=True,
-                        return_tensors="pt")
-    hidden = model(**encoded).last_hidden_state
-    mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(pooled, dim=-1)
 
 
 def main() -> int:
@@ -345,15 +218,9 @@ def main() -> int:
     parser.add_argument("--eval-per-group-kind", type=int, default=150,
                         help="issues scored per repo and kind (a large number scores every issue)")
     parser.add_argument("--base-model", default=None, help="encoder (hub id or directory); default MiniLM")
-    parser.add_argument("--encoder", choices=("fine-tune", "frozen"), default="fine-tune",
-                        help="fine-tune the encoder per fold (the served recipe), or embed every issue once "
-                             "with it frozen and fit a LR head per fold (minutes instead of hours on CPU)")
-    parser.add_argument("--bf16", action="store_true",
-                        help="with --encoder frozen: embed under torch's CPU autocast to bfloat16")
     parser.add_argument("--class-weight", choices=("none", "balanced"), default=None,
                         help="none: the plain loss; balanced: each kind counts alike in the fine-tuning loss "
                              "(TrainConfig.class_weight; default: the recipe's)")
-    parser.add_argument("--no-variants", action="store_true", help="skip the TF-IDF data-mix variants")
     parser.add_argument("--no-nlbse24", action="store_true",
                         help="skip the whole-mix models and the NLBSE'24 test-split table")
     parser.add_argument("--save-fold-models", action="store_true",
@@ -367,8 +234,6 @@ def main() -> int:
     result = run(args)
     result = run_record("unseen.py", {"quick": args.quick, "wall_minutes": round((time.perf_counter() - started) / 60, 1),
                                       **result})
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "unseen-result.json").write_text(json.dumps(result) + "\n")
     return write_report(out, "unseen", result, markdown(result))
 
 
