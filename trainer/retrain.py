@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from redis import Redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -26,6 +27,7 @@ from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote, verdict
 from trainer.pipeline import train_and_register
 from trainer.registry import Model, Registry
+from trainer.visibility import PublicCheck
 
 log = logging.getLogger(__name__)
 
@@ -53,22 +55,28 @@ class RetrainPolicy:
     # learns and what judges it. 1.0: no cap
     global_max_share: float = 0.25
     global_gate_file: Path | None = None  # the operator's fixed labelled issues the global model is judged on
+    # asks GitHub which repositories read only for being public still are (trainer.visibility); None: the
+    # database's word
+    confirm_public: Callable[[list[Repository]], set[int]] | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RetrainPolicy:
-        """The operator's choices (ISSUE_SORTER_RETRAIN_*, data sharing), the rest as defined here."""
+    def from_settings(cls, settings: Settings, redis: Redis | None = None) -> RetrainPolicy:
+        """The operator's choices (ISSUE_SORTER_RETRAIN_*, data sharing), the rest as defined here; GitHub
+        at GITHUB_API_URL confirms what is public, its answers kept in `redis`."""
         return cls(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
                    epochs=settings.retrain_epochs, max_length=settings.retrain_max_length,
                    min_holdout=settings.retrain_min_holdout,
                    share_public=settings.share_public_data, global_installations=settings.global_installations,
-                   global_max_share=settings.global_max_share, global_gate_file=settings.global_gate_file)
+                   global_max_share=settings.global_max_share, global_gate_file=settings.global_gate_file,
+                   confirm_public=PublicCheck(settings.api_url, redis))
 
     def audience(self, session: Session, scope: str) -> Audience:
         """Whose data the model of `scope` may learn from (trainer.dataset.Audience)."""
         if scope == GLOBAL_SCOPE:
-            return Audience(global_model=True, opted_in=self.global_installations)
+            return Audience(global_model=True, opted_in=self.global_installations, confirm_public=self.confirm_public)
         installation_id = session.scalar(select(Repository.installation_id).where(Repository.full_name == scope))
-        return Audience(installation_id=installation_id, share_public=self.share_public)
+        return Audience(installation_id=installation_id, share_public=self.share_public,
+                        confirm_public=self.confirm_public)
 
 
 @dataclasses.dataclass
