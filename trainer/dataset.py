@@ -292,7 +292,7 @@ class Audience:
     share_public: bool = False  # ISSUE_SORTER_SHARE_PUBLIC_DATA
     opted_in: frozenset[int] = field(default_factory=frozenset)  # ISSUE_SORTER_GLOBAL_INSTALLATIONS
     # which of the repositories it reads only for being public GitHub shows publicly now (ours ids back;
-    # trainer.visibility.PublicCheck); None: the database's word
+    # core.visibility.PublicCheck); None: the database's word
     confirm_public: Callable[[list[Repository]], set[int]] | None = None
 
     def owns(self, repository: Repository) -> bool:

@@ -21,13 +21,13 @@ from core.kinds import KINDS, kind_of_label
 from core.settings import Settings
 from core.store import serving_model_for
 from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
+from core.visibility import PublicCheck
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote, verdict
 from trainer.pipeline import train_and_register
 from trainer.registry import Model, Registry
-from trainer.visibility import PublicCheck
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class RetrainPolicy:
     # learns and what judges it. 1.0: no cap
     global_max_share: float = 0.25
     global_gate_file: Path | None = None  # the operator's fixed labelled issues the global model is judged on
-    # asks GitHub which repositories read only for being public still are (trainer.visibility); None: the
+    # asks GitHub which repositories read only for being public still are (core.visibility); None: the
     # database's word
     confirm_public: Callable[[list[Repository]], set[int]] | None = None
 

@@ -15,7 +15,7 @@ from core.tables import GLOBAL_SCOPE, Installation, Repository
 from simulation.fake_github import FakeGitHub
 from trainer.baseline import train_tfidf, train_tfidf_borrowing
 from trainer.retrain import RetrainPolicy, examples_for_scope, other_repositories_examples
-from trainer.visibility import PublicCheck
+from core.visibility import PublicCheck
 
 pytestmark = pytest.mark.postgres
 PRIVATE_TOKEN = "xylophonequagmire"  # appears only in alice/secret, a private repository of installation 100
