@@ -12,10 +12,10 @@ from core import store
 from core.db import make_sessionmaker, session_scope
 from core.migrate import upgrade
 from core.tables import GLOBAL_SCOPE, Installation, Repository
+from core.visibility import PublicCheck
 from simulation.fake_github import FakeGitHub
 from trainer.baseline import train_tfidf, train_tfidf_borrowing
 from trainer.retrain import RetrainPolicy, examples_for_scope, other_repositories_examples
-from core.visibility import PublicCheck
 
 pytestmark = pytest.mark.postgres
 PRIVATE_TOKEN = "xylophonequagmire"  # appears only in alice/secret, a private repository of installation 100
