@@ -1,8 +1,11 @@
 """What Redis holds of a repository, deleted when the repository is purged.
 
-Its config file's content and ETag, its labels, the permissions of the logins who acted there, the review
-page's preview and dry run, the config warnings and command cooldowns, the memory fill's markers and whether
-it is public now: each expires on its own (some after days), and a purge must not wait for that.
+Every cache keyed by a repository names it right after its kind, `issue-sorter:<kind>:<owner/name>` or
+`issue-sorter:<kind>:<owner/name>:<more>` (its config file's content and ETag, its labels, the permissions of
+the logins who acted there, the review page's preview and dry run, the config warnings, the memory fill's
+markers), so a purge finds them all, a cache added later included, without each part being named here; and
+whether it is public now is keyed by GitHub's id (core.visibility). Each expires on its own, some after days:
+a purge does not wait for that.
 """
 
 from __future__ import annotations
@@ -13,13 +16,10 @@ from collections.abc import Iterable
 
 from redis import Redis
 
-from bot.decisions import commands, memory_fill
-from bot.github_api import cache
-from bot.labeling import comments
-from bot.lifecycle import preview
 from core import visibility
 
 log = logging.getLogger(__name__)
+PREFIX = "issue-sorter:"
 
 
 def _glob(text: str) -> str:
@@ -27,22 +27,17 @@ def _glob(text: str) -> str:
     return re.sub(r"([\\*?\[\]])", r"\\\1", text)
 
 
-def repository_keys(redis: Redis, full_name: str, github_id: int | None) -> set[bytes | str]:
-    """Every key in Redis that holds something of this repository, under its name as given and lowercased."""
-    from bot.labeling import backtest  # the dry run's whole machinery: imported only when a purge runs
-
-    keys: set[bytes | str] = set()
+def repository_keys(redis: Redis, full_name: str, github_id: int | None) -> set[bytes]:
+    """Every key that names this repository (as given or lowercased, as the caches write it) after its kind."""
+    keys: set[bytes] = set()
     for name in {full_name, full_name.lower()}:
-        keys |= {cache.LABELS_KEY.format(name), cache.GENERATION_KEY.format(name),
-                 preview.PREVIEW_KEY.format(name), backtest.BACKTEST_KEY.format(name)}
-        for pattern in (cache.FILE_KEY.format(_glob(name), "*"), cache.PERMISSION_KEY.format(_glob(name), "*"),
-                        comments.CONFIG_WARNED_KEY.format(_glob(name), "*"),
-                        memory_fill.WAITING_KEY.format(repo=_glob(name), version="*"),
-                        memory_fill.SERVED_KEY.format(repo=_glob(name), version="*"),
-                        commands.cooldown_key("*", name)):  # every action's: the scope is hashed in the key
-            keys |= set(redis.scan_iter(match=pattern, count=1000))
+        for pattern in (f"{PREFIX}*:{_glob(name)}", f"{PREFIX}*:{_glob(name)}:*"):
+            for key in redis.scan_iter(match=pattern, count=1000):
+                rest = key.decode(errors="replace")[len(PREFIX):].split(":", 1)[-1]
+                if rest == name or rest.startswith(name + ":"):  # the name is the key's second part, nothing else
+                    keys.add(key)
     if github_id is not None:
-        keys.add(visibility.KEY.format(github_id))
+        keys.add(visibility.KEY.format(github_id).encode())
     return keys
 
 
