@@ -5,10 +5,10 @@
         .venv/bin/python -m bench.chaos --n 10000 --rate 10 --installations 20 --labelling-workers 3 \\
         --rolling-restart --flush-redis
 
-The fleet (issue 31): gunicorn's 2 web processes, ISSUE_SORTER_LABELLING_WORKERS labelling workers, the
+The fleet (issue 31): the web server, ISSUE_SORTER_LABELLING_WORKERS labelling workers, the
 feedback worker, GITHUB_WRITE_INTERVAL 1 s; issues spread over `--installations` installations (five
 repositories each, one of them in `mode: comment`). `--rolling-restart` restarts every process one at a time
-halfway through (each gunicorn worker, each worker, cron: old and new processes serve side by side) and, at
+halfway through (the web server, each worker, cron: old and new workers serve side by side) and, at
 its middle, promotes a new model version: "version" is the served model's, recorded on every prediction.
 The fake GitHub records when each write of each installation arrived: the report's smallest gap between
 two writes of one installation must not be under the interval.
@@ -165,7 +165,8 @@ class Service:
 
 LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
 # the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest
-ROLES = [("labelling worker", LABELLING_WORKER),
+ROLES = [("web server", r"issue_sorter\.cli web"),  # one process: deliveries refused meanwhile are redelivered
+         ("labelling worker", LABELLING_WORKER),
          ("feedback worker", r"issue_sorter\.cli worker --queues feedback"), ("training worker", r"issue_sorter\.cli training-worker"), ("cron", r"issue_sorter\.cli cron")]
 
 
@@ -223,18 +224,15 @@ class Faults:
 
 
     def rolling_restart(self) -> str:
-        """SIGTERM every process one at a time (RQ's warm shutdown, gunicorn's graceful exit), each time
+        """SIGTERM every process one at a time (RQ's warm shutdown, the web server's exit), each time
         waiting for its successor; halfway, promote a new model version. Old and new run side by side."""
         steps, done = [], []
-        web = self.service.child_pid(r"gunicorn")
-        if web is not None:  # the master only forks; its workers run the app
-            steps += [("web worker", web, pid) for pid in self.service.child_pids(r"gunicorn", parent=web)]
         for role, pattern in ROLES:
             steps += [(role, None, pid) for pid in self.service.child_pids(pattern)]
         for index, (role, parent, pid) in enumerate(steps):
             if index == len(steps) // 2 and self.new_version is not None:
                 done.append(f"model {self.new_version()} promoted")
-            pattern = r"gunicorn" if parent else dict(ROLES)[role]
+            pattern = dict(ROLES)[role]
             before = set(self.service.child_pids(pattern, parent=parent))
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)

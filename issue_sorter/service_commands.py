@@ -78,6 +78,7 @@ def cmd_run(args: argparse.Namespace, _settings: None) -> int:
 
 def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
     import logging
+    import signal
 
     from bot.app import create_app
     from issue_sorter.web_server import make_server
@@ -87,6 +88,8 @@ def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limits = WebLimits(threads=args.threads, review_threads=args.review_threads)
     server = make_server(create_app(settings), limits, host=args.host, port=settings.port)
+    # SIGTERM (the supervisor's, docker stop) ends the loop as Ctrl-C does: waitress lets its threads finish
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"serving on http://{args.host}:{settings.port} ({limits.threads} receiver thread(s), "
           f"{limits.review_threads} for /review)", flush=True)
     server.run()
