@@ -70,7 +70,9 @@ def make_server(app, limits: WebLimits, *, host: str, port: int) -> _Server:
     """The server, listening; `run()` serves until the process is stopped."""
     adj = Adjustments(host=host, port=port, threads=limits.threads, channel_timeout=limits.idle_seconds,
                       cleanup_interval=1, connection_limit=limits.connection_limit,
-                      max_request_body_size=limits.max_body_bytes, ident="issue-sorter")
+                      max_request_body_size=limits.max_body_bytes, ident="issue-sorter",
+                      # X-Forwarded-* reach the app: ISSUE_SORTER_TRUSTED_PROXIES decides there (bot.review.web)
+                      clear_untrusted_proxy_headers=False)
     pools = {}
     for name, count in (("receiver", limits.threads), ("review", limits.review_threads)):
         pools[name] = ThreadedTaskDispatcher()

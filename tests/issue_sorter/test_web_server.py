@@ -18,7 +18,7 @@ def _app(release: threading.Event):
         if environ["PATH_INFO"].startswith("/review"):
             release.wait(30)
         start_response("202 Accepted", [("Content-Type", "text/plain")])
-        return [b"ok"]
+        return [environ.get("HTTP_X_FORWARDED_PROTO", "ok").encode()]
     return app
 
 
@@ -103,3 +103,11 @@ def test_a_request_still_arriving_after_the_deadline_loses_its_connection(serve)
     finally:
         sock.close()
     assert closed
+
+
+def test_forwarded_headers_reach_the_app_which_decides_whom_to_believe(serve):
+    """ISSUE_SORTER_TRUSTED_PROXIES is the app's (ProxyFix): waitress 3 would drop the headers before it."""
+    port = serve(WebLimits())
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
+        assert sock.recv(1000).endswith(b"https")
