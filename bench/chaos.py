@@ -50,6 +50,7 @@ from pathlib import Path
 import requests
 
 from bot.intake.signatures import sign_body
+from issue_sorter.run import READY_LINE
 from simulation.fake_github import FakeGitHub
 from trainer.sources import shared_dir
 
@@ -117,14 +118,17 @@ class Service:
             self.process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=workdir,
                                             env=env, stdout=log, stderr=subprocess.STDOUT)
 
-    def wait_healthy(self, seconds: float = 120) -> None:
+    def wait_healthy(self, seconds: float = 300) -> None:
+        """Until the service says it is up (issue_sorter.run.READY_LINE: the labelling workers warmed up,
+        which a web server answering /healthz says nothing of) and /healthz sees the database and Redis."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
             try:
                 health = requests.get(f"{self.base}/healthz", timeout=1).json()
-                if health.get("database") == "ok" and health.get("redis") == "ok":
+                if (health.get("database") == "ok" and health.get("redis") == "ok"
+                        and READY_LINE in self.log_path.read_text()):
                     return
             except (requests.RequestException, ValueError):
                 pass
