@@ -5,10 +5,10 @@
         .venv/bin/python -m bench.chaos --n 10000 --rate 10 --installations 20 --labelling-workers 3 \\
         --rolling-restart --flush-redis
 
-The fleet (issue 31): gunicorn's 2 web processes, ISSUE_SORTER_LABELLING_WORKERS labelling workers, the
+The fleet (issue 31): the web server, ISSUE_SORTER_LABELLING_WORKERS labelling workers, the
 feedback worker, GITHUB_WRITE_INTERVAL 1 s; issues spread over `--installations` installations (five
 repositories each, one of them in `mode: comment`). `--rolling-restart` restarts every process one at a time
-halfway through (each gunicorn worker, each worker, cron: old and new processes serve side by side) and, at
+halfway through (the web server, each worker, cron: old and new workers serve side by side) and, at
 its middle, promotes a new model version: "version" is the served model's, recorded on every prediction.
 The fake GitHub records when each write of each installation arrived: the report's smallest gap between
 two writes of one installation must not be under the interval.
@@ -50,6 +50,7 @@ from pathlib import Path
 import requests
 
 from bot.intake.signatures import sign_body
+from issue_sorter.run import READY_LINE
 from simulation.fake_github import FakeGitHub
 from trainer.sources import shared_dir
 
@@ -117,14 +118,17 @@ class Service:
             self.process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=workdir,
                                             env=env, stdout=log, stderr=subprocess.STDOUT)
 
-    def wait_healthy(self, seconds: float = 120) -> None:
+    def wait_healthy(self, seconds: float = 300) -> None:
+        """Until the service says it is up (issue_sorter.run.READY_LINE: the labelling workers warmed up,
+        which a web server answering /healthz says nothing of) and /healthz sees the database and Redis."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
             try:
                 health = requests.get(f"{self.base}/healthz", timeout=1).json()
-                if health.get("database") == "ok" and health.get("redis") == "ok":
+                if (health.get("database") == "ok" and health.get("redis") == "ok"
+                        and READY_LINE in self.log_path.read_text()):
                     return
             except (requests.RequestException, ValueError):
                 pass
@@ -165,7 +169,8 @@ class Service:
 
 LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
 # the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest
-ROLES = [("labelling worker", LABELLING_WORKER),
+ROLES = [("web server", r"issue_sorter\.cli web"),  # one process: deliveries refused meanwhile are redelivered
+         ("labelling worker", LABELLING_WORKER),
          ("feedback worker", r"issue_sorter\.cli worker --queues feedback"), ("training worker", r"issue_sorter\.cli training-worker"), ("cron", r"issue_sorter\.cli cron")]
 
 
@@ -223,18 +228,15 @@ class Faults:
 
 
     def rolling_restart(self) -> str:
-        """SIGTERM every process one at a time (RQ's warm shutdown, gunicorn's graceful exit), each time
+        """SIGTERM every process one at a time (RQ's warm shutdown, the web server's exit), each time
         waiting for its successor; halfway, promote a new model version. Old and new run side by side."""
         steps, done = [], []
-        web = self.service.child_pid(r"gunicorn")
-        if web is not None:  # the master only forks; its workers run the app
-            steps += [("web worker", web, pid) for pid in self.service.child_pids(r"gunicorn", parent=web)]
         for role, pattern in ROLES:
             steps += [(role, None, pid) for pid in self.service.child_pids(pattern)]
         for index, (role, parent, pid) in enumerate(steps):
             if index == len(steps) // 2 and self.new_version is not None:
                 done.append(f"model {self.new_version()} promoted")
-            pattern = r"gunicorn" if parent else dict(ROLES)[role]
+            pattern = dict(ROLES)[role]
             before = set(self.service.child_pids(pattern, parent=parent))
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)

@@ -1,10 +1,10 @@
-"""Webhook acknowledgement under load: gunicorn as `issue-sorter web` runs it, real Redis, loopback only.
+"""Webhook acknowledgement under load: the web server as `issue-sorter web` runs it, real Redis, loopback only.
 
     REDIS_URL=redis://127.0.0.1:6379/6 .venv/bin/python -m bench.load --rates 100 500 --duration 60
 
 For each rate, signed `issues.opened` deliveries (each a new delivery id, so each is verified, parsed and
 enqueued) go to POST /webhook at that steady rate, open loop, and as many POSTs to a bare route of the same
-Flask app on the same gunicorn that answers 202 and does nothing (the floor), interleaved, in the same run.
+Flask app on the same server that answers 202 and does nothing (the floor), interleaved, in the same run.
 Latency is from connecting to the last byte of the answer. Then, with the queue emptied, a warm
 `issue-sorter worker` and the fake GitHub: webhook -> label latency of deliveries sent one a second.
 REDIS_URL's database is flushed before and after: give it one of its own.
@@ -44,7 +44,7 @@ REPO = "Codertocat/Hello-World"
 
 
 def service():
-    """gunicorn's app: the bot's own, plus POST /floor answering 202 with nothing done (the floor)."""
+    """The served app: the bot's own, plus POST /floor answering 202 with nothing done (the floor)."""
     from bot.app import create_app_from_env
 
     app = create_app_from_env()
@@ -70,7 +70,7 @@ async def one(port: int, raw: bytes, results: list, kind: str) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(raw)
         await writer.drain()
-        answer = await reader.read()  # gunicorn's sync workers close after each answer
+        answer = await reader.read()  # the request says Connection: close
         writer.close()
         status = int(answer.split(b" ", 2)[1])
     except (OSError, ValueError, IndexError):
@@ -162,12 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rates", type=float, nargs="+", default=[100, 500])
     parser.add_argument("--duration", type=float, default=60)
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (issue-sorter run uses 2)")
+    parser.add_argument("--serve-on", type=int, help=argparse.SUPPRESS)  # the server's own process
     parser.add_argument("--sequential", action="store_true",
                         help="the floor's requests first, then the webhooks' (not interleaved: half the load)")
     parser.add_argument("--labels", type=int, default=30, help="deliveries for the label latency")
     parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     args = parser.parse_args(argv)
+    if args.serve_on:
+        from issue_sorter.web_server import WebLimits, make_server
+
+        make_server(service(), WebLimits(), host="127.0.0.1", port=args.serve_on).run()
+        return 0
     if not os.environ.get("REDIS_URL"):
         raise SystemExit("set REDIS_URL to a Redis database of its own (it is flushed)")
     from redis import Redis
@@ -183,11 +188,8 @@ def main(argv: list[str] | None = None) -> int:
            "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir / 'issue-sorter.db'}")}
     prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
     port = free_port()
-    web = start([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
-                 "--access-logfile", str(workdir / "access.log"), "--pythonpath", str(REPO_ROOT),
-                 "bench.load:service()"],
-                env, workdir / "web.log")
-    report = {"gunicorn_workers": args.workers, "duration_s": args.duration, "sequential": args.sequential,
+    web = start([sys.executable, "-m", "bench.load", "--serve-on", str(port)], env, workdir / "web.log")
+    report = {"server": "issue_sorter.web_server (defaults)", "duration_s": args.duration, "sequential": args.sequential,
               "rates": {}}
     try:
         wait_up(f"http://127.0.0.1:{port}/healthz")

@@ -191,7 +191,8 @@ def _purging(work: Callable) -> Callable[[WorkerContext, dict], str]:
     def run(ctx: WorkerContext, event: dict) -> str:
         with session_scope(ctx.sessionmaker) as session:
             purged = work(session, ctx, event)
-        repositories.delete_directories(purged)  # after the commit: no row is left pointing at a missing model
+        # after the commit: no row is left pointing at a missing model or a Redis copy
+        repositories.delete_directories(purged, ctx.redis)
         return purged.summary()
     return run
 

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from core.inference_slots import SlotsError
 from core.migrate import DatabaseNotReady, require_tables
 from core.settings import ConfigError, Settings, unknown_variables
 from issue_sorter import (
@@ -59,7 +60,7 @@ def run_command(args: argparse.Namespace, load: LoadSettings = load_settings) ->
         return args.handler(args, settings) or 0
     except ConfigError as error:
         raise SystemExit(f"issue-sorter: {error}") from None
-    except (DatabaseNotReady, RegistryError, ValueError, FileNotFoundError) as error:
+    except (DatabaseNotReady, RegistryError, SlotsError, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -27,7 +27,6 @@ from trainer.config import (
 )
 from trainer.dataset import FORMATS, HUB_DATASET, TEST_REPOS, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
-from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote, verdict
 from trainer.registry import KEEP_PROMOTED
 from trainer.sources import load_sources
@@ -141,6 +140,9 @@ def _push_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="hub id owner/name (needs `hf auth login` or HF_TOKEN) or a directory")
     parser.add_argument("--public", action="store_true",
                         help="create the hub repository public (default: private; an existing one keeps its own)")
+    parser.add_argument(publish.REPOSITORY_DATA_FLAG, action="store_true",
+                        help="with --public: publish a model trained on repositories' issues (a retraining's) "
+                             "all the same; its weights can give back their text")
 
 
 def _pull_parser(parser: argparse.ArgumentParser) -> None:
@@ -246,7 +248,8 @@ def push_model(args: argparse.Namespace, settings: Settings) -> int:
     """`push-model VERSION TARGET`: the version's directory and a model card, to the hub or a directory."""
     with open_registry(settings) as registry:
         model = registry.model(args.version)
-    where = publish.push_model(model.directory, model.card, args.target, private=not args.public)
+    where = publish.push_model(model.directory, model.card, args.target, private=not args.public,
+                               include_repository_data=args.include_repository_data)
     print(f"published {model.version} to {where}")
     return 0
 
@@ -254,15 +257,16 @@ def push_model(args: argparse.Namespace, settings: Settings) -> int:
 def pull_model(args: argparse.Namespace, settings: Settings) -> int:
     """`pull-model SOURCE`: register a published model, then promote it through the gate (or --force)."""
     directory = publish.pull_model(args.source, revision=args.revision, trust_pickle=args.trust_pickle, say=print)
-    # the publisher's gated artefact, intact by its hash, serves as it is; else it is built and gated here
-    fast_path = FastPathOptions(build=False) if publish.publisher_gate_holds(directory) else FastPathOptions()
     with open_registry(settings) as registry:
-        model = pipeline.add_to_registry(registry, directory, scope=args.scope, fast_path=fast_path)
+        examples = load_database(registry.session, args.scope)
+        # never the publisher's ONNX graph on its word (its card's gate and hash are the publisher's too): the
+        # fast path is built here from the safetensors weights and gated against PyTorch like any registration
+        model = pipeline.add_to_registry(registry, directory, scope=args.scope, held_out=examples)
         model = registry.annotate(model, pulled_from=publish.origin(
             args.source, args.revision, downloaded=None if publish.is_local(args.source) else directory))
-        print(f"registered {model.version} from {args.source}")
-        run = compare_and_promote(registry, model, load_database(registry.session, args.scope), scope=args.scope,
-                                  force=args.force, trigger="pull")
+        print(f"registered {model.version} from {args.source} (fast path: {model.card.fast_path.get('serves')}, "
+              "built and gated here)")
+        run = compare_and_promote(registry, model, examples, scope=args.scope, force=args.force, trigger="pull")
         print(verdict(run))
     return 0
 

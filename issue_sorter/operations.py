@@ -139,6 +139,8 @@ def cmd_redeliver(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    from redis import Redis
+
     from bot.lifecycle import repositories
     from core import store
 
@@ -147,8 +149,10 @@ def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
         if repository is None:
             raise SystemExit(f"purge: no repository {args.repo!r} is stored; nothing was deleted")
         purged = repositories.purge(session, [repository], settings.model_dir)
-    repositories.delete_directories(purged)
-    print(f"{args.repo}: {purged.summary()}")
+    redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+    repositories.delete_directories(purged, redis)
+    print(f"{args.repo}: {purged.summary()}" + ("" if redis else "; REDIS_URL is not set: its copies in Redis "
+                                                "(config file, labels, previews) expire on their own"))
     return 0
 
 

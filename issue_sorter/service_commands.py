@@ -10,6 +10,7 @@ from pathlib import Path
 from core.queues import BOT_QUEUES, LABELING_QUEUE
 from core.settings import Settings
 from issue_sorter.command import NO_SETTINGS, WEBHOOK, add
+from issue_sorter.web_server import WebLimits
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -25,9 +26,14 @@ def add_commands(commands) -> None:
                   database=False)
     forward.add_argument("channel", help="the channel's URL, e.g. https://smee.io/abc123 (GitHub's webhook URL)")
     forward.add_argument("--to", help="the receiver (default: http://127.0.0.1:$PORT/webhook)")
-    web = add(commands, "web", cmd_web, "the webhook receiver under gunicorn", settings=WEBHOOK, database=False)
+    web = add(commands, "web", cmd_web, "the webhook receiver and the review page (waitress: threads, bounded waits)",
+              settings=WEBHOOK, database=False)
     web.add_argument("--host", default="0.0.0.0")
-    web.add_argument("--workers", type=int, default=2)
+    web.add_argument("--threads", type=int, default=WebLimits.threads,
+                     help="threads answering /webhook, /healthz and /metrics (default: %(default)s)")
+    web.add_argument("--review-threads", type=int, default=WebLimits.review_threads,
+                     help="threads of the review page alone, whose calls to GitHub never take the receiver's "
+                          "(default: %(default)s)")
     worker = add(commands, "worker", cmd_worker,
                  "an RQ worker labelling issues (--queues feedback: recording decisions); run as many as you "
                  "like, anywhere, one queue each", database=False)
@@ -71,10 +77,23 @@ def cmd_run(args: argparse.Namespace, _settings: None) -> int:
 
 
 def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
-    # settings were checked by the boundary: a problem stops here, not inside a gunicorn worker
-    bind = f"{args.host}:{settings.port}"
-    os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", str(args.workers),
-                               "--access-logfile", "-", "bot.app:create_app_from_env()"])
+    import logging
+    import signal
+
+    from bot.app import create_app
+    from issue_sorter.web_server import make_server
+
+    if args.threads < 1 or args.review_threads < 1:
+        raise SystemExit("issue-sorter web: --threads and --review-threads must be 1 or more")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    limits = WebLimits(threads=args.threads, review_threads=args.review_threads)
+    server = make_server(create_app(settings), limits, host=args.host, port=settings.port)
+    # SIGTERM (the supervisor's, docker stop) ends the loop as Ctrl-C does: waitress lets its threads finish
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"serving on http://{args.host}:{settings.port} ({limits.threads} receiver thread(s), "
+          f"{limits.review_threads} for /review)", flush=True)
+    server.run()
+    return 0
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:

@@ -54,6 +54,7 @@ CONFIG_FILE = ".github/issue-sorter.yml"  # app.yml's one single file: what an i
 MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
 REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
 OAUTH_ENDPOINTS = {"oauth_authorize", "oauth_access_token"}  # github.com's web flow: no token yet
+ANONYMOUS_ENDPOINTS = {"public_repository"}  # what anyone may ask without a token
 USER_ENDPOINTS = {"user", "user_installations", "user_installation_repositories"}  # a user token's own
 USER_REPO_ENDPOINTS = {"list_labels"}  # repository endpoints the fake also answers for a user token
 USER_TOKEN_TTL = 28800  # seconds; GitHub's user tokens for an App expire after eight hours
@@ -537,6 +538,7 @@ class FakeGitHub:
             ("PATCH", issue, self._update_issue),
             ("GET", f"{repo}/issue-types", self._list_issue_types),
             ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id),
+            ("GET", "/repositories/<int:repo_id>", self._public_repository),
             ("GET", f"{repo}/labels", self._list_labels),
             ("POST", f"{repo}/labels", self._create_label),
             ("POST", f"{issue}/labels", self._add_labels),
@@ -577,7 +579,7 @@ class FakeGitHub:
         if request.endpoint in MANIFEST_ENDPOINTS:
             return None
         credentials = request.headers.get("Authorization", "").partition(" ")[2]
-        if request.endpoint in OAUTH_ENDPOINTS:
+        if request.endpoint in OAUTH_ENDPOINTS or (request.endpoint in ANONYMOUS_ENDPOINTS and not credentials):
             return None
         if request.endpoint in USER_ENDPOINTS or credentials.startswith("ghu_"):
             return self._check_user_token(credentials)
@@ -819,6 +821,13 @@ class FakeGitHub:
             return _error(404, "Not Found")
         repo = self._repos[full_name]
         return _json(_repo_json(self.url, full_name, repo["id"], repo.get("private", False)))
+
+    def _public_repository(self, repo_id: int) -> Response:
+        """GET /repositories/{id} without a token: a public repository; a private one is hidden (404)."""
+        full_name = self._repo_name(repo_id)
+        if full_name is None or self._repos[full_name].get("private", False):
+            return _error(404, "Not Found")
+        return _json(_repo_json(self.url, full_name, repo_id, False))
 
     def _list_issues(self, owner: str, name: str) -> Response:
         full_name, state = f"{owner}/{name}", request.args.get("state", "open")

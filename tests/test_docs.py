@@ -17,7 +17,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 def test_the_readme_starts_with_the_two_commands_and_stays_short():
     readme = (REPO_ROOT / "README.md").read_text()
-    assert readme.startswith("```sh\nmake run     # the service on embedded defaults: SQLite, a local Redis, gunicorn, "
+    assert readme.startswith("```sh\nmake run     # the service on embedded defaults: SQLite, a local Redis, the web server, "
                              "RQ workers, RQ cron\nmake test    # the whole test suite (needs the local Redis and "
                              "PostgreSQL; see \"Tests\")\n```\n")
     assert len(readme.splitlines()) <= 250 and "\n## Tests\n" in readme

@@ -291,6 +291,15 @@ class Audience:
     installation_id: int | None = None  # the repository's installation (a repository's model)
     share_public: bool = False  # ISSUE_SORTER_SHARE_PUBLIC_DATA
     opted_in: frozenset[int] = field(default_factory=frozenset)  # ISSUE_SORTER_GLOBAL_INSTALLATIONS
+    # which of the repositories it reads only for being public GitHub shows publicly now (ours ids back;
+    # core.visibility.PublicCheck); None: the database's word
+    confirm_public: Callable[[list[Repository]], set[int]] | None = None
+
+    def owns(self, repository: Repository) -> bool:
+        """Whether it reads this repository as its own (or opted in), not only because it is public."""
+        if self.global_model:
+            return repository.installation_id is None or repository.installation_id in self.opted_in
+        return repository.installation_id == self.installation_id
 
     def readable(self) -> ColumnElement[bool]:
         """The repositories this audience may read, as a WHERE clause over Repository."""
@@ -314,7 +323,7 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
     `newest` keeps only the most recently recorded that many, so the query stays bounded; `audience`
     keeps only the repositories that model may learn from (None: every one, for the operator's commands).
     """
-    query = (select(IssueRecord, Repository.full_name).join(Repository)
+    query = (select(IssueRecord, Repository).join(Repository)
              .where(IssueRecord.confirmed_label.is_not(None)))
     if audience is not None:
         query = query.where(audience.readable())
@@ -325,8 +334,11 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
     if newest is not None:
         query = query.order_by(IssueRecord.id.desc()).limit(newest)
     rows = sorted(session.execute(query), key=lambda row: row[0].id)
+    if audience is not None and audience.confirm_public is not None:
+        rows = _confirmed_public(rows, audience)
     examples, problems = [], []
-    for issue, repo in rows:
+    for issue, repository in rows:
+        repo = repository.full_name
         if not issue.confirmed_label.strip():
             problems.append(Skipped("database", issue.id, "empty confirmed label"))
             continue
@@ -334,6 +346,13 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
                                 repo=repo, created_at=parse_time(issue.opened_at)))
     _report(problems, "database", skipped)
     return examples
+
+
+def _confirmed_public(rows: list, audience: Audience) -> list:
+    """The rows, less those of repositories read only for being public that GitHub no longer shows publicly."""
+    shared = {repository.id: repository for _, repository in rows if not audience.owns(repository)}
+    public = audience.confirm_public(list(shared.values())) if shared else set()
+    return [(issue, repository) for issue, repository in rows if repository.id not in shared or repository.id in public]
 
 
 def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,

@@ -93,6 +93,7 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
     reason in the card (`fast_path.error`) and in the log.
     """
     model_directory, directory = Path(directory), encoder_directory(directory, card)
+    shutil.rmtree(directory / FAST_DIR, ignore_errors=True)  # a pulled model's own graphs never mix in
     if issues:
         record = _export_record(directory, issues, source, model_directory, card,
                                 engines.cpu_flags() if cpu_flags is None else cpu_flags)

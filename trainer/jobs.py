@@ -24,7 +24,8 @@ def retrain(*, scope: str = GLOBAL_SCOPE, trigger: str = "manual", force: bool =
     ctx = context.current()
     started = time.perf_counter()
     with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
-        result = retrain_scope(registry.session, registry, scope, policy=RetrainPolicy.from_settings(ctx.settings),
+        policy = RetrainPolicy.from_settings(ctx.settings, ctx.redis)
+        result = retrain_scope(registry.session, registry, scope, policy=policy,
                                force=force, trigger=trigger)
         outcome = result.to_dict()
         # each run writes a version of ~95 MB: those no scope serves or may roll back to go at once

@@ -15,8 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from core.card import MODEL_CARD, ModelCard, base_model_name, encoder_directory
-from core.file_hash import file_sha256
+from core.card import MODEL_CARD, ModelCard, base_model_name
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +33,9 @@ DATA_NOTES = {  # what the bootstrap data is and its terms, for the card's "Trai
 }
 
 
+REPOSITORY_DATA_FLAG = "--include-repository-data"  # push-model's second word for a public push of such a model
+
+
 class PublishError(ValueError):
     """A model cannot be published or pulled as asked; the message names the fix."""
 
@@ -43,10 +45,25 @@ def is_local(target: str) -> bool:
     return target.startswith((".", "/", "~")) or Path(target).expanduser().is_dir()
 
 
-def push_model(model_dir: Path, card: ModelCard, target: str, *, private: bool = True, api=None) -> str:
+def is_trained_on_public_data_only(card: ModelCard) -> bool:
+    """Whether the card says its training issues came from a file or the hub (`train` and `bootstrap-model`
+    record it): a retraining's (repositories' issues in the database) and one that says nothing do not."""
+    return bool(((card.extra or {}).get("train_data") or {}).get("source"))
+
+
+def push_model(model_dir: Path, card: ModelCard, target: str, *, private: bool = True,
+               include_repository_data: bool = False, api=None) -> str:
     """Publish a registered model directory (whose card is `card`) with a Hugging Face model card (README.md);
     returns where: the directory, or the repository's URL as the hub returned it (created private unless
-    `private` is off)."""
+    `private` is off). A public push of a model that may have learnt from repositories' issues is refused
+    unless `include_repository_data` says the operator means it: its weights and TF-IDF vocabulary can give
+    back words of those issues, private repositories' included."""
+    if not private and not include_repository_data and not is_trained_on_public_data_only(card):
+        raise PublishError(
+            f"{card.version} may have learnt from repositories' issues in the database (its card names no file "
+            "or hub data set it was trained on, as a retraining's never does): published publicly, its weights "
+            "and vocabulary could give back their text, private repositories' included. Push it private "
+            f"(without --public), or say you mean it: --public {REPOSITORY_DATA_FLAG}")
     with tempfile.TemporaryDirectory(prefix="issue-sorter-push-") as staging:
         folder = Path(staging) / card.version
         shutil.copytree(model_dir, folder)
@@ -97,20 +114,6 @@ def check_files(names: Iterable[str], source: str, *, trust_pickle: bool = False
     if MODEL_CARD not in names:
         raise PublishError(f"{source} is not an Issue Sorter model: it has no {MODEL_CARD} "
                            "(publish one with `issue-sorter push-model`)")
-
-
-def publisher_gate_holds(directory: Path) -> bool:
-    """The model's fast artefact came with it, passed its publisher's same-answers gate and is intact (its
-    SHA-256 is the card's): it may serve as it is, with no held-out issues here to gate it again."""
-    from core.encoder import SERVES, SERVES_FP32
-
-    card = ModelCard.read(directory)
-    record = card.fast_path
-    gate = record.get("gate") or record.get("gates", {}).get(record.get("serves")) or {}
-    if not card.has_encoder or record.get("serves") not in (SERVES, SERVES_FP32) or not gate.get("passed"):
-        return False
-    path = encoder_directory(directory, card) / str(record.get("file", ""))
-    return path.is_file() and file_sha256(path) == record.get("sha256")
 
 
 def as_unseen(metrics: dict, repos: Sequence[str]) -> dict:

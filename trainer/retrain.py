@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from redis import Redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -21,6 +22,7 @@ from core.quotas import Quotas
 from core.settings import Settings
 from core.store import serving_model_for
 from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
+from core.visibility import PublicCheck
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
@@ -56,23 +58,28 @@ class RetrainPolicy:
     global_max_share: float = 0.25
     global_gate_file: Path | None = None  # the operator's fixed labelled issues the global model is judged on
     quotas: Quotas = Quotas()  # an installation's repository models and trainings a day (trainer.quotas)
+    # asks GitHub which repositories read only for being public still are (core.visibility); None: the
+    # database's word
+    confirm_public: Callable[[list[Repository]], set[int]] | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RetrainPolicy:
-        """The operator's choices (ISSUE_SORTER_RETRAIN_*, data sharing), the rest as defined here."""
+    def from_settings(cls, settings: Settings, redis: Redis | None = None) -> RetrainPolicy:
+        """The operator's choices (ISSUE_SORTER_RETRAIN_*, data sharing), the rest as defined here; GitHub
+        at GITHUB_API_URL confirms what is public, its answers kept in `redis`."""
         return cls(min_new_decisions=settings.retrain_min_new, min_per_label=settings.repo_min_per_label,
                    epochs=settings.retrain_epochs, max_length=settings.retrain_max_length,
                    min_holdout=settings.retrain_min_holdout,
                    share_public=settings.share_public_data, global_installations=settings.global_installations,
                    global_max_share=settings.global_max_share, global_gate_file=settings.global_gate_file,
-                   quotas=Quotas.from_settings(settings))
+                   quotas=Quotas.from_settings(settings), confirm_public=PublicCheck(settings.api_url, redis))
 
     def audience(self, session: Session, scope: str) -> Audience:
         """Whose data the model of `scope` may learn from (trainer.dataset.Audience)."""
         if scope == GLOBAL_SCOPE:
-            return Audience(global_model=True, opted_in=self.global_installations)
+            return Audience(global_model=True, opted_in=self.global_installations, confirm_public=self.confirm_public)
         installation_id = session.scalar(select(Repository.installation_id).where(Repository.full_name == scope))
-        return Audience(installation_id=installation_id, share_public=self.share_public)
+        return Audience(installation_id=installation_id, share_public=self.share_public,
+                        confirm_public=self.confirm_public)
 
 
 @dataclasses.dataclass

@@ -20,9 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from redis import Redis
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from bot.lifecycle import redis_copies
 from core import store
 from core.tables import (
     Installation,
@@ -53,12 +55,15 @@ class Purged:
     label_events: int = 0
     model_versions: int = 0
     directories: list[Path] = dataclasses.field(default_factory=list)
+    # (full name, GitHub id) of each repository purged: what Redis holds of it goes after the commit too
+    names: list[tuple[str, int | None]] = dataclasses.field(default_factory=list)
     refused: list[str] = dataclasses.field(default_factory=list)  # what GitHub contradicted: kept
 
     def add(self, other: Purged) -> None:
         for name in ("repositories", "issues", "predictions", "label_events", "model_versions"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.directories += other.directories
+        self.names += other.names
         self.refused += other.refused
 
     def summary(self) -> str:
@@ -196,7 +201,8 @@ def _purge_one(session: Session, repository: Repository, model_dir: Path) -> Pur
     versions = list(session.scalars(select(ModelVersion).where(ModelVersion.scope == repository.full_name)))
     version_ids = [version.id for version in versions]
     purged = Purged(repositories=1, model_versions=len(versions),
-                    directories=[Path(v.path) for v in versions if _inside(Path(v.path), model_dir)])
+                    directories=[Path(v.path) for v in versions if _inside(Path(v.path), model_dir)],
+                    names=[(repository.full_name, repository.github_id)])
     _delete(session, MemoryEntry, MemoryEntry.repository_id == repository.id)  # embeddings of its issues
     prediction_ids = select(Prediction.id).where(Prediction.issue_id.in_(issue_ids))
     _delete(session, OwnLabelDecision, OwnLabelDecision.prediction_id.in_(prediction_ids))
@@ -234,11 +240,14 @@ def _inside(path: Path, model_dir: Path) -> bool:
     return path.resolve().is_relative_to(model_dir.resolve())
 
 
-def delete_directories(purged: Purged) -> None:
-    """Remove the purged models' directories (after the rows are gone for good)."""
+def delete_directories(purged: Purged, redis: Redis | None = None) -> None:
+    """Remove the purged models' directories and what Redis holds of the repositories (after the rows are
+    gone for good)."""
     for directory in purged.directories:
         if directory.is_dir():  # a directory deleted by hand is already what we want
             shutil.rmtree(directory)
+    if redis is not None:
+        redis_copies.forget_repositories(redis, purged.names)
 
 
 def clear_unconfirmed(session: Session, *, older_than_days: int, now: dt.datetime | None = None) -> int:

@@ -1,13 +1,15 @@
 """core.inference_slots: at most N model passes at once on the machine, across processes, and a killed
 holder never keeps its slot."""
 
+import os
+import stat
 import subprocess
 import sys
 import threading
 
 import pytest
 
-from core.inference_slots import InferenceSlots, default_slots
+from core.inference_slots import InferenceSlots, SlotsError, default_slots
 
 
 def test_n_slots_let_n_holders_in_and_the_next_waits_until_one_leaves(tmp_path):
@@ -89,3 +91,43 @@ def test_a_negative_slot_setting_is_a_clear_error():
 
     with pytest.raises(ConfigError, match="ISSUE_SORTER_INFERENCE_SLOTS.*must not be negative"):
         Settings.from_env({"ISSUE_SORTER_INFERENCE_SLOTS": "-1"}, require_webhook_secret=False)
+
+
+def test_the_default_folder_is_under_the_apps_var_not_a_guessable_tmp_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    slots = InferenceSlots(1)
+    with slots.held():
+        pass
+    assert slots.folder == tmp_path / "var" / "inference-slots"
+    assert stat.S_IMODE(slots.folder.stat().st_mode) == 0o700 and stat.S_IMODE((tmp_path / "var").stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o770, 0o701])
+def test_a_folder_other_users_can_enter_or_write_is_refused(tmp_path, mode):
+    """Issue 51: the folder in /tmp had a guessable name and was trusted whatever its owner and mode, so
+    another user could create it first and hold every slot."""
+    folder = tmp_path / "slots"
+    folder.mkdir()
+    folder.chmod(mode)
+    with pytest.raises(SlotsError, match="chmod 700"):
+        InferenceSlots(1, folder)
+
+
+def test_a_folder_of_another_user_or_a_link_is_refused(tmp_path):
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (tmp_path / "slots").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SlotsError, match="not a folder"):
+        InferenceSlots(1, tmp_path / "slots")
+    if os.getuid() == 0:  # root can give a folder away: check the owner too
+        (tmp_path / "theirs").mkdir(mode=0o700)
+        os.chown(tmp_path / "theirs", 12345, -1)
+        with pytest.raises(SlotsError, match="belongs to user id 12345"):
+            InferenceSlots(1, tmp_path / "theirs")
+
+
+def test_a_pass_waits_for_a_slot_a_bounded_time_then_says_so(tmp_path):
+    slots = InferenceSlots(1, tmp_path, wait_seconds=0.2)
+    with slots.held():
+        with pytest.raises(SlotsError, match="no inference slot came free in 0.2 s"):
+            with slots.held():
+                pass

@@ -1,5 +1,5 @@
 """bench.chaos at CI size: `issue-sorter run` on PostgreSQL and its embedded Redis, with
-gunicorn's 2 web processes, 3 labelling workers and the feedback worker, labels 150 real issues of 5
+the web server, 3 labelling workers and the feedback worker, labels 150 real issues of 5
 installations (one repository each in comment mode) sent at 4 a second, GitHub's write spacing at 1 s, while
 a labelling worker is SIGKILLed mid-job, Redis SIGKILLed (and restarted by the supervisor from the
 append-only file), every PostgreSQL backend of its database terminated, and every process restarted one at a
@@ -43,7 +43,7 @@ def test_a_fleet_loses_nothing_and_does_nothing_twice_under_each_fault(postgres_
     assert all("not running" not in f["what"] for f in report["faults"]), report["faults"]
     assert all(f["recovered_after_s"] < 300 for f in report["faults"] if "recovered_after_s" in f)
     restarted = faults["rolling_restart"]["what"]
-    assert restarted.count("web worker") == 2 and restarted.count("labelling worker") == 3, restarted
+    assert restarted.count("web server") == 1 and restarted.count("labelling worker") == 3, restarted
     assert "feedback worker" in restarted and "promoted" in restarted
     assert len(report["predictions_by_model_version"]) == 2  # the old version labelled, then the new one
     assert "worker-3 (pid" in log and "redis (pid" in log and "restarted (pid" in log  # said in the log

@@ -1,4 +1,4 @@
-"""End to end, as deployed: gunicorn on loopback, a real `issue-sorter worker` process, the local Redis
+"""End to end, as deployed: the web server on loopback, a real `issue-sorter worker` process, the local Redis
 and PostgreSQL, and the fake GitHub answering over HTTP. Deliveries are GitHub's own examples, signed."""
 
 from __future__ import annotations
@@ -56,11 +56,11 @@ def service(postgres_url, redis, redis_url, tmp_path, tiny_model_dir):
     cli = [sys.executable, "-m", "issue_sorter.cli"]
     processes = [subprocess.Popen(cli + command, env=env, stdout=(logs / f"{name}.log").open("w"),
                                   stderr=subprocess.STDOUT)
-                 for name, command in [("web", ["web", "--host", "127.0.0.1", "--workers", "1"]),
+                 for name, command in [("web", ["web", "--host", "127.0.0.1"]),
                                        ("worker", ["worker", "--queues", "labeling,feedback"])]]
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _healthy(base), 60, "gunicorn to answer /healthz")
+        wait_until(lambda: _healthy(base), 60, "the web server to answer /healthz")
         yield {"url": base, "fake": fake, "database_url": postgres_url, "logs": logs}
     finally:
         for process in processes:

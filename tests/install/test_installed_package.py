@@ -94,7 +94,7 @@ def test_migrate_then_web_answers_healthz_from_any_directory(venv, elsewhere, re
     engine.dispose()
 
     log = (elsewhere / "web.log").open("w")
-    web = subprocess.Popen([venv / "bin" / "issue-sorter", "web", "--host", "127.0.0.1", "--workers", "1"],
+    web = subprocess.Popen([venv / "bin" / "issue-sorter", "web", "--host", "127.0.0.1"],
                            cwd=elsewhere, env=env, stdout=log, stderr=subprocess.STDOUT)
     healthz = f"http://127.0.0.1:{env['PORT']}/healthz"
     try:

@@ -59,6 +59,9 @@ def test_a_fresh_clone_reaches_a_promoted_model_through_the_hub_and_moves_it_to_
     listing = issue_sorter(second, "models").stdout
     (pulled,) = [line.split()[1] for line in listing.splitlines() if line.startswith("*")]
     pulled_card = read_card(Path(second["MODEL_DIR"]) / pulled)
-    assert pulled_card["fast_path"] == json.loads((directory / "issue_sorter.json").read_text())["fast_path"]
-    # not gated again on this machine (it has no held-out issues): the publisher's passed gate serves
-    assert publish.publisher_gate_holds(Path(second["MODEL_DIR"]) / pulled)
+    # the publisher's graph never serves on its word: this machine has no issues to gate one on, so PyTorch
+    # serves the safetensors weights, and the publisher's graphs are gone
+    assert json.loads((directory / "issue_sorter.json").read_text())["fast_path"]["serves"] != "pytorch"
+    assert pulled_card["fast_path"]["serves"] == "pytorch"
+    assert pulled_card["fast_path"]["gate"] == {"passed": False, "reason": "no held-out issues"}
+    assert not (Path(second["MODEL_DIR"]) / pulled / "fast").exists()

@@ -89,7 +89,7 @@ def test_a_push_the_hub_refuses_is_one_line_saying_how_to_log_in(hub, here, publ
 def test_a_push_with_the_token_goes_through(hub, here, published_version, monkeypatch, capsys):
     hub.token = "hf_s3cret"
     monkeypatch.setenv("HF_TOKEN", "hf_s3cret")
-    assert cli(here, "push-model", published_version, REPO, "--public") == 0
+    assert cli(here, "push-model", published_version, REPO, "--public", publish.REPOSITORY_DATA_FLAG) == 0
     assert not hub.repos["model", REPO].private
     assert "hf_s3cret" not in capsys.readouterr().out
 
@@ -130,21 +130,6 @@ def test_a_model_without_a_card_is_refused_by_its_file_list(hub):
     with pytest.raises(publish.PublishError, match=f"no {MODEL_CARD}"):
         publish.pull_model(REPO)
     assert not [path for _, path in hub.requests if "/resolve/" in path]
-
-
-def test_the_publishers_fast_path_gate_holds_only_while_the_artefact_matches_its_hash(tmp_path):
-    from core.encoder import SERVES
-
-    artefact = b"an onnx graph"
-    (tmp_path / "fast").mkdir()
-    (tmp_path / "fast" / "model.int8.onnx").write_bytes(artefact)
-    write_card(tmp_path, version="m", labels=["bug", "feature"], kind="transformer", base_model="", max_length=64,
-               thresholds=None, metrics=None, data_fingerprint="", train_config=None,
-               fast_path={"serves": SERVES, "file": "fast/model.int8.onnx", "gate": {"passed": True},
-                          "sha256": hashlib.sha256(artefact).hexdigest()})
-    assert publish.publisher_gate_holds(tmp_path)
-    (tmp_path / "fast" / "model.int8.onnx").write_bytes(artefact + b" changed on the way")
-    assert not publish.publisher_gate_holds(tmp_path)
 
 
 def test_a_hub_trained_card_reports_the_unseen_protocol_per_project_and_names_the_base_by_hub_id(tmp_path):

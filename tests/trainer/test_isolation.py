@@ -6,11 +6,14 @@ import zlib
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from core import store
 from core.db import make_sessionmaker, session_scope
 from core.migrate import upgrade
-from core.tables import GLOBAL_SCOPE, Installation
+from core.tables import GLOBAL_SCOPE, Installation, Repository
+from core.visibility import PublicCheck
+from simulation.fake_github import FakeGitHub
 from trainer.baseline import train_tfidf, train_tfidf_borrowing
 from trainer.retrain import RetrainPolicy, examples_for_scope, other_repositories_examples
 
@@ -96,3 +99,40 @@ def test_a_suspended_installation_teaches_no_model(sessions):
         default, _ = examples_for_scope(session, GLOBAL_SCOPE, RetrainPolicy())
         shared = other_repositories_examples(session, "bob/app", LABELS, policy=RetrainPolicy(share_public=True))
     assert {e.repo for e in default} == {"operator/own"} and shared == []
+
+
+@pytest.fixture
+def github(sessions, redis):
+    """GitHub as anyone sees it: alice/open public; the database's ids are GitHub's."""
+    fake = FakeGitHub(app_id=1).start()
+    with session_scope(sessions) as session:
+        for repository in session.scalars(select(Repository)):
+            fake.add_repo(repository.full_name, installation_id=repository.installation_id or 1)
+            fake.set_private(repository.full_name, repository.private)
+            repository.github_id = fake.repo_id(repository.full_name)
+    yield fake
+    fake.stop()
+
+
+def test_a_repository_made_private_on_github_stops_teaching_shared_models_at_once(sessions, github, redis):
+    """Issue 51: the App never heard of a repository made private (no `repository` events), so the database
+    still said public and its issues went on teaching other installations' models and the global model."""
+    check = PublicCheck(github.url, redis)
+    policy = RetrainPolicy(share_public=True, confirm_public=check)
+    with session_scope(sessions) as session:
+        assert {e.repo for e in other_repositories_examples(session, "bob/app", LABELS, policy=policy)} == {
+            "alice/open"}
+        github.set_private("alice/open")
+        redis.flushdb()  # the answer kept in Redis would be believed a few minutes more
+        borrowed = other_repositories_examples(session, "bob/app", LABELS, policy=policy)
+        global_examples, _ = examples_for_scope(session, GLOBAL_SCOPE, policy)
+        own_installation = other_repositories_examples(session, "alice/secret", LABELS, policy=policy)
+    assert borrowed == [] and {e.repo for e in global_examples} == {"operator/own"}
+    assert {e.repo for e in own_installation} == {"alice/open"}  # its own installation still reads it
+    assert not github.calls("GET", r"/repos/.*") and github.calls("GET", r"/repositories/\d+")  # by id
+
+
+def test_github_not_answering_counts_as_private(sessions):
+    policy = RetrainPolicy(share_public=True, confirm_public=PublicCheck("http://127.0.0.1:1", timeout_seconds=1))
+    with session_scope(sessions) as session:
+        assert other_repositories_examples(session, "bob/app", LABELS, policy=policy) == []

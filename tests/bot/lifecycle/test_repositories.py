@@ -98,6 +98,41 @@ def test_an_installation_deleted_is_purged_with_its_model_files_and_nothing_of_o
     assert "purged repository" in caplog.text and SECRET not in caplog.text
 
 
+def copy_in_redis(redis, repo: str, github_id: int) -> set[bytes]:
+    """What the App keeps of a repository in Redis, as its caches write it: the keys."""
+    from bot.decisions import memory_fill
+    from bot.github_api import cache
+    from bot.labeling import backtest, comments
+    from bot.lifecycle import preview
+    from core import visibility
+
+    keys = [cache.FILE_KEY.format(repo.lower(), ".github/issue-sorter.yml"), cache.LABELS_KEY.format(repo.lower()),
+            cache.GENERATION_KEY.format(repo.lower()), cache.PERMISSION_KEY.format(repo.lower(), "octocat"),
+            preview.PREVIEW_KEY.format(repo), backtest.BACKTEST_KEY.format(repo),
+            comments.CONFIG_WARNED_KEY.format(repo, "abc"), memory_fill.SERVED_KEY.format(repo=repo, version="v1"),
+            memory_fill.WAITING_KEY.format(repo=repo, version="v1"), visibility.KEY.format(github_id)]
+    for key in keys:
+        redis.set(key, SECRET, ex=7 * 86400)
+    return {key.encode() for key in keys}
+
+
+@pytest.mark.redis
+def test_a_purge_leaves_nothing_of_the_repository_in_redis_and_keeps_other_repositories_copies(
+        bare_context, client, payload, redis, fake_github):
+    """Issue 51: a purge deleted the rows and the models, and left the config file's content, previews and
+    caches in Redis for days."""
+    sessions, model_dir = bare_context.sessionmaker, bare_context.settings.model_dir
+    populate(sessions, model_dir, REPO, INSTALLATION, 11)
+    populate(sessions, model_dir, OTHER, 2, 22)
+    copy_in_redis(redis, REPO, 11)
+    theirs = copy_in_redis(redis, OTHER, 22) | copy_in_redis(redis, REPO + "-2", 33)  # a name it begins
+    fake_github.set_installation(INSTALLATION, deleted=True)
+    deliver(client, "installation", installation_payload(payload, "installation/deleted"), "d-uninstall")
+    run_worker(redis)
+    left = {key for key in redis.scan_iter(_type="string") if redis.get(key) == SECRET.encode()}
+    assert left == theirs
+
+
 @pytest.mark.redis
 def test_a_repository_removed_from_the_installation_is_purged_alone(bare_context, client, payload, redis,
                                                                    fake_github):
