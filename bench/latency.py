@@ -189,6 +189,7 @@ class Sender:
         latencies, third = sorted(in_order), max(1, len(in_order) // 3)
         return {"deliveries": count, "labelled": len(latencies),
                 "p50_ms": round(statistics.median(latencies) * 1000),
+                "p90_ms": round(latencies[min(len(latencies) - 1, int(0.9 * len(latencies)))] * 1000),
                 "p99_ms": round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1000),
                 "max_ms": round(latencies[-1] * 1000),
                 "first_third_p50_ms": round(statistics.median(in_order[:third]) * 1000),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
@@ -45,11 +46,13 @@ class ServingModels:
         self.loads = 0  # how many times a model was read from disk in this process
 
     def warm_up(self) -> None:
-        """One prediction with each loaded model, on a text long enough to reach its token limit."""
+        """One prediction with each loaded model, on a text long enough to reach its token limit; then
+        everything loaded so far is left out of the garbage collector's full passes (`keep_out_of_gc`)."""
         with self._lock:
             loaded = list(self._loaded.values())
         for classifier in loaded:
             classifier.predict([WARM_UP_TEXT])
+        keep_out_of_gc()
 
     def for_repository(self, repo: str | None, session=None) -> Classifier | None:
         """The classifier serving `repo` (None: the global one), or None when nothing is promoted; asked in
@@ -65,7 +68,16 @@ class ServingModels:
             if current is None or current.version != served.version:
                 log.info("loading model %s for scope %s from %s", served.version, served.scope, served.path)
                 self._loaded[served.scope] = self._loader(served.path)
+                keep_out_of_gc()
                 self.loads += 1
                 if self._on_load is not None:
                     self._on_load(served, self._loaded[served.scope])
             return self._loaded[served.scope]
+
+
+def keep_out_of_gc() -> None:
+    """Move every object alive now (the libraries, the models, their tokenizers: hundreds of thousands) out
+    of reach of the cyclic garbage collector. Its full passes walk every tracked object, and one came every
+    few jobs, when enough of the jobs' own objects had outlived the younger generations: that job took the
+    walk's time on top of its own. They still go by reference counting; only cycles among them stay."""
+    gc.freeze()
