@@ -77,11 +77,11 @@ class ServingModels:
 
 def keep_out_of_gc() -> None:
     """Move every object alive now (the libraries, the models, their tokenizers: hundreds of thousands) out
-    of reach of the cyclic garbage collector. Its full passes walk every tracked object, and one came every
-    few jobs, when enough of the jobs' own objects had outlived the younger generations: that job took the
-    walk's time on top of its own. They still go by reference counting; a model switched out is put back
-    within reach first, so that the one full pass here (at a load, never in a labelling job otherwise)
-    collects its cycles."""
+    of reach of the cyclic garbage collector. Its full passes walk every tracked object, so the job during
+    which one comes (once enough of the jobs' own objects have outlived the younger generations) would wait
+    for the whole walk; frozen, a full pass walks only what was made since. They still go by reference
+    counting; a model switched out is put back within reach first, so that the one full pass here (at a
+    load only) collects its cycles."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()

@@ -18,9 +18,8 @@ def unfrozen():
 
 def test_a_loaded_model_is_kept_out_of_the_collectors_full_passes(unfrozen):
     """A full pass of the cyclic garbage collector walks every tracked object: in a worker with torch,
-    transformers and a model loaded, half a million of them, a quarter of a second on an idle CPU and
-    seconds on a busy one. One came every few jobs, when enough of the jobs' own objects had piled up,
-    and that issue's label waited for it: one label in ten took over a second on an idle service."""
+    transformers and a model loaded, half a million of them, seconds on a busy CPU. It comes whenever
+    enough of the jobs' own objects have piled up, and that issue's label waits for it."""
     version = {"now": "v1"}
     models = ServingModels(lambda repo: Served("global", version["now"], f"/models/{version['now']}"),
                            lambda path: FakeClassifier({}, version=path.rsplit("/", 1)[1]))
