@@ -53,13 +53,13 @@ ENGINES_KEY = "issue-sorter:metrics:engines"  # field "host:pid|scope" → "vers
 WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-up took: ready for a first job
 
 # Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"), one issue at a time as a labelling job runs:
-# - AMX: OpenVINO's int8, then its bf16, then bf16 autocast: AMX multiplies int8 and bf16 tiles natively,
-#   and OpenVINO's kernels use them better than PyTorch's.
+# - AMX: OpenVINO's bf16, then its static int8 (slower than its bf16 one issue at a time: the activations'
+#   quantisation costs more than int8 tiles save on an issue's few tokens), then bf16 autocast.
 # - AVX-512 BF16 without AMX: bf16 autocast beats fp32 PyTorch but not ONNX Runtime: the ONNX engines first,
 #   bf16 before fp32 PyTorch.
 # - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured.
 # OpenVINO is ordered only where it was measured (AMX); elsewhere ISSUE_SORTER_ENGINE=measure times it.
-ORDER_WITH_AMX = (OV_INT8, OV_BF16, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+ORDER_WITH_AMX = (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
 ORDER_WITH_AVX512_BF16 = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
 # - An NVIDIA GPU that PyTorch can use (bench.cuda --served): fp32 on the GPU beats bf16 autocast there (tiny

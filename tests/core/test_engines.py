@@ -66,7 +66,7 @@ class FakeEngines:
 
 
 def test_the_cpus_flags_order_the_engines_openvino_and_bf16_first_only_with_amx():
-    assert order("auto", SAPPHIRE_RAPIDS) == (OV_INT8, OV_BF16, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+    assert order("auto", SAPPHIRE_RAPIDS) == (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
     # Zen 4, AVX-512 BF16 without AMX: bf16 measured faster than fp32 PyTorch, slower than ONNX Runtime
     assert order("auto", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
     assert order("auto", {"avx2", "fma"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # bf16 emulated: not tried
@@ -123,7 +123,7 @@ def test_a_forced_engine_is_tried_first_then_the_cpus_order():
     assert order(TORCH_BF16, AVX2) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
     assert order(TORCH_FP32, AVX2) == (TORCH_FP32, ORT_INT8, ORT_FP32)
     assert order(ORT_FP32, ZEN4) == (ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32)
-    assert order(ORT_FP32, SAPPHIRE_RAPIDS) == (ORT_FP32, OV_INT8, OV_BF16, TORCH_BF16, ORT_INT8, TORCH_FP32)
+    assert order(ORT_FP32, SAPPHIRE_RAPIDS) == (ORT_FP32, OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, TORCH_FP32)
     assert order(OV_BF16, ZEN4) == (OV_BF16, ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 
 
@@ -131,7 +131,7 @@ def test_measure_tries_every_engine_the_cpus_order_first():
     # bf16 and OpenVINO timed where they were gated, though not ordered on these CPUs
     assert order("measure", AVX2) == (ORT_INT8, ORT_FP32, OV_INT8, OV_BF16, TORCH_BF16, TORCH_FP32)
     assert order("measure", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, OV_INT8, OV_BF16, TORCH_FP32)
-    assert order("measure", SAPPHIRE_RAPIDS) == (OV_INT8, OV_BF16, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+    assert order("measure", SAPPHIRE_RAPIDS) == (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
     with pytest.raises(ValueError, match="an engine is one of auto, measure, openvino-int8"):
         order("cuda", ZEN4)
 
@@ -140,9 +140,9 @@ def test_the_fastest_allowed_engine_serves_and_the_choice_is_logged(caplog):
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
         chosen = choose(EVERY_ENGINE_PASSED, load, flags=SAPPHIRE_RAPIDS)
-    assert (chosen.engine, chosen.classifier, chosen.passed_over) == (OV_INT8, "classifier run by openvino-int8", {})
-    assert load.loaded == [OV_INT8]  # nothing else loaded
-    assert "serving v1 with openvino-int8 (the CPU's fastest allowed; CPU avx2 avx512f avx512_vnni avx512_bf16 " \
+    assert (chosen.engine, chosen.classifier, chosen.passed_over) == (OV_BF16, "classifier run by openvino-bf16", {})
+    assert load.loaded == [OV_BF16]  # nothing else loaded
+    assert "serving v1 with openvino-bf16 (the CPU's fastest allowed; CPU avx2 avx512f avx512_vnni avx512_bf16 " \
            "amx_bf16 amx_int8)" in caplog.text
 
 
@@ -202,7 +202,7 @@ def test_a_forced_engine_its_gate_refused_falls_back_with_a_warning(caplog):
     assert "pytorch-bf16 does not serve v1: its registration's same-answers gate refused it" in caplog.text
     # a warning: the operator asked for another
     assert "serving v1 with onnxruntime-int8 (ISSUE_SORTER_ENGINE asked for pytorch-bf16; passed over: " \
-           "pytorch-bf16, openvino-int8, openvino-bf16; CPU" in caplog.text
+           "pytorch-bf16, openvino-bf16, openvino-int8; CPU" in caplog.text
 
 
 def test_an_engine_its_registration_never_gated_does_not_serve():
@@ -380,15 +380,15 @@ def test_measure_passes_over_an_engine_that_loaded_but_fails_to_run(caplog):
     assert "onnxruntime-int8 does not serve v1: it failed on the measurement's issues (RuntimeError" in caplog.text
 
 
-def test_with_amx_openvino_int8_serves_first_then_openvino_bf16_when_int8_was_refused(caplog):
-    assert choose(EVERY_ENGINE_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == OV_INT8
-    int8_refused = card({OV_INT8: REFUSED, OV_BF16: PASSED, ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED},
-                        kept=(OV_BF16, ORT_FP32))
+def test_with_amx_openvino_bf16_serves_first_then_openvino_int8_when_bf16_was_refused(caplog):
+    assert choose(EVERY_ENGINE_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == OV_BF16
+    bf16_refused = card({OV_INT8: PASSED, OV_BF16: REFUSED, ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED},
+                        kept=(OV_INT8, ORT_FP32))
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(int8_refused, load, flags=SAPPHIRE_RAPIDS)
-    assert chosen.engine == OV_BF16 and load.loaded == [OV_BF16]  # a refused engine is never loaded
-    assert "openvino-int8 does not serve v1: its registration's same-answers gate refused it (top label agreed " \
+        chosen = choose(bf16_refused, load, flags=SAPPHIRE_RAPIDS)
+    assert chosen.engine == OV_INT8 and load.loaded == [OV_INT8]  # a refused engine is never loaded
+    assert "openvino-bf16 does not serve v1: its registration's same-answers gate refused it (top label agreed " \
            "on 95.5% of 45 issues" in caplog.text
 
 
@@ -397,7 +397,7 @@ def test_without_openvino_installed_the_next_engine_serves_and_says_why(caplog):
                               openvino_bf16=ImportError("No module named 'openvino'"))
     with caplog.at_level(logging.WARNING, logger="core.engines"):
         chosen = choose(EVERY_ENGINE_PASSED, no_openvino, flags=SAPPHIRE_RAPIDS)
-    assert chosen.engine == TORCH_BF16 and no_openvino.loaded == [OV_INT8, OV_BF16, TORCH_BF16]
+    assert chosen.engine == TORCH_BF16 and no_openvino.loaded == [OV_BF16, OV_INT8, TORCH_BF16]
     assert "openvino-bf16 does not serve v1: it could not be loaded (ImportError: No module named 'openvino')" \
         in caplog.text
 
