@@ -67,6 +67,9 @@ class FastPathOptions:
 
     build: bool = True  # False: no export, PyTorch serves it (tests that are not about the fast path)
     gate_issues: Sequence[Example] | None = None  # None: NLBSE'24's test split, else the held-out issues
+    # True: also static int8 (OpenVINO's), calibrated on the training issues: minutes more per registration
+    # on 2 cores, for an engine measured slower than OpenVINO's bf16 on AMX and refused by its gate there
+    static_int8: bool = False
 
     def issues(self, held_out: Sequence[Example]) -> tuple[Sequence[Example], str]:
         """(the gate's issues, where they come from) for a registration that held out `held_out`."""

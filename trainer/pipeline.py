@@ -57,12 +57,14 @@ def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope:
                     fast_path: FastPathOptions = FastPathOptions(), calibration: Sequence[Example] = ()) -> Model:
     """Store a trained model (or a saved directory) as a new version, then build and gate the fast path of
     its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no.
-    `calibration`: the issues it was trained on, which static int8 calibrates on (none: no static int8)."""
+    `calibration`: the issues it was trained on, which static int8 calibrates on where `fast_path.static_int8`
+    asks for it."""
     thresholds = (metrics or {}).get("thresholds")
     model = registry.register(source, scope=scope, metrics=metrics, thresholds=thresholds,
                               data_fingerprint=data_fingerprint)
     if not (fast_path.build and model.card.has_encoder):
         return model
     issues, issues_source = fast_path.issues(held_out)
+    texts = [example.text for example in calibration] if fast_path.static_int8 else []
     return Model(model.row, build_fast_path(model.directory, model.card, issues, source=issues_source,
-                                            calibration=[example.text for example in calibration]))
+                                            calibration=texts))
