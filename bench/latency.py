@@ -40,12 +40,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--model", type=Path, help="a saved model directory (default: fine-tune a small one)")
     parser.add_argument("--worker-threads", type=int, help="ISSUE_SORTER_WORKER_THREADS (default: the service's)")
+    parser.add_argument("--repositories", type=int, default=len(REPOS), choices=range(1, len(REPOS) + 1),
+                        help="deliveries round-robin over this many repositories, each in its own installation")
     args = parser.parse_args()
     texts = issue_texts()
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as folder:
         extra = {"ISSUE_SORTER_WORKER_THREADS": str(args.worker_threads)} if args.worker_threads else {}
         model = args.model or train_tiny_model(Path(folder) / "model", max_length=128, version="bench")
-        results = measure(Path(folder), model, texts, args.rates, args.seconds, extra)
+        results = measure(Path(folder), model, texts, args.rates, args.seconds, extra, REPOS[:args.repositories])
     print(json.dumps(results, indent=2))
     return 0
 
@@ -57,7 +59,7 @@ def issue_texts() -> list[tuple[str, str]]:
 
 
 def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds: float,
-            extra_env: dict[str, str]) -> dict:
+            extra_env: dict[str, str], repos: list[tuple[str, int]]) -> dict:
     from core.migrate import upgrade
     from simulation.fake_github import FakeGitHub
     from tests.conftest import promote_model
@@ -71,7 +73,7 @@ def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ISSUE_SORTER_"))
            and k not in ("REDIS_URL", "DATABASE_URL", "MODEL_DIR")}
     with FakeGitHub(app_id=APP_ID) as fake:
-        for repo, installation in REPOS:
+        for repo, installation in repos:
             fake.add_repo(repo, labels=["bug", "enhancement", "question", "documentation"],
                           installation_id=installation)
         # threshold 0: every issue gets a label, so every job ends in the write we time
@@ -79,13 +81,13 @@ def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds:
                    GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0", PYTHONUNBUFFERED="1", **extra_env)
         started = time.time()
         with running_service(folder, env) as base:
-            sender = Sender(base, (folder / "var" / "webhook-secret").read_text().strip(), fake, texts)
+            sender = Sender(base, (folder / "var" / "webhook-secret").read_text().strip(), fake, texts, repos)
             ready = wait_for_ready(folder / "run.log")
             first_issue, first_label = sender.first_issue()
             results = {"ready_s": round(ready - started, 2), "first_issue_ms": round(first_issue * 1000),
                        "first_label_after_ready_ms": round((first_label - ready) * 1000)}
             # every other installation's first job fetches its token and lists its labels: not "warm"
-            sender.wait([sender.deliver(*repo) for repo in REPOS[1:]], DRAIN_SECONDS)
+            sender.wait([sender.deliver(*repo) for repo in repos[1:]], DRAIN_SECONDS)
             for rate in rates:
                 results[f"{rate:g}/s"] = sender.steady(rate, seconds, redis_url(folder / "run.log"))
     return results
@@ -117,8 +119,8 @@ def wait_for_ready(log: Path, seconds: float = 300) -> float:
 class Sender:
     """Signed issues.opened deliveries as GitHub sends them, and when their labels reach the fake."""
 
-    def __init__(self, base: str, secret: str, fake, texts: list):
-        self.base, self.secret, self.fake, self.texts = base, secret, fake, texts
+    def __init__(self, base: str, secret: str, fake, texts: list, repos: list[tuple[str, int]]):
+        self.base, self.secret, self.fake, self.texts, self.repos = base, secret, fake, texts, repos
         self.template = json.loads((WEBHOOKS / "issues" / "opened.payload.json").read_text())
         self.number = 0
 
@@ -162,7 +164,7 @@ class Sender:
 
     def first_issue(self) -> tuple[float, float]:
         """(seconds from the delivery to its label, when the label reached the fake GitHub)."""
-        repo, number, sent = self.deliver(*REPOS[0])
+        repo, number, sent = self.deliver(*self.repos[0])
         (latency,) = self.wait([(repo, number, sent)], DRAIN_SECONDS)
         return (float("nan"), float("nan")) if latency is None else (latency, sent + latency)
 
@@ -182,18 +184,20 @@ class Sender:
         sent, start, count = [], time.monotonic(), int(rate * seconds)
         for i in range(count):
             time.sleep(max(0.0, start + i / rate - time.monotonic()))
-            sent.append(self.deliver(*REPOS[i % len(REPOS)]))
+            sent.append(self.deliver(*self.repos[i % len(self.repos)]))
         in_order = [latency for latency in self.wait(sent, DRAIN_SECONDS) if latency is not None]
         done.set()
         sampler.join()
         latencies, third = sorted(in_order), max(1, len(in_order) // 3)
         return {"deliveries": count, "labelled": len(latencies),
                 "p50_ms": round(statistics.median(latencies) * 1000),
+                "p90_ms": round(latencies[min(len(latencies) - 1, int(0.9 * len(latencies)))] * 1000),
                 "p99_ms": round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1000),
                 "max_ms": round(latencies[-1] * 1000),
                 "first_third_p50_ms": round(statistics.median(in_order[:third]) * 1000),
                 "last_third_p50_ms": round(statistics.median(in_order[-third:]) * 1000),
-                "max_queue_length": max(queue_lengths, default=0)}
+                "max_queue_length": max(queue_lengths, default=0),
+                "each_ms": [round(latency * 1000) for latency in in_order]}  # in the order sent
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ max_length, to tell the engine's share from the token budget's; `pytorch` and `f
 `core.encoder.TransformerClassifier` and what `load_classifier` serves here (core.engines: the CPU's
 fastest engine its gate allowed); `pytorch-bf16` is PyTorch under CPU autocast to bfloat16; `ort-int8` and
 `ort-fp32` are both artefacts, exported here into a copy (the registry keeps those its gate passed);
+`ov-bf16` is OpenVINO on the fused fp32 graph in bf16, `ov-int8` OpenVINO on the static int8 graph calibrated
+on --calibration's issues (the training issues' kind, never the measured ones);
 `torch-int8` (torch's dynamic quantization of the Linear layers) an alternative measured before choosing.
 The output names the CPU and its flags, and where one issue's time goes in what serves (tokenizer, engine,
 TF-IDF with --tfidf, the memory's vote over a full memory); the database's write is bench/latency.py's.
@@ -39,14 +41,19 @@ from tests.paths import NLBSE  # the shared data's location, one definition
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-ENGINES = ("pipeline", "pipeline-128", "pytorch", "pytorch-bf16", "torch-int8", "ort-fp32", "ort-int8", "fast")
-DEFAULT_ENGINES = "pipeline,pipeline-128,pytorch,pytorch-bf16,ort-fp32,ort-int8,fast"
+ENGINES = ("pipeline", "pipeline-128", "pytorch", "pytorch-bf16", "torch-int8", "ort-fp32", "ort-int8", "ov-bf16",
+           "ov-int8", "fast")
+DEFAULT_ENGINES = "pipeline-128,pytorch,pytorch-bf16,ort-fp32,ort-int8,ov-bf16,ov-int8,fast"
+ONNX_ENGINES = {"ort-fp32": "onnxruntime-fp32", "ort-int8": "onnxruntime-int8", "ov-bf16": "openvino-bf16",
+                "ov-int8": "openvino-int8"}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True, help="a registered encoder's directory")
     parser.add_argument("--issues", type=Path, default=NLBSE / "issues_test.csv")
+    parser.add_argument("--calibration", type=Path, default=NLBSE / "issues_train.csv",
+                        help="issues static int8 calibrates on (ov-int8)")
     parser.add_argument("--single", type=int, default=300, help="issues timed one at a time")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
@@ -73,8 +80,8 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
         engines, onnx = args.engines.split(","), None
-        if {"ort-fp32", "ort-int8"} & set(engines):
-            onnx = export_copy(args.model, Path(scratch))
+        if set(ONNX_ENGINES) & set(engines):
+            onnx = export_copy(args.model, Path(scratch), args.calibration if "ov-int8" in engines else None)
         for engine in engines:
             command = [sys.executable, "-m", "bench.serving", "--worker", engine, "--model", str(args.model),
                        "--issues", str(args.issues), "--single", str(args.single),
@@ -90,11 +97,20 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
             results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"{engine}: {results[engine]['backfill_per_s']:.1f} issues/s", file=sys.stderr)
     reference = results.get("pytorch", {}).get("top")
+    truth = issue_labels(args.issues)[:args.limit]
     for result in results.values():
         top = result.pop("top")
+        result["macro_f1"] = quality(truth, top)
         if reference:
             result["agreement"] = sum(a == b for a, b in zip(top, reference, strict=True)) / len(top)
     return results
+
+
+def quality(truth: list[str], top: list[str]) -> float:
+    """Macro-F1 of the top labels over the kinds the issues have (a pipeline names them as the card does)."""
+    from trainer.evaluate import macro_f1
+
+    return macro_f1(truth, top, sorted(set(truth)))
 
 
 def cpu_line() -> str:
@@ -106,12 +122,15 @@ def cpu_line() -> str:
     return f"CPU: {names[0] if names else 'unknown'} ({len(names)} cores), flags {cpu_summary(cpu_flags())}"
 
 
-def export_copy(model: Path, scratch: Path) -> Path:
-    """Both artefacts of `model`, built in a copy (the registry keeps only the one that serves); its fast/."""
+def export_copy(model: Path, scratch: Path, calibration: Path | None) -> Path:
+    """Every artefact of `model`, built in a copy (the registry keeps only those whose gate passed), the
+    static int8 one calibrated on `calibration`'s issues; its fast/."""
+    from core.card import ModelCard
     from trainer.fast_path import export_onnx
 
     copy = Path(shutil.copytree(model, scratch / "model", ignore=shutil.ignore_patterns("fast")))
-    return export_onnx(copy)["onnxruntime-fp32"].parent
+    texts = issue_texts(calibration) if calibration else ()
+    return export_onnx(copy, calibration=texts, max_length=ModelCard.read(model).max_length)["onnxruntime-fp32"].parent
 
 
 def measure(args: argparse.Namespace) -> dict:
@@ -128,8 +147,10 @@ def measure(args: argparse.Namespace) -> dict:
         started = time.perf_counter()
         predict_one(text)
         latencies.append((time.perf_counter() - started) * 1000)
+    single_per_s = len(latencies) * 1000 / sum(latencies)
     latencies.sort()
     result = {"load_s": load_seconds, "backfill_per_s": len(texts) / backfill, "issues": len(texts),
+              "single_per_s": single_per_s,
               "p50_ms": statistics.median(latencies), "p99_ms": latencies[int(0.99 * (len(latencies) - 1))],
               "peak_rss_mb": peak_rss_mb(), "top": top, "engine": getattr(classifier, "engine", args.worker)}
     if args.worker == "fast":
@@ -180,22 +201,29 @@ def issue_texts(path: Path) -> list[str]:
     return [example.text for example in load_file(path)]
 
 
+def issue_labels(path: Path) -> list[str]:
+    from trainer.dataset import load_file
+
+    return [example.label for example in load_file(path)]
+
+
 def load_engine(args: argparse.Namespace):
     """(one text → top label, texts → top labels) for args.worker, loaded in this process."""
     engine = args.worker
     if engine.startswith("pipeline"):
-        return (*load_pipeline(args.model, args.threads, capped=engine == "pipeline-128"), None)
+        return (*load_pipeline(args.model, args.threads, args.batch_size, capped=engine == "pipeline-128"), None)
     if engine == "fast":
         from core.classifier import load_classifier
 
         classifier = load_classifier(args.model, threads=args.threads)
-    elif engine.startswith("ort-"):
+    elif engine in ONNX_ENGINES:
         from core.card import ModelCard
-        from core.encoder import FAST_FILE, FP32_FILE, OnnxClassifier
+        from core.encoder import FAST_FILE, FP32_FILE, STATIC_INT8_FILE, OnnxClassifier, OpenVinoClassifier
 
-        path = args.onnx / (FP32_FILE if engine == "ort-fp32" else FAST_FILE)
-        classifier = OnnxClassifier.from_file(args.model, path, ModelCard.read(args.model), threads=args.threads,
-                                              engine=f"onnxruntime-{engine.removeprefix('ort-')}")
+        path = args.onnx / {"ort-int8": FAST_FILE, "ov-int8": STATIC_INT8_FILE}.get(engine, FP32_FILE)
+        runner = OpenVinoClassifier if engine.startswith("ov-") else OnnxClassifier
+        classifier = runner.from_file(args.model, path, ModelCard.read(args.model), threads=args.threads,
+                                      engine=ONNX_ENGINES[engine])
     else:
         import torch
 
@@ -216,7 +244,7 @@ def load_engine(args: argparse.Namespace):
             lambda texts: top(classifier.predict(texts, batch_size=args.batch_size)), classifier)
 
 
-def load_pipeline(model: Path, threads: int, *, capped: bool):
+def load_pipeline(model: Path, threads: int, batch_size: int, *, capped: bool):
     import torch
     from transformers import pipeline
 
@@ -226,20 +254,22 @@ def load_pipeline(model: Path, threads: int, *, capped: bool):
     classify = pipeline("text-classification", model=str(model))
     options = {"truncation": True} | ({"max_length": ModelCard.read(model).max_length} if capped else {})
     return (lambda text: classify(text, **options)[0]["label"],
-            lambda texts: [row["label"] for row in classify(texts, **options)])
+            lambda texts: [row["label"] for row in classify(texts, batch_size=batch_size, **options)])
 
 
 def table(results: dict[str, dict], args: argparse.Namespace) -> str:
     """One row per engine, its ratios to the pipeline at its defaults and at the card's max_length."""
     bases = [(name, results[name]) for name in ("pipeline", "pipeline-128") if name in results]
-    ratios = "".join(f" | backfill vs {name} | p50 vs {name}" for name, _ in bases)
-    lines = [f"| engine | load (s) | backfill (issues/s) | single p50 (ms) | p99 (ms){ratios} | peak RSS (MB) | "
-             "top label = PyTorch path's |", "|---" * (7 + 2 * len(bases)) + "|"]
+    ratios = "".join(f" | batch {args.batch_size} vs {name} | one at a time vs {name}" for name, _ in bases)
+    lines = [f"| engine | load (s) | batch {args.batch_size} (issues/s) | one at a time (issues/s) | single p50 (ms) | "
+             f"p99 (ms){ratios} | peak RSS (MB) | top label = PyTorch path's | macro-F1 |",
+             "|---" * (9 + 2 * len(bases)) + "|"]
     for engine, r in results.items():
         speedups = "".join(f" | {r['backfill_per_s'] / base['backfill_per_s']:.2f}x | "
-                           f"{base['p50_ms'] / r['p50_ms']:.2f}x" for _, base in bases)
-        lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {r['p50_ms']:.1f} | "
-                     f"{r['p99_ms']:.1f}{speedups} | {r['peak_rss_mb']:.0f} | {r.get('agreement', 0):.1%} |")
+                           f"{r['single_per_s'] / base['single_per_s']:.2f}x" for _, base in bases)
+        lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {r['single_per_s']:.1f} | "
+                     f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f}{speedups} | {r['peak_rss_mb']:.0f} | "
+                     f"{r.get('agreement', 0):.1%} | {r['macro_f1']:.4f} |")
     first = next(iter(results.values()))
     if "fast" in results:
         lines.append(f"\nfast = {results['fast']['engine']}, what load_classifier chooses on this CPU for this "

@@ -1,19 +1,23 @@
-"""A fine-tuned encoder at inference: PyTorch (fp32, or bf16 autocast), or its checked ONNX Runtime artefacts.
+"""A fine-tuned encoder at inference: PyTorch (fp32, or bf16 autocast), or its checked ONNX artefacts run by
+ONNX Runtime or OpenVINO.
 
 `trainer.fast_path` builds `fast/model.int8.onnx` and the fused fp32 graph when a trained model is
 registered, gates each engine (and bf16 autocast) against fp32 PyTorch, and records in the card
 (`fast_path`) the SHA-256 of each artefact kept and every gate's figures. `load_encoder` serves the engine
 `core.engines.choose` picks for this CPU among those the gate allowed (an artefact only when it is there and
 its hash matches); each engine passed over is logged with why. The ONNX engines import neither torch nor the
-model classes of transformers: a worker serving them starts faster and holds less memory.
+model classes of transformers: a worker serving them starts faster and holds less memory. OpenVINO runs the
+fused fp32 graph in bf16 where the CPU has bf16 instructions (`openvino-bf16`), and the statically quantised
+graph (`openvino-int8`: int8 weights and activations, calibrated on training issues, trainer.static_int8).
 
-torch, transformers and onnxruntime are imported inside functions only: the web process may import
+torch, transformers, onnxruntime and openvino are imported inside functions only: the web process may import
 this module's names without paying for them.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,7 +30,8 @@ log = logging.getLogger(__name__)
 
 FAST_DIR = "fast"  # the artefact's subdirectory in an encoder's version directory
 FAST_FILE = "model.int8.onnx"  # fused graph, dynamic int8 weights (per channel)
-FP32_FILE = "model.fp32.onnx"  # the same fused graph in fp32: serves when int8 fails the gate
+FP32_FILE = "model.fp32.onnx"  # the same fused graph in fp32: ONNX Runtime's fp32, OpenVINO's bf16
+STATIC_INT8_FILE = "model.int8-static.onnx"  # the unfused graph, int8 weights and calibrated activations (QDQ)
 SERVES = engines.ORT_INT8  # the card's `fast_path.serves` for each artefact
 SERVES_FP32 = engines.ORT_FP32
 
@@ -159,7 +164,7 @@ class OnnxClassifier(EncoderClassifier):
         # without its model class gives no token_type_ids; the model reads none as all zeros.
         feed = {name: encoded[name].astype(np.int64) if name in encoded else
                 np.zeros_like(encoded["input_ids"], dtype=np.int64) for name in self.input_names}
-        logits, hidden = self.session.run(["logits", "last_hidden_state"], feed)
+        logits, hidden = self._run_graph(feed)
         mask = encoded["attention_mask"][..., None].astype(np.float32)
         pooled = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
@@ -168,6 +173,42 @@ class OnnxClassifier(EncoderClassifier):
             shifted = np.exp(logits - logits.max(-1, keepdims=True))
             probabilities = (shifted / shifted.sum(-1, keepdims=True)).tolist()
         return pooled.tolist(), probabilities
+
+    def _run_graph(self, feed: dict):
+        """(logits, last hidden state) of the graph on one batch's inputs."""
+        return self.session.run(["logits", "last_hidden_state"], feed)
+
+
+class OpenVinoClassifier(OnnxClassifier):
+    """The encoder's ONNX graph compiled by OpenVINO for this CPU: `openvino-bf16` runs the fused fp32 graph
+    in bf16 (AMX or AVX-512 BF16), `openvino-int8` the statically quantised one."""
+
+    def __init__(self, compiled, tokenizer, card: ModelCard, path: Path, engine: str):
+        EncoderClassifier.__init__(self, tokenizer, card)
+        self.session, self.path, self.engine = compiled, path, engine
+        self.input_names = [graph_input.any_name for graph_input in compiled.inputs]
+        self._request = compiled.create_infer_request()
+        self._lock = threading.Lock()  # one infer request, reused: one batch at a time
+
+    @classmethod
+    def from_file(cls, directory: Path | str, path: Path, card: ModelCard, *, threads: int | None = None,
+                  engine: str = engines.OV_BF16) -> OpenVinoClassifier:
+        """The graph at `path` compiled for this CPU, with the tokenizer of the encoder in `directory`."""
+        import openvino
+        from transformers import PreTrainedTokenizerFast
+
+        config = {"PERFORMANCE_HINT": "LATENCY"}  # one request at a time, as a labelling job runs
+        if engine == engines.OV_BF16:
+            config["INFERENCE_PRECISION_HINT"] = "bf16"
+        if threads:
+            config["INFERENCE_NUM_THREADS"] = threads
+        compiled = openvino.Core().compile_model(str(path), "CPU", config)
+        return cls(compiled, PreTrainedTokenizerFast.from_pretrained(directory), card, path, engine)
+
+    def _run_graph(self, feed: dict):
+        with self._lock:
+            outputs = self._request.infer(feed)
+            return outputs["logits"].copy(), outputs["last_hidden_state"].copy()
 
 
 def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None = None,
@@ -186,14 +227,15 @@ def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None 
 def load_engine(directory: Path, card: ModelCard, engine: str, *, threads: int | None = None
                 ) -> EncoderClassifier:
     """The encoder in `directory` run by `engine`; raises, saying why, when it cannot be loaded here."""
-    if engine in (engines.ORT_INT8, engines.ORT_FP32):
+    if engine in engines.GRAPH_ENGINES:
         kept = engines.artefacts(card)[engine]
         path = directory / kept["file"]
         if not path.is_file():
             raise FileNotFoundError(f"its fast artefact {path} is missing")
         if file_sha256(path) != kept.get("sha256"):
             raise ValueError(f"its fast artefact {path} does not match the SHA-256 in its card (corrupt or replaced)")
-        return OnnxClassifier.from_file(directory, path, card, threads=threads, engine=engine)
+        runner = OpenVinoClassifier if engine in engines.OPENVINO_ENGINES else OnnxClassifier
+        return runner.from_file(directory, path, card, threads=threads, engine=engine)
     if threads is not None:
         import torch
 

@@ -2,6 +2,9 @@
 where the worker runs says which of those is fastest, and a setting may force one.
 
 Engines, by the names the card and the logs use:
+- `openvino-int8`: OpenVINO on the statically quantised graph (int8 weights and activations, calibrated on
+  training issues: trainer.static_int8); AMX and VNNI multiply int8 natively.
+- `openvino-bf16`: OpenVINO on the fused fp32 graph, inferring in bf16 (AMX or AVX-512 BF16).
 - `onnxruntime-int8`: the fused graph with int8 weights (trainer.fast_path); VNNI runs it natively.
 - `onnxruntime-fp32`: the same fused graph in fp32: PyTorch's answers to ~1e-6, no torch in the worker.
 - `pytorch-bf16`: PyTorch under autocast to bfloat16 (on the CPU, or the GPU where the model runs there): the
@@ -38,7 +41,11 @@ from core.card import ModelCard
 log = logging.getLogger(__name__)
 
 ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32 = "onnxruntime-int8", "onnxruntime-fp32", "pytorch-bf16", "pytorch"
-ENGINES = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
+OV_INT8, OV_BF16 = "openvino-int8", "openvino-bf16"
+ENGINES = (OV_INT8, OV_BF16, ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
+OPENVINO_ENGINES = (OV_INT8, OV_BF16)
+GRAPH_ENGINES = (OV_INT8, OV_BF16, ORT_INT8, ORT_FP32)  # those that run an ONNX artefact the card keeps
+BF16_ENGINES = (OV_BF16, TORCH_BF16)  # gated and served only where the CPU has bf16 instructions
 AUTO = "auto"  # ISSUE_SORTER_ENGINE's default: the CPU's order below
 MEASURE = "measure"  # ISSUE_SORTER_ENGINE=measure: time every allowed engine at worker start, serve the fastest
 CHOICES = (AUTO, MEASURE, *ENGINES)  # what ISSUE_SORTER_ENGINE may say
@@ -46,11 +53,13 @@ ENGINES_KEY = "issue-sorter:metrics:engines"  # field "host:pid|scope" → "vers
 WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-up took: ready for a first job
 
 # Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"), one issue at a time as a labelling job runs:
-# - AMX: bf16 autocast is the fastest: bf16 first.
+# - AMX: OpenVINO's bf16, then its static int8 (slower than its bf16 one issue at a time: the activations'
+#   quantisation costs more than int8 tiles save on an issue's few tokens), then bf16 autocast.
 # - AVX-512 BF16 without AMX: bf16 autocast beats fp32 PyTorch but not ONNX Runtime: the ONNX engines first,
 #   bf16 before fp32 PyTorch.
 # - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured.
-ORDER_WITH_AMX = (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+# OpenVINO is ordered only where it was measured (AMX); elsewhere ISSUE_SORTER_ENGINE=measure times it.
+ORDER_WITH_AMX = (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
 ORDER_WITH_AVX512_BF16 = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
 # - An NVIDIA GPU that PyTorch can use (bench.cuda --served): fp32 on the GPU beats bf16 autocast there (tiny
@@ -149,7 +158,7 @@ def refusal(card: ModelCard, engine: str) -> str | None:
     record = card.fast_path
     if not record:
         return "no fast path was built for it (registered before the fast path, or with it off)"
-    if record.get("error") and engine != TORCH_BF16:
+    if record.get("error") and engine in GRAPH_ENGINES:
         return f"its fast artefact could not be built ({record['error']})"
     gate = record.get("gates", {}).get(engine)
     if gate is None and engine == record.get("serves"):
@@ -158,7 +167,7 @@ def refusal(card: ModelCard, engine: str) -> str | None:
         return "its registration did not gate it"
     if not gate.get("passed"):
         return f"its registration's same-answers gate refused it ({gate_text(gate)})"
-    if engine in (ORT_INT8, ORT_FP32) and engine not in artefacts(card):
+    if engine in GRAPH_ENGINES and engine not in artefacts(card):
         return "its registration kept no artefact for it"
     return None
 

@@ -20,11 +20,12 @@ kept; which of them serves is chosen where the worker runs (core.engines).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -41,7 +42,9 @@ from core.encoder import (
     FP32_FILE,
     SERVES,
     SERVES_FP32,
+    STATIC_INT8_FILE,
     OnnxClassifier,
+    OpenVinoClassifier,
     TransformerClassifier,
 )
 from core.file_hash import file_sha256
@@ -49,6 +52,7 @@ from core.memory import MEMORY_SIZE, Memory
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1
 from trainer.sources import NLBSE_TEST_FILE, shared_dir
+from trainer.static_int8 import calibration_sample, quantize_static_int8
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,9 @@ class FastPathOptions:
 
     build: bool = True  # False: no export, PyTorch serves it (tests that are not about the fast path)
     gate_issues: Sequence[Example] | None = None  # None: NLBSE'24's test split, else the held-out issues
+    # True: also static int8 (OpenVINO's), calibrated on the training issues: minutes more per registration
+    # on 2 cores, for an engine measured slower than OpenVINO's bf16 on AMX and refused by its gate there
+    static_int8: bool = False
 
     def issues(self, held_out: Sequence[Example]) -> tuple[Sequence[Example], str]:
         """(the gate's issues, where they come from) for a registration that held out `held_out`."""
@@ -85,9 +92,12 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
 
 
 def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Example], *,
-                    source: str = "", cpu_flags: frozenset[str] | None = None) -> ModelCard:
+                    source: str = "", cpu_flags: frozenset[str] | None = None,
+                    calibration: Sequence[str] = ()) -> ModelCard:
     """Export the encoder of the registered model in `directory` (whose card is `card`), gate each artefact
-    on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`).
+    on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`). `calibration`:
+    texts of the issues it was trained on, which static int8 calibrates its activations on (none: no static
+    int8).
 
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
@@ -96,21 +106,21 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
     shutil.rmtree(directory / FAST_DIR, ignore_errors=True)  # a pulled model's own graphs never mix in
     if issues:
         record = _export_record(directory, issues, source, model_directory, card,
-                                engines.cpu_flags() if cpu_flags is None else cpu_flags)
+                                engines.cpu_flags() if cpu_flags is None else cpu_flags, calibration)
     else:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
         gate = {"passed": False, "reason": "no held-out issues"}
         record = {"serves": "pytorch", "gate": gate,
-                  "gates": {engine: gate for engine in (SERVES, SERVES_FP32, engines.TORCH_BF16)}}
+                  "gates": {engine: gate for engine in engines.ENGINES if engine != engines.TORCH_FP32}}
     return _record(model_directory, directory, record)
 
 
 def _export_record(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
-                   card: ModelCard, cpu_flags: frozenset[str]) -> dict[str, Any]:
+                   card: ModelCard, cpu_flags: frozenset[str], calibration: Sequence[str]) -> dict[str, Any]:
     """The fast path's record: what `_export_and_gate` kept, or why nothing could be built."""
     try:
         record = {"serves": "pytorch", "gates": {}} | _export_and_gate(directory, issues, source, model_directory,
-                                                                        card, cpu_flags)
+                                                                        card, cpu_flags, calibration)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
@@ -135,42 +145,75 @@ def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], 
 
 
 def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
-                     card: ModelCard, cpu_flags: frozenset[str]) -> dict[str, Any]:
-    """Every engine gated against fp32 PyTorch; the artefacts that pass are kept, the first (int8 before
-    fp32) named `serves` as the default of a worker that cannot choose."""
+                     card: ModelCard, cpu_flags: frozenset[str], calibration: Sequence[str]) -> dict[str, Any]:
+    """Every engine gated against fp32 PyTorch; the artefacts of those that pass are kept, the first ONNX
+    Runtime one (int8 before fp32) named `serves` as the default of a worker that cannot choose."""
     started = time.perf_counter()
-    artefacts = export_onnx(directory)
+    encoder_card = card if directory == model_directory else ModelCard.read(directory)
+    files = export_onnx(directory, calibration=calibration, max_length=encoder_card.max_length)
     record: dict[str, Any] = {"serves": "pytorch", "gates": {}, "artefacts": {},
                               "export_seconds": round(time.perf_counter() - started, 1)}
     as_served, answers = _as_served(model_directory, card)
-    encoder_card = card if directory == model_directory else ModelCard.read(directory)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
-    reference = served_answers(as_served(pytorch), issues)
-    for engine, fast in _engines_to_gate(directory, artefacts, encoder_card, pytorch, cpu_flags):
-        gate = same_answers(reference, served_answers(as_served(fast), issues), issues, fast.labels)
-        record["gates"][engine] = gate | {"issues_source": source, "answers": answers}
-    not_gated = "not gated: no bf16 instructions where it was registered"
-    record["gates"].setdefault(engines.TORCH_BF16, {"passed": False, "reason": not_gated})
-    for engine, artefact in artefacts.items():
+    candidates, not_gated = _engines_to_gate(directory, files, encoder_card, pytorch, cpu_flags)
+    record["gates"] = gate_engines(served_answers(as_served(pytorch), issues), candidates, issues, as_served,
+                                   {"issues_source": source, "answers": answers}) | not_gated
+    for engine, artefact in _artefact_of(files).items():
         if not record["gates"][engine]["passed"]:
-            artefact.unlink()
             continue
         kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
         record["artefacts"][engine] = kept
-        if record["serves"] == "pytorch":
+        if record["serves"] == "pytorch" and engine in (SERVES, SERVES_FP32):
             record |= {"serves": engine, "gate": record["gates"][engine]} | kept
+    for artefact in set(files.values()) - {directory / kept["file"] for kept in record["artefacts"].values()}:
+        artefact.unlink()
     return record
 
 
-def _engines_to_gate(directory: Path, artefacts: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
-                     cpu_flags: frozenset[str]) -> Iterator[tuple[str, Any]]:
-    """Each engine to gate, loaded when its turn comes (one beside PyTorch in memory at a time): the exported
-    artefacts, then bf16 autocast where the CPU has bf16 instructions (emulated without them: slower than
-    fp32, not worth gating)."""
-    for engine, artefact in artefacts.items():
-        yield engine, OnnxClassifier.from_file(directory, artefact, card)
-    if engines.has_bf16(cpu_flags):
-        yield engines.TORCH_BF16, TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
+def gate_engines(reference: Answers, candidates: Iterable[tuple[str, Any]], issues: Sequence[Example],
+                 as_served: Callable[[Any], Any] = lambda encoder: encoder, extra: dict | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """Each candidate engine's gate (`same_answers` against fp32 PyTorch's `reference` answers on `issues`),
+    by engine; `as_served` wraps an encoder as the App serves it (a blend's TF-IDF beside it)."""
+    return {engine: same_answers(reference, served_answers(as_served(fast), issues), issues, fast.labels)
+            | (extra or {}) for engine, fast in candidates}
+
+
+def _artefact_of(files: dict[str, Path]) -> dict[str, Path]:
+    """The file each engine runs: ONNX Runtime's own, OpenVINO bf16 the fused fp32 graph, OpenVINO int8 the
+    static one."""
+    by_engine = dict(files)
+    if SERVES_FP32 in files:
+        by_engine[engines.OV_BF16] = files[SERVES_FP32]
+    return by_engine
+
+
+def _engines_to_gate(directory: Path, files: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
+                     cpu_flags: frozenset[str]) -> tuple[Iterator[tuple[str, Any]], dict[str, dict[str, Any]]]:
+    """(each engine to gate, loaded when its turn comes: one beside PyTorch in memory at a time; why each
+    other engine is not gated). bf16 only where the CPU has bf16 instructions (emulated without them:
+    slower than fp32); OpenVINO where it is installed; static int8 where there were issues to calibrate on."""
+    why = {}
+    if importlib.util.find_spec("openvino") is None:
+        why |= dict.fromkeys(engines.OPENVINO_ENGINES, "not gated: OpenVINO is not installed where it was registered")
+    if not engines.has_bf16(cpu_flags):
+        for engine in engines.BF16_ENGINES:
+            why.setdefault(engine, "not gated: no bf16 instructions where it was registered")
+    if engines.OV_INT8 not in files:
+        why.setdefault(engines.OV_INT8, "not gated: no static int8 graph (no training issues to calibrate it on, "
+                                        "or its quantisation failed: the registration's log says which)")
+    graphs = _artefact_of(files)
+
+    def load(engine: str):
+        if engine == engines.TORCH_BF16:
+            return TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
+        runner = OpenVinoClassifier if engine in engines.OPENVINO_ENGINES else OnnxClassifier
+        return runner.from_file(directory, graphs[engine], card, engine=engine)
+
+    gated = [engine for engine in (SERVES, SERVES_FP32, engines.OV_INT8, engines.OV_BF16, engines.TORCH_BF16)
+             if engine not in why]
+    return ((engine, load(engine)) for engine in gated), {
+        engine: {"passed": False, "reason": reason} for engine, reason in why.items()}
 
 
 def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> ModelCard:
@@ -182,8 +225,9 @@ def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> Mod
     return card
 
 
-def export_onnx(directory: Path) -> dict[str, Path]:
-    """fast/model.int8.onnx and fast/model.fp32.onnx beside the encoder's weights, by engine, int8 first.
+def export_onnx(directory: Path, *, calibration: Sequence[str] = (), max_length: int = 128) -> dict[str, Path]:
+    """fast/model.int8.onnx and fast/model.fp32.onnx beside the encoder's weights, by engine, int8 first;
+    with `calibration` issues, fast/model.int8-static.onnx too (OpenVINO's int8: trainer.static_int8).
 
     fp32 export → fused (ORT's BERT optimizer) → symbolic shapes → dynamic int8 per channel with 7-bit
     weights: on AVX2 without VNNI, ORT's u8s8 kernels can saturate with full-range weights (ORT's
@@ -199,6 +243,16 @@ def export_onnx(directory: Path) -> dict[str, Path]:
     fast.mkdir(exist_ok=True)
     exported, fused, int8 = fast / "exported.onnx", fast / FP32_FILE, fast / FAST_FILE
     config = export_fp32(directory, exported)
+    files = {}
+    if calibration:  # from the unfused graph: plain ONNX operators, which OpenVINO reads as int8 patterns
+        from transformers import PreTrainedTokenizerFast
+
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(directory)
+        try:
+            files[engines.OV_INT8] = quantize_static_int8(exported, fast / STATIC_INT8_FILE, tokenizer,
+                                                          calibration_sample(calibration), max_length)
+        except Exception as error:  # noqa: BLE001 - ORT's quantiser on a graph it cannot type: the rest still serve
+            log.warning("fast path: no static int8 for %s (%s: %s)", directory, type(error).__name__, error)
     optimized = optimize_model(str(exported), model_type="bert", num_heads=config.num_attention_heads,
                                hidden_size=config.hidden_size)
     onnx.save(SymbolicShapeInference.infer_shapes(optimized.model, auto_merge=True), str(fused))
@@ -208,7 +262,7 @@ def export_onnx(directory: Path) -> dict[str, Path]:
         quantize_dynamic(fused, int8, weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     finally:
         logging.disable(logging.NOTSET)
-    return {SERVES: int8, SERVES_FP32: fused}
+    return {SERVES: int8, SERVES_FP32: fused} | files
 
 
 def export_fp32(directory: Path, target: Path):

@@ -47,20 +47,24 @@ def train_and_register(registry: Registry, config: TrainConfig, examples: Sequen
         metrics = evaluate_classifier(trained.classifier(), held_out)
     model = add_to_registry(registry, trained, scope=scope, metrics=metrics,
                             data_fingerprint=data_fingerprint([*examples, *tfidf_also]), held_out=held_out,
-                            fast_path=fast_path)
+                            fast_path=fast_path, calibration=examples)
     return Registered(model, trained, metrics or {})
 
 
 def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope: str = GLOBAL_SCOPE,
                     metrics: dict | None = None, data_fingerprint: str | None = None,
                     held_out: Sequence[Example] = (),
-                    fast_path: FastPathOptions = FastPathOptions()) -> Model:
+                    fast_path: FastPathOptions = FastPathOptions(), calibration: Sequence[Example] = ()) -> Model:
     """Store a trained model (or a saved directory) as a new version, then build and gate the fast path of
-    its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no."""
+    its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no.
+    `calibration`: the issues it was trained on, which static int8 calibrates on where `fast_path.static_int8`
+    asks for it."""
     thresholds = (metrics or {}).get("thresholds")
     model = registry.register(source, scope=scope, metrics=metrics, thresholds=thresholds,
                               data_fingerprint=data_fingerprint)
     if not (fast_path.build and model.card.has_encoder):
         return model
     issues, issues_source = fast_path.issues(held_out)
-    return Model(model.row, build_fast_path(model.directory, model.card, issues, source=issues_source))
+    texts = [example.text for example in calibration] if fast_path.static_int8 else []
+    return Model(model.row, build_fast_path(model.directory, model.card, issues, source=issues_source,
+                                            calibration=texts))

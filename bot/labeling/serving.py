@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections import OrderedDict
@@ -53,11 +54,13 @@ class ServingModels:
         self.loads = 0  # how many times a model was read from disk in this process
 
     def warm_up(self) -> None:
-        """One prediction with each loaded model, on a text long enough to reach its token limit."""
+        """One prediction with each loaded model, on a text long enough to reach its token limit; then
+        everything loaded so far is left out of the garbage collector's full passes (`keep_out_of_gc`)."""
         with self._lock:
             loaded = list(self._loaded.values())
         for classifier in loaded:
             classifier.predict([WARM_UP_TEXT])
+        keep_out_of_gc()
 
     def for_repository(self, repo: str | None, session=None) -> Classifier | None:
         """The classifier serving `repo` (None: the global one), or None when nothing is promoted; asked in
@@ -75,6 +78,7 @@ class ServingModels:
                 self._make_room()
                 log.info("loading model %s for scope %s from %s", served.version, served.scope, served.path)
                 self._loaded[served.scope] = current = self._loader(served.path)
+                keep_out_of_gc()
                 self.loads += 1
                 if self._on_load is not None:
                     self._on_load(served, current)
@@ -93,3 +97,15 @@ class ServingModels:
             log.info("model of scope %s unloaded: this worker keeps %d models at most "
                      "(ISSUE_SORTER_MAX_LOADED_MODELS), and it was the least recently used",
                      scope, self._max_loaded)
+
+
+def keep_out_of_gc() -> None:
+    """Move every object alive now (the libraries, the models, their tokenizers: hundreds of thousands) out
+    of reach of the cyclic garbage collector. Its full passes walk every tracked object, so the job during
+    which one comes (once enough of the jobs' own objects have outlived the younger generations) would wait
+    for the whole walk; frozen, a full pass walks only what was made since. They still go by reference
+    counting; a model switched out is put back within reach first, so that the one full pass here (at a
+    load only) collects its cycles."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()

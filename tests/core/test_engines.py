@@ -9,7 +9,18 @@ import pytest
 
 from core import engines
 from core.card import ModelCard
-from core.engines import ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32, choose, cpu_flags, cuda_available, order
+from core.engines import (
+    ORT_FP32,
+    ORT_INT8,
+    OV_BF16,
+    OV_INT8,
+    TORCH_BF16,
+    TORCH_FP32,
+    choose,
+    cpu_flags,
+    cuda_available,
+    order,
+)
 from tests.paths import REPO_ROOT
 
 ZEN4 = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})  # AVX-512 BF16, no AMX
@@ -27,8 +38,10 @@ def card(gates: dict[str, dict], kept=(ORT_INT8, ORT_FP32)) -> ModelCard:
                                           "artefacts": artefacts}})
 
 
-ALL_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED, TORCH_BF16: PASSED})
+ALL_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED, TORCH_BF16: PASSED})  # registered before OpenVINO
 ONNX_PASSED = card({ORT_INT8: PASSED, ORT_FP32: PASSED})  # registered where bf16 was not gated
+EVERY_ENGINE_PASSED = card({OV_INT8: PASSED, OV_BF16: PASSED, ORT_INT8: PASSED, ORT_FP32: PASSED, TORCH_BF16: PASSED},
+                           kept=(OV_INT8, OV_BF16, ORT_INT8, ORT_FP32))
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +65,8 @@ class FakeEngines:
         return f"classifier run by {engine}"
 
 
-def test_the_cpus_flags_order_the_engines_bf16_first_only_with_amx():
-    assert order("auto", SAPPHIRE_RAPIDS) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+def test_the_cpus_flags_order_the_engines_openvino_and_bf16_first_only_with_amx():
+    assert order("auto", SAPPHIRE_RAPIDS) == (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
     # Zen 4, AVX-512 BF16 without AMX: bf16 measured faster than fp32 PyTorch, slower than ONNX Runtime
     assert order("auto", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
     assert order("auto", {"avx2", "fma"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # bf16 emulated: not tried
@@ -110,24 +123,26 @@ def test_a_forced_engine_is_tried_first_then_the_cpus_order():
     assert order(TORCH_BF16, AVX2) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
     assert order(TORCH_FP32, AVX2) == (TORCH_FP32, ORT_INT8, ORT_FP32)
     assert order(ORT_FP32, ZEN4) == (ORT_FP32, ORT_INT8, TORCH_BF16, TORCH_FP32)
-    assert order(ORT_FP32, SAPPHIRE_RAPIDS) == (ORT_FP32, TORCH_BF16, ORT_INT8, TORCH_FP32)
+    assert order(ORT_FP32, SAPPHIRE_RAPIDS) == (ORT_FP32, OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, TORCH_FP32)
+    assert order(OV_BF16, ZEN4) == (OV_BF16, ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 
 
 def test_measure_tries_every_engine_the_cpus_order_first():
-    assert order("measure", AVX2) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)  # bf16 timed, if it was gated
-    assert order("measure", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
-    assert order("measure", SAPPHIRE_RAPIDS) == (TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
-    with pytest.raises(ValueError, match="an engine is one of auto, measure, onnxruntime-int8"):
+    # bf16 and OpenVINO timed where they were gated, though not ordered on these CPUs
+    assert order("measure", AVX2) == (ORT_INT8, ORT_FP32, OV_INT8, OV_BF16, TORCH_BF16, TORCH_FP32)
+    assert order("measure", ZEN4) == (ORT_INT8, ORT_FP32, TORCH_BF16, OV_INT8, OV_BF16, TORCH_FP32)
+    assert order("measure", SAPPHIRE_RAPIDS) == (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
+    with pytest.raises(ValueError, match="an engine is one of auto, measure, openvino-int8"):
         order("cuda", ZEN4)
 
 
 def test_the_fastest_allowed_engine_serves_and_the_choice_is_logged(caplog):
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(ALL_PASSED, load, flags=SAPPHIRE_RAPIDS)
-    assert (chosen.engine, chosen.classifier, chosen.passed_over) == (TORCH_BF16, "classifier run by pytorch-bf16", {})
-    assert load.loaded == [TORCH_BF16]  # nothing else loaded
-    assert "serving v1 with pytorch-bf16 (the CPU's fastest allowed; CPU avx2 avx512f avx512_vnni avx512_bf16 " \
+        chosen = choose(EVERY_ENGINE_PASSED, load, flags=SAPPHIRE_RAPIDS)
+    assert (chosen.engine, chosen.classifier, chosen.passed_over) == (OV_BF16, "classifier run by openvino-bf16", {})
+    assert load.loaded == [OV_BF16]  # nothing else loaded
+    assert "serving v1 with openvino-bf16 (the CPU's fastest allowed; CPU avx2 avx512f avx512_vnni avx512_bf16 " \
            "amx_bf16 amx_int8)" in caplog.text
 
 
@@ -187,13 +202,14 @@ def test_a_forced_engine_its_gate_refused_falls_back_with_a_warning(caplog):
     assert "pytorch-bf16 does not serve v1: its registration's same-answers gate refused it" in caplog.text
     # a warning: the operator asked for another
     assert "serving v1 with onnxruntime-int8 (ISSUE_SORTER_ENGINE asked for pytorch-bf16; passed over: " \
-           "pytorch-bf16; CPU" in caplog.text
+           "pytorch-bf16, openvino-bf16, openvino-int8; CPU" in caplog.text
 
 
 def test_an_engine_its_registration_never_gated_does_not_serve():
     int8_only = card({ORT_INT8: PASSED}, kept=(ORT_INT8,))
     chosen = choose(int8_only, FakeEngines(), flags=SAPPHIRE_RAPIDS)
-    assert chosen.engine == ORT_INT8 and chosen.passed_over == {TORCH_BF16: "its registration did not gate it"}
+    assert chosen.engine == ORT_INT8 and chosen.passed_over == dict.fromkeys((OV_INT8, OV_BF16, TORCH_BF16),
+                                                                             "its registration did not gate it")
 
 
 def test_a_card_of_the_previous_format_allows_the_one_artefact_it_kept():
@@ -285,7 +301,8 @@ def test_measure_serves_the_engine_measured_fastest_and_logs_every_timing(caplog
     assert [len(made.texts) for made in load.made.values()] == [rounds, rounds + 1, rounds, rounds]
     assert (f"serving v1 with onnxruntime-fp32 (measured on {len(engines.MEASURE_TEXTS)} fixed issues, one at a "
             f"time, best of {engines.MEASURE_ROUNDS}: onnxruntime-int8 20.0 ms, onnxruntime-fp32 12.0 ms, "
-            "pytorch-bf16 80.0 ms, pytorch 30.0 ms an issue)") in caplog.text
+            "pytorch-bf16 80.0 ms, pytorch 30.0 ms an issue; passed over: openvino-int8, openvino-bf16)") \
+        in caplog.text  # registered before OpenVINO: never gated
     chosen.predict(["again"])
     assert load.made[ORT_INT8].texts.count("again") == 0  # measured once; the others are released
 
@@ -304,7 +321,8 @@ def test_measure_times_only_engines_the_gate_allowed_and_that_load(caplog):
     with caplog.at_level(logging.INFO, logger="core.engines"):
         chosen = choose(refused_int8, load, forced=engines.MEASURE, flags=ZEN4, clock=load.clock)
         chosen.classifier.predict(["x"])
-    assert load.loaded == [ORT_FP32, TORCH_BF16, TORCH_FP32] and set(chosen.passed_over) == {ORT_INT8, TORCH_BF16}
+    assert load.loaded == [ORT_FP32, TORCH_BF16, TORCH_FP32]
+    assert set(chosen.passed_over) == {ORT_INT8, TORCH_BF16, OV_INT8, OV_BF16}  # OpenVINO: never gated
     assert chosen.classifier.milliseconds == {ORT_FP32: 12.0, TORCH_FP32: 30.0}
     assert "pytorch-bf16 does not serve v1: it could not be loaded (RuntimeError: no bf16 kernels)" in caplog.text
     assert "passed over: onnxruntime-int8, pytorch-bf16" in caplog.text
@@ -343,7 +361,8 @@ def test_the_engine_setting_accepts_measure_and_names_the_choices():
     from core.settings import ConfigError, Settings
 
     assert Settings.from_env({"ISSUE_SORTER_ENGINE": "measure"}, require_webhook_secret=False).engine == "measure"
-    with pytest.raises(ConfigError, match="must be auto, measure or one of onnxruntime-int8"):
+    with pytest.raises(ConfigError, match="must be auto, measure or one of openvino-int8, openvino-bf16, "
+                                          "onnxruntime-int8"):
         Settings.from_env({"ISSUE_SORTER_ENGINE": "fastest"}, require_webhook_secret=False)
 
 
@@ -359,3 +378,32 @@ def test_measure_passes_over_an_engine_that_loaded_but_fails_to_run(caplog):
         chosen.predict(["x"])
     assert chosen.engine == ORT_FP32 and set(chosen.milliseconds) == {ORT_FP32, TORCH_FP32}
     assert "onnxruntime-int8 does not serve v1: it failed on the measurement's issues (RuntimeError" in caplog.text
+
+
+def test_with_amx_openvino_bf16_serves_first_then_openvino_int8_when_bf16_was_refused(caplog):
+    assert choose(EVERY_ENGINE_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == OV_BF16
+    bf16_refused = card({OV_INT8: PASSED, OV_BF16: REFUSED, ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED},
+                        kept=(OV_INT8, ORT_FP32))
+    load = FakeEngines()
+    with caplog.at_level(logging.INFO, logger="core.engines"):
+        chosen = choose(bf16_refused, load, flags=SAPPHIRE_RAPIDS)
+    assert chosen.engine == OV_INT8 and load.loaded == [OV_INT8]  # a refused engine is never loaded
+    assert "openvino-bf16 does not serve v1: its registration's same-answers gate refused it (top label agreed " \
+           "on 95.5% of 45 issues" in caplog.text
+
+
+def test_without_openvino_installed_the_next_engine_serves_and_says_why(caplog):
+    no_openvino = FakeEngines(openvino_int8=ImportError("No module named 'openvino'"),
+                              openvino_bf16=ImportError("No module named 'openvino'"))
+    with caplog.at_level(logging.WARNING, logger="core.engines"):
+        chosen = choose(EVERY_ENGINE_PASSED, no_openvino, flags=SAPPHIRE_RAPIDS)
+    assert chosen.engine == TORCH_BF16 and no_openvino.loaded == [OV_BF16, OV_INT8, TORCH_BF16]
+    assert "openvino-bf16 does not serve v1: it could not be loaded (ImportError: No module named 'openvino')" \
+        in caplog.text
+
+
+def test_an_openvino_engine_whose_artefact_the_card_does_not_keep_never_serves():
+    gated_not_kept = card({OV_INT8: PASSED, OV_BF16: PASSED, ORT_FP32: PASSED}, kept=(ORT_FP32,))
+    chosen = choose(gated_not_kept, FakeEngines(), flags=SAPPHIRE_RAPIDS)
+    assert chosen.engine == ORT_FP32
+    assert chosen.passed_over[OV_INT8] == chosen.passed_over[OV_BF16] == "its registration kept no artefact for it"

@@ -13,16 +13,25 @@ from pathlib import Path
 import pytest
 
 from bot.labeling.serving import Served, ServingModels
+from core import engines
 from core.card import ModelCard, read_card
 from core.classifier import BlendedClassifier, load_classifier
 from core.db import Base, make_sessionmaker, session_scope
-from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, TransformerClassifier
+from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, OpenVinoClassifier, TransformerClassifier
 from tests.conftest import ONNX_FIRST_CPU
+from tests.fakes import FakeEncoder
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
 from trainer.evaluate import macro_f1
-from trainer.fast_path import MIN_AGREEMENT, FastPathOptions, is_same_answers
+from trainer.fast_path import (
+    MIN_AGREEMENT,
+    FastPathOptions,
+    build_fast_path,
+    gate_engines,
+    is_same_answers,
+    served_answers,
+)
 from trainer.pipeline import add_to_registry
 from trainer.registry import Registry
 from trainer.train import fine_tune
@@ -94,8 +103,8 @@ def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top
     assert hashlib.sha256((registered / record["file"]).read_bytes()).hexdigest() == record["sha256"]
     kept = record["artefacts"]
     assert record["serves"] in kept and all(record["gates"][engine]["passed"] for engine in kept)
-    assert sorted(p.name for p in (registered / "fast").iterdir()) == sorted(Path(a["file"]).name
-                                                                             for a in kept.values())  # what passed
+    assert sorted(p.name for p in (registered / "fast").iterdir()) == sorted({Path(a["file"]).name
+                                                                              for a in kept.values()})  # passed
     assert set(FAST_ENGINES) <= set(record["gates"])  # both gated, whatever int8 gave
     assert record["gate"]["issues_source"] == "given by the caller"
     with caplog.at_level(logging.INFO, logger="core.engines"):
@@ -251,3 +260,80 @@ def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_
     gate = model.card.fast_path["gates"][SERVES]
     assert gate["issues"] == len(gate_issues)
     assert gate["issues_source"] == f"the {len(gate_issues)} held-out issues of the registration"
+
+
+AMX = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile"})
+OPENVINO = (engines.OV_INT8, engines.OV_BF16)
+
+
+@pytest.fixture(scope="module")
+def registered_with_openvino(tmp_path_factory, decisive_minilm, small_heldout, nlbse_train) -> Path:
+    """The decisive model registered on an AMX CPU with training issues to calibrate static int8 on, as
+    `train_and_register` passes them: every engine exported and gated."""
+    root = tmp_path_factory.mktemp("openvino-registry")
+    factory = make_sessionmaker(f"sqlite:///{root / 'registry.db'}")
+    Base.metadata.create_all(factory.kw["bind"])
+    with session_scope(factory) as session:
+        model = Registry(root / "models", session).register(decisive_minilm)
+    build_fast_path(model.directory, model.card, small_heldout, source="given by the caller", cpu_flags=AMX,
+                    calibration=[issue.text for issue in balanced(nlbse_train, 4)])
+    return model.directory
+
+
+def test_a_registration_gates_openvino_int8_and_bf16_and_keeps_the_artefacts_of_those_that_passed(
+        registered_with_openvino, gate_issues):
+    record = read_card(registered_with_openvino)["fast_path"]
+    for engine in OPENVINO:
+        gate = record["gates"][engine]
+        assert gate["issues"] == len(gate_issues) and "top_label_agreement" in gate and "memory_agreement" in gate
+        holds = (is_same_answers(gate["macro_f1_pytorch"], gate["macro_f1_fast"], gate["top_label_agreement"])
+                 and is_same_answers(gate["macro_f1_pytorch_memory"], gate["macro_f1_fast_memory"],
+                                     gate["memory_agreement"]))
+        assert gate["passed"] is holds  # the same rule as every engine's
+        assert (engine in record["artefacts"]) is gate["passed"]
+    kept = {engine: registered_with_openvino / artefact["file"] for engine, artefact in record["artefacts"].items()}
+    assert kept.get(engines.OV_BF16, kept[SERVES_FP32]) == kept[SERVES_FP32]  # bf16 runs the fused fp32 graph
+    assert sorted(p.name for p in (registered_with_openvino / "fast").iterdir()) == sorted(
+        {path.name for path in kept.values()})  # nothing that failed its gate is left on disk
+
+
+@pytest.mark.parametrize("engine", OPENVINO)
+def test_each_openvino_engine_serves_with_pytorchs_answers_when_forced(registered_with_openvino, gate_issues,
+                                                                      engine):
+    """Whatever its gate said on this model, the artefact loads and runs under OpenVINO: forced, it serves
+    when its gate passed, else the next engine does."""
+    record = read_card(registered_with_openvino)["fast_path"]
+    served = load_classifier(registered_with_openvino, engine=engine, threads=1)
+    if not record["gates"][engine]["passed"]:
+        assert served.engine != engine
+        return
+    assert isinstance(served, OpenVinoClassifier) and served.engine == engine
+    same = sum(a == b for a, b in zip(top_labels(served, gate_issues),
+                                      top_labels(pytorch(registered_with_openvino), gate_issues)))
+    assert same / len(gate_issues) >= MIN_AGREEMENT
+    vectors = served.embed([issue.text for issue in gate_issues[:4]])
+    assert all(abs(sum(a * a for a in vector) - 1) < 1e-3 for vector in vectors)  # the memory's unit vectors
+
+
+def test_the_gate_passes_an_engine_that_answers_as_pytorch_and_refuses_one_that_does_not(gate_issues):
+    rules = {"crash": "bug", "error": "bug", "add": "feature", "support": "feature", "how": "question"}
+    reference = served_answers(FakeEncoder(rules), gate_issues)
+    disagreeing = FakeEncoder({"crash": "question", "add": "bug", "how": "feature"})
+    gates = gate_engines(reference, [(engines.OV_INT8, FakeEncoder(rules)), (engines.OV_BF16, disagreeing)],
+                         gate_issues)
+    assert gates[engines.OV_INT8]["passed"] and gates[engines.OV_INT8]["top_label_agreement"] == 1.0
+    assert not gates[engines.OV_BF16]["passed"] and gates[engines.OV_BF16]["top_label_agreement"] < MIN_AGREEMENT
+
+
+def test_without_openvino_installed_its_engines_are_not_gated_and_onnx_runtime_serves(
+        register, decisive_minilm, monkeypatch, caplog, onnx_first_cpu):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` fails as where it is not installed
+    model = register(decisive_minilm)
+    record = read_card(model.directory)["fast_path"]
+    for engine in OPENVINO:
+        assert record["gates"][engine] == {
+            "passed": False, "reason": "not gated: OpenVINO is not installed where it was registered"}
+    with caplog.at_level(logging.WARNING, logger="core.engines"):
+        served = load_classifier(model.directory, engine=engines.OV_INT8)
+    assert isinstance(served, OnnxClassifier) and served.engine in FAST_ENGINES
+    assert "openvino-int8 does not serve" in caplog.text
