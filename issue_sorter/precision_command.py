@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from core.engines import has_bf16
 from core.settings import Settings
@@ -46,7 +47,7 @@ def measure_precision(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def describe(verdict: Verdict, path) -> str:
+def describe(verdict: Verdict, path: Path | None) -> str:
     """The verdict in one line."""
     return (f"{verdict.precision} trains on this CPU from now on: bf16 macro-F1 {verdict.macro_f1_bf16:.4f} "
             f"against fp32's {verdict.macro_f1_fp32:.4f} on {verdict.issues} issues (noise {verdict.noise:.4f}), "

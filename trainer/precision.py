@@ -106,8 +106,14 @@ class Verdicts:
         """The verdict for `kind`: this App's own, else a shipped one, else None."""
         for path, source in ((self.path, "measured here"), (self.shipped, "shipped with Issue Sorter")):
             found = _read(path).get(kind.key) if path is not None else None
-            if found is not None:
-                return Verdict(**found, source=source)
+            if found is None:
+                continue
+            known = {field.name for field in dataclasses.fields(Verdict)} - {"source"}
+            try:
+                return Verdict(**{name: value for name, value in found.items() if name in known}, source=source)
+            except TypeError as error:  # a field missing
+                raise ValueError(f"{path}: the verdict for {kind.key} is incomplete ({error}): delete it, and "
+                                 "the next training or `issue-sorter measure-precision` measures again") from error
         return None
 
     def record(self, verdict: Verdict) -> None:

@@ -146,12 +146,17 @@ def test_too_few_issues_to_measure_on_train_fp32_and_keep_nothing(verdicts):
     assert runs == ["fp32"]
 
 
-def test_a_verdicts_file_that_is_not_json_is_named_and_left_as_it_was(verdicts):
+@pytest.mark.parametrize(("text", "says"), [
+    ("{not json", "precision-verdicts.json is not a precision verdicts file"),
+    ('["bf16"]', "precision-verdicts.json is not a precision verdicts file"),
+    (json.dumps({AMX.key: {"precision": "bf16"}}), "the verdict for GenuineIntel family 6 model 207 .* is incomplete"),
+])
+def test_a_verdicts_file_that_cannot_be_read_is_named_and_left_as_it_was(verdicts, text, says):
     verdicts.path.parent.mkdir(parents=True)
-    verdicts.path.write_text("{not json")
-    with pytest.raises(ValueError, match="precision-verdicts.json is not a precision verdicts file"):
+    verdicts.path.write_text(text)
+    with pytest.raises(ValueError, match=says):
         trained_on(AMX, verdicts)
-    assert verdicts.path.read_text() == "{not json"
+    assert verdicts.path.read_text() == text
 
 
 @pytest.mark.parametrize(("bf16", "fp32", "issues", "holds"), [
