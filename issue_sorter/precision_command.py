@@ -30,12 +30,12 @@ def add_commands(subparsers) -> None:
 
 def measure_precision(args: argparse.Namespace, settings: Settings) -> int:
     """Measure, keep, and say what was found."""
+    if args.steps < 1 or args.held_out < 1:
+        raise ValueError("--steps and --held-out must be at least 1")
     kind = this_cpu()
     if not has_bf16(kind.flags):
         print(f"{kind.key}: no bf16 instructions (AMX or AVX-512 BF16): fp32 trains here, nothing to measure")
         return 0
-    if args.steps < 1 or args.held_out < 1:
-        raise ValueError("--steps and --held-out must be at least 1")
     examples, _, described = load_source(choose_source(args.data, os.environ), say=print)
     print(f"measuring {kind.key}: {args.steps} steps of bf16 and of fp32 on issues from {described}")
     options = MeasureOptions(steps=args.steps, held_out=args.held_out, min_issues=0)
