@@ -191,7 +191,7 @@ def same_weights(a, b) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[name], b[name]) for name in a)
 
 
-def test_a_verdict_against_bf16_makes_the_real_training_fp32_which_is_what_serves(
+def test_the_verdicts_training_is_a_plain_training_in_its_precision_measured_or_not(
         tiny_bert_dir, small_train, verdicts, tmp_path):
     """Real trainings of a tiny model; only the scores are chosen, so that bf16 loses quality."""
     config = TrainConfig(base_model=str(tiny_bert_dir), max_length=32, epochs=1, batch_size=8, lr=1e-3)
@@ -206,6 +206,14 @@ def test_a_verdict_against_bf16_makes_the_real_training_fp32_which_is_what_serve
     card = read_card(kept.save(tmp_path / "m", version="v1"))
     assert card["training"]["precision"] == "fp32"
     assert card["training"]["precision_verdict"]["macro_f1_bf16"] == 0.4
+
+    def within_noise(trained, held_out):
+        return {"bf16": 0.79, "fp32": 0.80}[trained.precision]
+
+    elsewhere = dataclasses.replace(choice, verdicts=Verdicts.under(tmp_path / "elsewhere"))
+    kept = fine_tune_for_cpu(config, small_train, None, choice=elsewhere, progress=False, score=within_noise)
+    plain_bf16 = weights(fine_tune(config, small_train, progress=False, precision="bf16"))
+    assert kept.precision == "bf16" and same_weights(weights(kept), plain_bf16)  # the measurement left no trace
 
 
 @pytest.mark.slow  # fine-tunes (a tiny model) five times
