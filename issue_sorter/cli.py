@@ -23,6 +23,7 @@ from issue_sorter import (
     config_commands,
     model_commands,
     operations,
+    precision_command,
     predict,
     service_commands,
 )
@@ -43,8 +44,8 @@ def load_settings(*, require_webhook_secret: bool = False) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="issue-sorter", description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (service_commands, model_commands, operations, config_commands, predict, backtest_command,
-                   compose_secrets):
+    for module in (service_commands, model_commands, precision_command, operations, config_commands, predict,
+                   backtest_command, compose_secrets):
         module.add_commands(commands)
     return parser
 

@@ -19,7 +19,7 @@ from trainer.baseline import BASE_MODEL as TFIDF_BASE_MODEL
 from trainer.baseline import TrainedBaseline, train_tfidf_borrowing
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example
-from trainer.precision import fine_tune_gated
+from trainer.precision import PrecisionChoice, fine_tune_for_cpu
 from trainer.train import TrainedModel
 
 
@@ -65,13 +65,13 @@ class TrainedBlend:
         return directory
 
     def training_record(self) -> dict:
-        """The card's `training`: time, steps, loss, and the encoder's precision and device with its gate's
-        verdict."""
+        """The card's `training`: time, steps, loss, and the encoder's precision and device with the CPU's
+        verdict it followed."""
         record = {"seconds": round(self.seconds, 2), "steps": self.steps,
                   "final_loss": self.encoder.losses[-1] if self.encoder.losses else None,
                   "precision": self.encoder.precision, "device": self.encoder.device}
-        if self.encoder.precision_gate is not None:
-            record["precision_gate"] = self.encoder.precision_gate
+        if self.encoder.precision_verdict is not None:
+            record["precision_verdict"] = self.encoder.precision_verdict
         return record
 
     def classifier(self, version: str = "unregistered") -> BlendedClassifier:
@@ -88,14 +88,13 @@ Trained = TrainedModel | TrainedBlend | TrainedBaseline  # what train_model retu
 
 def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None, *,
                 progress: bool = True, tfidf_also: Sequence[Example] = (),
-                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT, held_out: Sequence[Example] = (),
-                cpu_flags: frozenset[str] | None = None) -> Trained:
+                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT,
+                precision: PrecisionChoice = PrecisionChoice()) -> Trained:
     """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two. A
     `config.base_model` of "tfidf-logreg" fits the TF-IDF baseline alone (`select`'s bar), with its seed.
 
-    The encoder trains in the precision the CPU (`cpu_flags`; None: this machine's) should use: auto is
-    bf16 autocast where it has bf16 instructions, kept only if it scores within noise of fp32 training on
-    `held_out` (trainer.precision.fine_tune_gated), else fp32 alone.
+    The encoder trains once, in the precision `precision`'s verdict for the CPU says (auto: bf16 autocast where
+    a short run on that kind of CPU showed it trains as well as fp32; trainer.precision.fine_tune_for_cpu).
     `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each
     weighted `tfidf_also_weight` against one of `examples`; those of a class the encoder lacks are left out.
     """
@@ -106,7 +105,7 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
         known = list(labels) if labels is not None else sorted({example.label for example in examples})
         return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known,
                                      seed=config.seed)
-    encoder = fine_tune_gated(config, examples, labels, held_out, flags=cpu_flags, progress=progress)
+    encoder = fine_tune_for_cpu(config, examples, labels, choice=precision, progress=progress)
     if config.tfidf_share == 0:
         return encoder
     tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=encoder.labels,

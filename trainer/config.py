@@ -12,7 +12,7 @@ from core.file_hash import file_sha256
 
 TRUNCATIONS = ("head", "head+tail")
 CLASS_WEIGHTS = ("none", "balanced")
-PRECISIONS = ("auto", "fp32", "bf16")  # auto: bf16 autocast where the CPU has bf16 (trainer.precision), else fp32
+PRECISIONS = ("auto", "fp32", "bf16")  # auto: as this kind of CPU's verdict says (trainer.precision)
 # What `bootstrap-model` trains: the recipe that scored best on validation issues of NLBSE'24 with the
 # offline MiniLM on CPU (docs/BENCHMARKS.md, "Quality"), with the balanced loss that the unseen-repository
 # protocol chose (encoder 0.522 → 0.609, blend 0.651 → 0.679: "Unseen repositories"). TF-IDF's share 0.5:
@@ -49,7 +49,7 @@ class TrainConfig:
     # balanced: each kind's loss weighted by n / (kinds × its count), as sklearn's class_weight="balanced",
     # so a kind the mix has few of (questions) still counts as much in the loss as the others
     class_weight: str = "none"  # none | balanced
-    precision: str = "auto"  # on CPU: auto (bf16 autocast where it has bf16, gated: trainer.precision) | fp32 | bf16
+    precision: str = "auto"  # on CPU: auto (the CPU kind's verdict: trainer.precision) | fp32 | bf16 (autocast)
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:

@@ -18,6 +18,7 @@ from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
 from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import evaluate_classifier
 from trainer.fast_path import FastPathOptions, build_fast_path
+from trainer.precision import PrecisionChoice, Verdicts
 from trainer.registry import Model, Registry, Saveable
 
 
@@ -33,16 +34,19 @@ def train_and_register(registry: Registry, config: TrainConfig, examples: Sequen
                        labels: Sequence[str] | None = None, scope: str = GLOBAL_SCOPE,
                        held_out: Sequence[Example] = (), evaluate: bool = False, metrics: dict | None = None,
                        tfidf_also: Sequence[Example] = (), tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT,
-                       fast_path: FastPathOptions = FastPathOptions(), progress: bool = False) -> Registered:
+                       fast_path: FastPathOptions = FastPathOptions(), progress: bool = False,
+                       precision: PrecisionChoice | None = None) -> Registered:
     """Train on `examples` as `config` says (trainer.blend.train_model), register it, build its fast path.
 
     `held_out`: issues it never trained on; with `evaluate`, it is scored on them and its card keeps the
     metrics and the per-label thresholds they give (a blend's measured on the blend's own scores). Otherwise
     `metrics` (with their `thresholds`), when the caller measured them another way (`select`'s folds).
     Either way the held-out issues gate the fast path where NLBSE'24's test split is not there.
+    `precision`: None reads (and keeps) this CPU's precision verdict under the registry's model directory.
     """
+    precision = precision or PrecisionChoice(Verdicts.under(registry.model_dir))
     trained = train_model(config, examples, labels, progress=progress, tfidf_also=tfidf_also,
-                          tfidf_also_weight=tfidf_also_weight, held_out=held_out)  # they gate bf16 training too
+                          tfidf_also_weight=tfidf_also_weight, precision=precision)
     if evaluate and held_out:
         metrics = evaluate_classifier(trained.classifier(), held_out)
     model = add_to_registry(registry, trained, scope=scope, metrics=metrics,

@@ -26,6 +26,7 @@ from trainer.dataset import Example
 from trainer.evaluate import score_predictions
 from trainer.fast_path import FastPathOptions
 from trainer.pipeline import train_and_register
+from trainer.precision import PrecisionChoice, Verdicts
 from trainer.registry import Model, Registry
 from trainer.sources import DEFAULT_MIX, MixConfig, training_mix
 from trainer.unseen import (
@@ -70,8 +71,11 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
     # each row's recipe (trainer.blend.train_model trains any of them), used for its folds and the whole mix
     recipes = {BASELINE: dataclasses.replace(config, base_model=BASELINE, tfidf_share=0.0)}
 
+    # the folds train in the CPU's precision too, from the verdict the registration will read
+    precision = PrecisionChoice(Verdicts.under(registry.model_dir) if registry is not None else Verdicts(None))
+
     def trainer(name: str) -> Callable[[list[Example]], Any]:
-        return lambda train: train_model(recipes[name], train, labels, progress=progress)
+        return lambda train: train_model(recipes[name], train, labels, progress=progress, precision=precision)
 
     baseline = _out_of_fold(BASELINE, trainer(BASELINE), split, sources, mix)
     rows = [_row(BASELINE, "tfidf", split.pool, baseline, budget_minutes, len(whole))]
@@ -92,7 +96,7 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
     if registry is not None:
         selection.registered = train_and_register(registry, recipes[best["candidate"]], whole, labels=labels,
                                                   scope=scope, metrics=best["metrics"], fast_path=fast_path,
-                                                  progress=progress).model
+                                                  progress=progress, precision=precision).model
     return selection
 
 

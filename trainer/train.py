@@ -38,7 +38,7 @@ class TrainedModel:
     steps: int = 0  # optimizer steps taken
     losses: list[float] = field(default_factory=list)  # training loss of each step
     precision: str = "fp32"  # what the CPU trained it in: fp32 | bf16 (autocast); on CUDA, fp32 weights
-    precision_gate: dict | None = None  # trainer.precision's verdict when bf16 was tried
+    precision_verdict: dict | None = None  # the CPU's verdict it followed, or why none (trainer.precision)
     device: str = "cpu"  # where it trained: cpu, or cuda (float16 autocast, `config.fp16`)
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
@@ -63,7 +63,7 @@ def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence
     """Fine-tune `config.base_model` on `examples`; `labels` fixes the class order (default: sorted).
 
     `precision` fp32 or bf16 (CPU autocast); None: `config.precision`, where auto means fp32 here, since
-    auto's bf16 must pass its gate first (trainer.precision.fine_tune_gated, which passes it in)."""
+    auto's bf16 is the CPU's verdict's to give (trainer.precision.fine_tune_for_cpu, which passes it in)."""
     import torch
 
     labels = check_labels(examples, labels)
@@ -241,8 +241,8 @@ def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics:
     training = {"seconds": round(trained.seconds, 2), "steps": trained.steps,
                 "final_loss": trained.losses[-1] if trained.losses else None, "precision": trained.precision,
                 "device": trained.device}
-    if trained.precision_gate is not None:
-        training["precision_gate"] = trained.precision_gate
+    if trained.precision_verdict is not None:
+        training["precision_verdict"] = trained.precision_verdict
     write_card(directory, version=version, labels=trained.labels, kind="transformer",
                base_model=trained.base_model, max_length=trained.config.max_length, thresholds=thresholds,
                metrics=metrics, data_fingerprint=data_fingerprint, train_config=trained.config.to_dict(),

@@ -58,6 +58,11 @@ def test_a_training_precision_outside_the_choices_is_refused_before_any_work(run
     assert exit_.value.code == 2 and "--precision: invalid choice: 'fp16'" in capsys.readouterr().err
 
 
+def test_measure_precision_refuses_a_run_of_no_steps_before_any_work(run_cli, capsys):
+    assert run_cli("measure-precision", "--steps", 0) == 1
+    assert "--steps and --held-out must be at least 1" in capsys.readouterr().err
+
+
 def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry, tiny_bert_dir, small_train,
                                                                small_heldout, tmp_path, capsys, without_shared):
     train_file = _write_jsonl(tmp_path / "train.jsonl", small_train)

@@ -1,5 +1,5 @@
-"""Training precision: bf16 autocast only where the CPU has bf16 instructions, and kept only if it trains as well as fp32
-on the registration's held-out issues (the gate); the card says which."""
+"""Training precision: decided once per kind of CPU by a short run of bf16 against fp32, kept under the model
+directory (or shipped with the project), and read by every training after it, which then trains once."""
 
 import dataclasses
 import json
@@ -10,111 +10,153 @@ import pytest
 from core.card import read_card
 from trainer.config import TrainConfig
 from trainer.dataset import Example
-from trainer.precision import bf16_holds, fine_tune_gated, noise, precision_for
+from trainer.precision import (
+    SHIPPED_VERDICTS,
+    CpuKind,
+    MeasureOptions,
+    PrecisionChoice,
+    Verdict,
+    Verdicts,
+    bf16_holds,
+    fine_tune_for_cpu,
+    noise,
+)
 from trainer.train import TrainedModel, fine_tune
 
-AMX = frozenset({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
-ZEN4 = frozenset({"avx512f", "avx512_vnni", "avx512_bf16"})  # bf16 instructions, no AMX
-AVX2 = frozenset({"avx2", "fma"})
-HELD_OUT = [Example("t", "b", "bug")] * 300
-LEARNT = [Example("t", "b", "bug"), Example("t", "b", "feature")]  # what the fake trainings learn from
+AMX = CpuKind("GenuineIntel", "6", "207", frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}))
+ZEN4 = CpuKind("AuthenticAMD", "25", "17", frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}))
+AVX2 = CpuKind("AuthenticAMD", "25", "1", frozenset({"avx2", "fma"}))
+LEARNT = [Example(f"t{n}", "b", ("bug", "feature")[n % 2]) for n in range(300)]  # what the fakes learn from
+QUICK = MeasureOptions(steps=3, held_out=60, min_issues=100)
 
 
 class FakeTraining:
-    """Records each training run's precision; scores each precision as given."""
+    """Records each training run (its precision, and its step limit: a measurement's are short)."""
 
-    def __init__(self, f1: dict[str, float]):
-        self.f1, self.runs = f1, []
+    def __init__(self, f1: dict[str, float] | None = None):
+        self.f1, self.runs = f1 or {"bf16": 0.8, "fp32": 0.8}, []
 
     def train(self, config, examples, labels, *, progress, precision):
-        self.runs.append(precision)
+        self.runs.append(precision if config.max_steps is None else f"{precision} x{config.max_steps}")
         return TrainedModel(model=None, tokenizer=None, labels=["bug", "feature"], config=config, base_model="b",
-                            seconds={"bf16": 60.0, "fp32": 80.0}[precision], precision=precision)
+                            seconds={"bf16": 60.0, "fp32": 78.0}[precision], steps=config.max_steps or 19,
+                            precision=precision)
 
     def score(self, trained, held_out):
         return self.f1[trained.precision]
 
 
-def gated(training: FakeTraining, flags, config=TrainConfig(), held_out=HELD_OUT) -> TrainedModel:
-    return fine_tune_gated(config, LEARNT, None, held_out, flags=flags, progress=False, train=training.train,
-                           score=training.score)
+def trained_on(kind, verdicts, training=None, config=TrainConfig(), examples=LEARNT) -> tuple[TrainedModel, list]:
+    training = training or FakeTraining()
+    trained = fine_tune_for_cpu(config, examples, None, choice=PrecisionChoice(verdicts, kind, QUICK),
+                                progress=False, train=training.train, score=training.score)
+    return trained, training.runs
 
 
-def test_auto_is_bf16_only_where_the_cpu_has_bf16_instructions():
-    assert precision_for(TrainConfig(), AMX) == "bf16"
-    assert precision_for(TrainConfig(), ZEN4) == "bf16"  # AVX-512 BF16 alone: measured 2.0x fp32 here
-    assert precision_for(TrainConfig(), AVX2) == "fp32"
-    assert precision_for(TrainConfig(precision="fp32"), AMX) == "fp32"
-    assert precision_for(TrainConfig(precision="bf16"), AVX2) == "bf16"  # the operator's choice
+@pytest.fixture
+def verdicts(tmp_path) -> Verdicts:
+    """This App's verdicts under its model directory, with no shipped ones."""
+    return Verdicts(tmp_path / "models" / "precision-verdicts.json", shipped=tmp_path / "none-shipped.json")
 
 
-def test_without_bf16_instructions_only_fp32_is_trained_and_the_verdict_says_why():
-    training = FakeTraining({"fp32": 0.8})
-    trained = gated(training, AVX2)
-    assert training.runs == ["fp32"] and trained.precision == "fp32"
-    assert trained.precision_gate == {"kept": "fp32", "reason": "this CPU has no bf16 instructions (AMX or "
-                                      "AVX-512 BF16): fp32 trained alone, no gate"}
+def test_the_cpu_kind_is_its_maker_model_and_bf16_flags_read_from_cpuinfo():
+    text = ("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\n"
+            "model name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile "
+            "amx_int8\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\n")
+    kind = CpuKind.from_cpuinfo(text)
+    assert (kind.vendor, kind.family, kind.model) == ("GenuineIntel", "6", "207")
+    assert kind.key == "GenuineIntel family 6 model 207 avx512f avx512_bf16 amx_tile amx_bf16"
+    assert AVX2.key == "AuthenticAMD family 25 model 1"  # no bf16 flag: nothing else in the key
 
 
-@pytest.mark.parametrize("flags", [AMX, AVX2])
-def test_on_a_gpu_one_training_runs_whatever_the_cpu_and_the_verdict_names_the_gpu(flags):
-    training = FakeTraining({"fp32": 0.8})  # float16 autocast on CUDA: no CPU bf16 to compare it with
-    trained = gated(training, flags, TrainConfig(device="cuda"))
-    assert training.runs == ["fp32"] and trained.precision == "fp32"
-    assert trained.precision_gate == {"kept": "fp32",
-                                      "reason": "trained on cuda (float16 autocast there): no CPU bf16 to gate"}
+def test_a_second_training_reads_the_verdict_the_first_measured_and_trains_once(verdicts):
+    first, runs = trained_on(AMX, verdicts)
+    assert runs == ["bf16 x3", "fp32 x3", "bf16"]  # the short measurement of each, then the training
+    kept = json.loads(verdicts.path.read_text())[AMX.key]
+    assert kept["precision"] == "bf16" and kept["speedup"] == 1.3 and kept["steps"] == 3
+    assert first.precision == "bf16" and first.precision_verdict["source"] == "measured here"
+    second, runs = trained_on(AMX, verdicts)  # the next bootstrap or retraining, same model directory
+    assert runs == ["bf16"]
+    assert second.precision_verdict == first.precision_verdict
 
 
-def test_with_amx_a_bf16_model_within_noise_of_fp32_is_kept():
-    training = FakeTraining({"bf16": 0.79, "fp32": 0.80})  # 1 point on 300 issues: noise (4.5 points)
-    trained = gated(training, AMX)
-    assert training.runs == ["bf16", "fp32"] and trained.precision == "bf16"
-    assert trained.precision_gate == {"kept": "bf16", "passed": True, "issues": 300, "macro_f1_bf16": 0.79,
-                                      "macro_f1_fp32": 0.8, "noise": 0.0453, "seconds_bf16": 60.0,
-                                      "seconds_fp32": 80.0, "seconds_both": 140.0}  # the gate's whole cost
-
-
-def test_with_amx_a_bf16_model_that_lost_quality_gives_way_to_fp32(caplog):
-    training = FakeTraining({"bf16": 0.70, "fp32": 0.80})
+def test_a_verdict_that_bf16_lost_quality_makes_every_training_fp32(verdicts, caplog):
     with caplog.at_level(logging.WARNING, logger="trainer.precision"):
-        trained = gated(training, AMX)
-    assert trained.precision == "fp32" and trained.precision_gate["passed"] is False
-    assert trained.precision_gate["kept"] == "fp32"
-    assert "bf16 training lost quality: macro-F1 0.7000 against fp32's 0.8000 on 300 held-out issues" in caplog.text
-    assert "The gate trained both precisions: 140 s in all (bf16 60 s, fp32 80 s)" in caplog.text
+        trained, runs = trained_on(AMX, verdicts, FakeTraining({"bf16": 0.60, "fp32": 0.80}))
+    assert runs == ["bf16 x3", "fp32 x3", "fp32"] and trained.precision == "fp32"
+    assert "bf16 macro-F1 0.6000 against fp32's 0.8000" in caplog.text
+    again, runs = trained_on(AMX, verdicts, FakeTraining({"bf16": 0.60, "fp32": 0.80}))
+    assert runs == ["fp32"] and again.precision_verdict["macro_f1_bf16"] == 0.6
 
 
-def test_on_zen4_bf16_is_gated_as_with_amx():
-    training = FakeTraining({"bf16": 0.80, "fp32": 0.80})
-    assert gated(training, ZEN4).precision == "bf16" and training.runs == ["bf16", "fp32"]
+def test_another_kind_of_cpu_measures_its_own_verdict_beside_the_first(verdicts):
+    trained_on(AMX, verdicts)
+    _, runs = trained_on(ZEN4, verdicts)
+    assert runs == ["bf16 x3", "fp32 x3", "bf16"]
+    assert set(json.loads(verdicts.path.read_text())) == {AMX.key, ZEN4.key}
 
 
-def test_without_held_out_issues_bf16_cannot_be_checked_so_fp32_trains():
-    training = FakeTraining({"fp32": 0.8})
-    trained = gated(training, AMX, held_out=[])
-    assert training.runs == ["fp32"] and trained.precision_gate == {
-        "kept": "fp32", "reason": "no held-out issues to check bf16 on: fp32 trained alone"}
+def test_a_shipped_verdict_is_read_and_this_apps_own_measurement_wins_over_it(tmp_path):
+    shipped = tmp_path / "shipped.json"
+    row = {"cpu": AMX.key, "precision": "fp32", "speedup": 1.1, "macro_f1_bf16": 0.5, "macro_f1_fp32": 0.6,
+           "issues": 400, "noise": 0.048, "steps": 48, "measured": "2026-12-06T06:00:00Z"}
+    shipped.write_text(json.dumps({AMX.key: row}))
+    verdicts = Verdicts(tmp_path / "models" / "precision-verdicts.json", shipped=shipped)
+    trained, runs = trained_on(AMX, verdicts)
+    assert runs == ["fp32"] and trained.precision_verdict["source"] == "shipped with Issue Sorter"
+    assert not verdicts.path.exists()  # nothing measured, nothing written
+    verdicts.record(Verdict(**(row | {"precision": "bf16"})))  # `issue-sorter measure-precision` here
+    trained, runs = trained_on(AMX, verdicts)
+    assert runs == ["bf16"] and trained.precision_verdict["source"] == "measured here"
 
 
-def test_held_out_issues_of_kinds_it_does_not_learn_are_not_counted():
-    training = FakeTraining({"bf16": 0.8, "fp32": 0.8})
-    held_out = [Example("t", "b", "bug")] * 40 + [Example("t", "b", "docs")] * 60
-    trained = fine_tune_gated(TrainConfig(), LEARNT, None, held_out, flags=AMX, progress=False,
-                              train=training.train, score=training.score)
-    assert trained.precision_gate["issues"] == 40
-    only_docs = FakeTraining({"fp32": 0.8})
-    assert fine_tune_gated(TrainConfig(), LEARNT, None, held_out[40:], flags=AMX, progress=False,
-                           train=only_docs.train, score=only_docs.score).precision == "fp32"
-    assert only_docs.runs == ["fp32"]
+def test_the_shipped_verdicts_are_each_a_measured_bf16_cpu_kind():
+    shipped = json.loads(SHIPPED_VERDICTS.read_text())
+    assert shipped, "at least the CPU kind the project is developed on"
+    for key, row in shipped.items():
+        verdict = Verdict(**row)
+        assert verdict.cpu == key and verdict.precision in ("bf16", "fp32") and verdict.issues > 0
+        assert "amx_bf16" in key or "avx512_bf16" in key  # only CPUs with bf16 instructions need one
+
+
+def test_without_bf16_instructions_fp32_trains_once_and_nothing_is_measured(verdicts):
+    trained, runs = trained_on(AVX2, verdicts)
+    assert runs == ["fp32"] and not verdicts.path.exists()
+    assert trained.precision_verdict == {"kept": "fp32",
+                                         "reason": "this CPU has no bf16 instructions (AMX or AVX-512 BF16): fp32"}
+
+
+@pytest.mark.parametrize("kind", [AMX, AVX2])
+def test_on_a_gpu_one_training_runs_whatever_the_cpu(verdicts, kind):
+    trained, runs = trained_on(kind, verdicts, config=TrainConfig(device="cuda"))
+    assert runs == ["fp32"] and "trained on cuda" in trained.precision_verdict["reason"]
 
 
 @pytest.mark.parametrize("asked", ["fp32", "bf16"])
-def test_a_precision_asked_for_trains_alone_whatever_the_cpu(asked):
-    training = FakeTraining({})
-    trained = gated(training, AVX2 if asked == "bf16" else AMX, config=TrainConfig(precision=asked))
-    assert training.runs == [asked] and trained.precision == asked
-    assert trained.precision_gate == {"kept": asked, "reason": f"precision {asked} was asked for "
-                                      "(TrainConfig.precision): trained alone, not gated"}
+def test_a_precision_asked_for_trains_once_whatever_the_cpu_or_verdict(verdicts, asked):
+    trained, runs = trained_on(AVX2 if asked == "bf16" else AMX, verdicts, config=TrainConfig(precision=asked))
+    assert runs == [asked] and trained.precision == asked and not verdicts.path.exists()
+
+
+def test_too_few_issues_to_measure_on_train_fp32_and_keep_nothing(verdicts):
+    trained, runs = trained_on(AMX, verdicts, examples=LEARNT[:50])
+    assert runs == ["fp32"] and not verdicts.path.exists()
+    assert "too few issues to measure one on" in trained.precision_verdict["reason"]
+    _, runs = trained_on(AMX, Verdicts(None, shipped=verdicts.shipped))  # nowhere to keep a verdict
+    assert runs == ["fp32"]
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{not json", "precision-verdicts.json is not a precision verdicts file"),
+    ('["bf16"]', "precision-verdicts.json is not a precision verdicts file"),
+    (json.dumps({AMX.key: {"precision": "bf16"}}), "the verdict for GenuineIntel family 6 model 207 .* is incomplete"),
+])
+def test_a_verdicts_file_that_cannot_be_read_is_named_and_left_as_it_was(verdicts, text, says):
+    verdicts.path.parent.mkdir(parents=True)
+    verdicts.path.write_text(text)
+    with pytest.raises(ValueError, match=says):
+        trained_on(AMX, verdicts)
+    assert verdicts.path.read_text() == text
 
 
 @pytest.mark.parametrize(("bf16", "fp32", "issues", "holds"), [
@@ -131,12 +173,12 @@ def test_a_bf16_training_runs_and_its_card_says_so(tiny_bert_dir, small_train, t
     trained = fine_tune(config, small_train, progress=False, precision="bf16")
     assert trained.precision == "bf16" and trained.steps == 4
     assert all(loss == loss for loss in trained.losses)  # no NaN: bf16 keeps fp32's range
-    trained.precision_gate = {"kept": "bf16", "passed": True}
+    trained.precision_verdict = {"kept": "bf16", "source": "measured here"}
     card = read_card(trained.save(tmp_path / "m", version="v1"))
-    assert card["training"]["precision"] == "bf16" and card["training"]["precision_gate"]["passed"] is True
-    assert card["train_config"]["precision"] == "auto"  # the recipe: a retraining decides again where it runs
+    assert card["training"]["precision"] == "bf16" and card["training"]["precision_verdict"]["kept"] == "bf16"
+    assert card["train_config"]["precision"] == "auto"  # the recipe: a retraining reads the verdict where it runs
     plain = fine_tune(dataclasses.replace(config, precision="auto"), small_train, progress=False)
-    assert plain.precision == "fp32"  # auto's bf16 is only ever the gate's
+    assert plain.precision == "fp32"  # auto's bf16 is only ever the verdict's
 
 
 def weights(trained: TrainedModel):
@@ -149,117 +191,57 @@ def same_weights(a, b) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[name], b[name]) for name in a)
 
 
-def test_a_bf16_model_the_gate_refused_is_replaced_by_the_fp32_training_which_is_what_serves(
-        tiny_bert_dir, small_train, small_heldout, tmp_path):
+def test_the_verdicts_training_is_a_plain_training_in_its_precision_measured_or_not(
+        tiny_bert_dir, small_train, verdicts, tmp_path):
     """Real trainings of a tiny model; only the scores are chosen, so that bf16 loses quality."""
     config = TrainConfig(base_model=str(tiny_bert_dir), max_length=32, epochs=1, batch_size=8, lr=1e-3)
-    reference = {precision: weights(fine_tune(config, small_train, progress=False, precision=precision))
-                 for precision in ("bf16", "fp32")}
-    assert not same_weights(reference["bf16"], reference["fp32"])  # bf16 autocast does train differently
+    reference = weights(fine_tune(config, small_train, progress=False, precision="fp32"))
 
     def bf16_loses(trained, held_out):
         return {"bf16": 0.40, "fp32": 0.80}[trained.precision]
 
-    kept = fine_tune_gated(config, small_train, None, small_heldout, flags=AMX, progress=False, score=bf16_loses)
-    assert kept.precision == "fp32" and same_weights(weights(kept), reference["fp32"])
+    choice = PrecisionChoice(verdicts, AMX, MeasureOptions(steps=1, held_out=10, min_issues=0))
+    kept = fine_tune_for_cpu(config, small_train, None, choice=choice, progress=False, score=bf16_loses)
+    assert kept.precision == "fp32" and same_weights(weights(kept), reference)
     card = read_card(kept.save(tmp_path / "m", version="v1"))
     assert card["training"]["precision"] == "fp32"
-    assert card["training"]["precision_gate"]["passed"] is False
-    assert card["training"]["precision_gate"]["issues"] == len(small_heldout)
+    assert card["training"]["precision_verdict"]["macro_f1_bf16"] == 0.4
 
     def within_noise(trained, held_out):
         return {"bf16": 0.79, "fp32": 0.80}[trained.precision]
 
-    kept = fine_tune_gated(config, small_train, None, small_heldout, flags=AMX, progress=False, score=within_noise)
-    assert kept.precision == "bf16" and same_weights(weights(kept), reference["bf16"])
+    elsewhere = dataclasses.replace(choice, verdicts=Verdicts.under(tmp_path / "elsewhere"))
+    kept = fine_tune_for_cpu(config, small_train, None, choice=elsewhere, progress=False, score=within_noise)
+    plain_bf16 = weights(fine_tune(config, small_train, progress=False, precision="bf16"))
+    assert kept.precision == "bf16" and same_weights(weights(kept), plain_bf16)  # the measurement left no trace
 
 
-def test_bootstrap_and_retraining_train_through_the_gate_and_the_blends_card_records_it(
-        tiny_bert_dir, small_train, small_heldout, tmp_path, caplog):
-    """trainer.blend.train_model, which trainer.pipeline calls for every registration, on injected CPUs."""
-    from trainer.blend import TrainedBlend, train_model
+@pytest.mark.slow  # fine-tunes (a tiny model) five times
+def test_a_second_bootstrap_reads_the_verdict_the_first_measured_and_trains_once(
+        tiny_bert_dir, small_train, small_heldout, registry, caplog):
+    """Two registrations through trainer.pipeline (as bootstrap-model and every retraining make them) on an
+    injected CPU with AMX, counting the fine-tunings: the first measures and trains, the second only trains."""
+    from tests.trainer.conftest import NO_FAST_PATH
+    from trainer.pipeline import train_and_register
 
     config = TrainConfig(base_model=str(tiny_bert_dir), max_length=32, epochs=1, batch_size=8, lr=1e-3,
                          tfidf_share=0.5)
-    with caplog.at_level(logging.INFO, logger="trainer.train"):
-        on_avx2 = train_model(config, small_train, progress=False, held_out=small_heldout, cpu_flags=AVX2)
-    assert isinstance(on_avx2, TrainedBlend) and on_avx2.encoder.precision == "fp32"
-    assert caplog.text.count("fine-tuned ") == 1  # fp32 alone: no second training on this CPU
-    card = read_card(on_avx2.save(tmp_path / "avx2", version="v1"))
-    assert card["training"]["precision"] == "fp32"
-    assert "no bf16 instructions" in card["training"]["precision_gate"]["reason"]
+    choice = PrecisionChoice(Verdicts.under(registry.model_dir), AMX, MeasureOptions(steps=1, held_out=10,
+                                                                                       min_issues=0))
 
+    def fine_tunings() -> list[str]:
+        return [line.split("(")[-1].rstrip(")") for line in caplog.text.splitlines() if "fine-tuned " in line]
+
+    with caplog.at_level(logging.INFO, logger="trainer.train"):
+        first = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
+                                   fast_path=NO_FAST_PATH, precision=choice)
+    assert fine_tunings() == ["bf16", "fp32", "bf16" if first.trained.encoder.precision == "bf16" else "fp32"]
+    assert (registry.model_dir / "precision-verdicts.json").is_file()
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="trainer.train"):
-        on_amx = train_model(config, small_train, progress=False, held_out=small_heldout, cpu_flags=AMX)
-    assert [line.split("(")[-1] for line in caplog.text.splitlines() if "fine-tuned " in line] == ["bf16)", "fp32)"]
-    gate = on_amx.encoder.precision_gate
-    assert gate["kept"] == on_amx.encoder.precision == ("bf16" if gate["passed"] else "fp32")
-    assert gate["passed"] is bf16_holds(gate["macro_f1_bf16"], gate["macro_f1_fp32"], gate["issues"])
-    assert gate["seconds_both"] == pytest.approx(gate["seconds_bf16"] + gate["seconds_fp32"], abs=0.15)
-    saved = on_amx.save(tmp_path / "amx", version="v2")
-    for directory in (saved, saved / "encoder"):  # the blend's card, and its encoder's
-        card = read_card(directory)
-        assert card["training"]["precision"] == gate["kept"] and card["training"]["precision_gate"] == gate
-
-
-def registered_base(directory, training: dict, version="global-base"):
-    """A registered encoder's directory as a retraining continues from: only its card matters here."""
-    directory.mkdir()
-    (directory / "issue_sorter.json").write_text(json.dumps({"version": version, "training": training}))
-    return str(directory)
-
-
-PASSED_THERE = {"precision": "bf16", "precision_gate": {"kept": "bf16", "passed": True, "issues": 1500,
-                                                        "macro_f1_bf16": 0.5323, "macro_f1_fp32": 0.5318}}
-
-
-def test_a_retraining_whose_base_model_passed_the_bf16_gate_trains_bf16_alone_and_says_whose_pass(tmp_path):
-    training = FakeTraining({})
-    config = TrainConfig(base_model=registered_base(tmp_path / "base", PASSED_THERE))
-    trained = gated(training, ZEN4, config=config)
-    assert training.runs == ["bf16"] and trained.precision == "bf16"
-    inherited = {"passed_at": "global-base", "issues": 1500, "macro_f1_bf16": 0.5323, "macro_f1_fp32": 0.5318}
-    assert trained.precision_gate == {"kept": "bf16", "inherited": inherited, "reason": "its base model's bf16 "
-                                      "training passed its gate (global-base): bf16 trained alone"}
-    # the next retraining, from that one, inherits the same pass: the gate that ran, not the one that did not
-    again = gated(FakeTraining({}), ZEN4, config=TrainConfig(base_model=registered_base(
-        tmp_path / "next", {"precision": "bf16", "precision_gate": trained.precision_gate}, version="v2")))
-    assert again.precision_gate["inherited"] == inherited
-
-
-@pytest.mark.parametrize("training", [
-    {"precision": "fp32", "precision_gate": {"kept": "fp32", "passed": False, "issues": 1500}},  # bf16 refused
-    {"precision": "fp32", "precision_gate": {"kept": "fp32", "reason": "this CPU has no bf16 instructions"}},
-    {"seconds": 12.0},  # a card from before the gate
-])
-def test_a_retraining_from_a_base_without_a_bf16_pass_runs_the_gate(tmp_path, training):
-    runs = FakeTraining({"bf16": 0.8, "fp32": 0.8})
-    gated(runs, ZEN4, config=TrainConfig(base_model=registered_base(tmp_path / "base", training)))
-    assert runs.runs == ["bf16", "fp32"]
-
-
-def test_an_inherited_pass_does_not_make_bf16_train_where_the_cpu_has_no_bf16(tmp_path):
-    runs = FakeTraining({})
-    trained = gated(runs, AVX2, config=TrainConfig(base_model=registered_base(tmp_path / "base", PASSED_THERE)))
-    assert runs.runs == ["fp32"] and trained.precision == "fp32"
-
-
-def test_a_retraining_from_a_registered_blend_trains_once_and_its_card_records_the_inherited_pass(
-        tiny_bert_dir, small_train, small_heldout, tmp_path, caplog):
-    """Real trainings: the base is a saved blend whose encoder's card says bf16 passed (written here)."""
-    from core.card import update_card
-    from trainer.blend import train_model
-
-    config = TrainConfig(base_model=str(tiny_bert_dir), max_length=32, epochs=1, batch_size=8, lr=1e-3,
-                         tfidf_share=0.5)
-    base = train_model(config, small_train, progress=False, held_out=small_heldout, cpu_flags=AVX2)
-    encoder = base.save(tmp_path / "base", version="global-base") / "encoder"
-    update_card(encoder, training=PASSED_THERE)
-    with caplog.at_level(logging.INFO, logger="trainer.train"):
-        retrained = train_model(dataclasses.replace(config, base_model=str(encoder)), small_train, progress=False,
-                                held_out=small_heldout, cpu_flags=ZEN4)
-    assert [line.split("(")[-1] for line in caplog.text.splitlines() if "fine-tuned " in line] == ["bf16)"]
-    card = read_card(retrained.save(tmp_path / "retrained", version="global-next"))
-    assert card["training"]["precision"] == "bf16"
-    assert card["training"]["precision_gate"]["inherited"]["passed_at"] == "global-base-encoder"  # its card
+        second = train_and_register(registry, config, small_train, held_out=small_heldout, evaluate=True,
+                                    fast_path=NO_FAST_PATH, precision=choice)
+    assert fine_tunings() == [first.trained.encoder.precision]
+    for directory in (second.model.directory, second.model.directory / "encoder"):  # the blend's card, its encoder's
+        verdict = read_card(directory)["training"]["precision_verdict"]
+        assert verdict["source"] == "measured here" and verdict["cpu"] == AMX.key
