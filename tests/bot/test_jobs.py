@@ -74,7 +74,7 @@ def test_a_github_5xx_is_retried_later_and_then_labels(worker_context, fake_gith
     assert fake_github.issue_labels(REPO, 1) == []
     scheduled = ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER)
     assert scheduled.get_job_ids() == ["label_issue--d-5xx--retry1"]
-    time.sleep(1.2)  # retry_base_seconds = 1 in the harness
+    time.sleep(2.05)  # retry_base_seconds = 1 in the harness, rounded up to the next whole second
     scheduler = RQScheduler([LABELING_QUEUE], connection=redis, serializer=SERIALIZER)
     scheduler.acquire_locks()
     scheduler.enqueue_scheduled_jobs()

@@ -137,7 +137,7 @@ def test_a_5xx_between_pages_reschedules_and_the_saved_page_is_resumed(bare_cont
     run_worker(redis)
     assert len(confirmed(bare_context)) == 100 and next_page(bare_context) == 2
     assert ScheduledJobRegistry(FEEDBACK_QUEUE, connection=redis, serializer=SERIALIZER).count == 1
-    time.sleep(1.2)  # retry_base_seconds = 1 in the harness
+    time.sleep(2.05)  # retry_base_seconds = 1 in the harness, rounded up to the next whole second
     run_due_retries(redis)
     assert pages_read(fake_github) == [("1", 200), ("2", 502), ("2", 200)]  # page 1 is not read again
     assert len(confirmed(bare_context)) == 150 and next_page(bare_context) == BACKFILL_DONE
@@ -152,7 +152,7 @@ def test_the_bound_holds_across_a_resumed_backfill(bare_context, fake_github, cl
     fail_after_first_page(bare_context, fake_github, 502)
     deliver(client, "installation", installation_delivery(payload, "installation"), "d-install")
     run_worker(redis)
-    time.sleep(1.2)
+    time.sleep(2.05)
     run_due_retries(redis)
     assert len(confirmed(bare_context)) == 120
 
