@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from core import engines
-from core.card import BLEND_MEMBERS, ModelCard, encoder_directory, update_card
+from core.card import BLEND_MEMBERS, ModelCard, update_card
 from core.classifier import BlendedClassifier, load_classifier
 from core.encoder import (
     FAST_DIR,
@@ -51,6 +51,7 @@ from core.file_hash import file_sha256
 from core.memory import MEMORY_SIZE, Memory
 from trainer.dataset import Example, load_file
 from trainer.evaluate import macro_f1
+from trainer.registry import Model
 from trainer.sources import NLBSE_TEST_FILE, shared_dir
 from trainer.static_int8 import calibration_sample, quantize_static_int8
 
@@ -91,10 +92,10 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
     return tuple(load_file(path)), f"NLBSE'24 test split ({NLBSE_TEST_FILE})"
 
 
-def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Example], *,
+def build_fast_path(model: Model, issues: Sequence[Example], *,
                     source: str = "", cpu_flags: frozenset[str] | None = None,
                     calibration: Sequence[str] = ()) -> ModelCard:
-    """Export the encoder of the registered model in `directory` (whose card is `card`), gate each artefact
+    """Export the encoder of the registered `model` (as it came from its registration), gate each artefact
     on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`). `calibration`:
     texts of the issues it was trained on, which static int8 calibrates its activations on (none: no static
     int8).
@@ -102,7 +103,7 @@ def build_fast_path(directory: Path | str, card: ModelCard, issues: Sequence[Exa
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
     """
-    model_directory, directory = Path(directory), encoder_directory(directory, card)
+    model_directory, directory, card = model.directory, model.encoder_directory, model.card
     shutil.rmtree(directory / FAST_DIR, ignore_errors=True)  # a pulled model's own graphs never mix in
     if issues:
         record = _export_record(directory, issues, source, model_directory, card,
