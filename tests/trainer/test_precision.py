@@ -226,8 +226,9 @@ def test_a_second_bootstrap_reads_the_verdict_the_first_measured_and_trains_once
 
     config = TrainConfig(base_model=str(tiny_bert_dir), max_length=32, epochs=1, batch_size=8, lr=1e-3,
                          tfidf_share=0.5)
-    choice = PrecisionChoice(Verdicts.under(registry.model_dir), AMX, MeasureOptions(steps=1, held_out=10,
-                                                                                       min_issues=0))
+    verdicts = Verdicts(registry.model_dir / "precision-verdicts.json",  # none shipped for AMX's kind here
+                        shipped=registry.model_dir / "none-shipped.json")
+    choice = PrecisionChoice(verdicts, AMX, MeasureOptions(steps=1, held_out=10, min_issues=0))
 
     def fine_tunings() -> list[str]:
         return [line.split("(")[-1].rstrip(")") for line in caplog.text.splitlines() if "fine-tuned " in line]
