@@ -71,8 +71,7 @@ def test_shutdown_stops_the_workers_first_and_redis_last(tmp_path):
 
 @pytest.mark.e2e  # the embedded Redis server, SIGKILLed and restarted
 def test_the_embedded_redis_restarts_with_every_queued_job(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run, "VAR", tmp_path / "var")
+    monkeypatch.chdir(tmp_path)  # run.VAR is relative: var/ here
     (tmp_path / "var").mkdir()
     environ: dict[str, str] = {}
     with run._local_redis(environ) as child:
