@@ -440,14 +440,24 @@ def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> Pa
 
 def promote_again(database_url: str, model_dir: Path, source: Path) -> str:
     """A new version of the model (the same weights registered again) promoted: the mid-run upgrade."""
+    from sqlalchemy.exc import OperationalError
+
     from core.db import make_sessionmaker, session_scope
     from trainer.registry import Registry
 
-    with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session)
-        row = registry.register(source, scope="global")
-        registry.promote(row.version, "chaos bench: the upgrade mid-run", scope="global")
-        return row.version
+    # The database fault may terminate this admin's session too (it ends every backend of the database):
+    # an operator promotes again, and so does the bench. Nothing was committed by the attempt that failed.
+    for attempt in range(3):
+        try:
+            with session_scope(make_sessionmaker(database_url)) as session:
+                registry = Registry(model_dir, session)
+                row = registry.register(source, scope="global")
+                registry.promote(row.version, "chaos bench: the upgrade mid-run", scope="global")
+                return row.version
+        except OperationalError:
+            if attempt == 2:
+                raise
+            time.sleep(1)
 
 
 def main(argv: list[str] | None = None) -> int:
