@@ -21,7 +21,7 @@ from redis.commands.core import Script
 from rq import get_current_job
 
 from bot.github_api.client import TransientGitHubError
-from bot.github_api.write_turns import TURN_META, reserve_turn
+from bot.github_api.write_turns import TURN_META, inline_wait_ms, reserve_turn
 
 SLOT_KEY = "issue-sorter:write-slot:{}"  # installation id → the time (ms, Redis's clock) of its last write
 # the IssueWriter calls that change something on GitHub (bot.github_api.client); every other call is a read
@@ -84,12 +84,14 @@ class WriteSpacing:
         self._done(keys=[SLOT_KEY.format(int(installation_id))], args=[self._interval_ms])
 
     def wait_for(self, installation_id: int, call: str, *, holds_turn: bool = False) -> None:
-        """Take the installation's slot for `call`: at once with a turn booked before (`holds_turn`) or free
-        now, after the rest of the last write's interval at most; else raise WriteDeferred with the turn
-        booked for the job's next run."""
+        """Take the installation's slot for `call`: at once with a turn booked before (`holds_turn`), free
+        now or less than a second away (write_turns.INLINE_WAIT), after the rest of the last write's interval
+        at most; else raise WriteDeferred with the turn booked for the job's next run."""
         if not holds_turn:
             wait = self.reserve(installation_id)
-            if wait > 0:
+            if 0 < wait < inline_wait_ms(self._interval) / 1000:  # nearer than the scheduler's second
+                self._sleep(wait)
+            elif wait > 0:
                 raise WriteDeferred(f"installation {installation_id}'s next write turn is {wait:.1f} s away; "
                                     f"{call} waits for it", retry_after=wait)
         left = self.claim(installation_id)

@@ -2,7 +2,9 @@
 
 A job that will write takes the installation's next free turn once, atomically (Redis's clock: every
 process books against the same one), and is scheduled at it: it waits in RQ's scheduled registry, not in a
-worker, and when it runs it writes without asking again. The receiver books a labelling job's turn in its
+worker, and when it runs it writes without asking again. A turn less than INLINE_WAIT away is waited for in
+the worker instead: RQ's scheduler releases a job on a whole second, so going through it cost the
+nearest turns up to a second more than the turn itself. The receiver books a labelling job's turn in its
 enqueueing script (bot.intake.queueing); a worker books one for any other write (bot.github_api.write_spacing).
 """
 
@@ -13,6 +15,7 @@ from redis.commands.core import Script
 
 TURN_KEY = "issue-sorter:write-turn:{}"  # installation id → its next free turn (ms, Redis's clock)
 TURN_META = "write_turn"  # job.meta of a job scheduled at a turn booked for it: its first write takes it
+INLINE_WAIT = 1.0  # seconds: a turn nearer than this (and than one interval) is waited for in the worker
 
 # Lua: book the next free turn of the installation whose key is `key`; returns the wait (ms, 0: now) and the
 # turn (ms). The key lives until the turn after it is free: an idle installation keeps nothing.
@@ -31,6 +34,11 @@ _RESERVE_LUA = RESERVE_FUNCTION + "\nlocal wait = reserve_turn(KEYS[1], tonumber
 def interval_ms(interval: float) -> int:
     """The spacing in whole milliseconds, as the scripts take it."""
     return max(1, round(interval * 1000))
+
+
+def inline_wait_ms(interval: float) -> int:
+    """The longest wait for a turn spent in the worker rather than in RQ's scheduled registry (ms)."""
+    return min(interval_ms(interval), round(INLINE_WAIT * 1000))
 
 
 def reserve_turn(redis: Redis, installation_id: int, interval: float) -> float:

@@ -19,7 +19,7 @@ from redis.commands.core import Script
 from rq import get_current_job
 from rq.registry import ScheduledJobRegistry
 
-from bot.github_api.write_turns import RESERVE_FUNCTION, TURN_KEY, TURN_META, interval_ms
+from bot.github_api.write_turns import RESERVE_FUNCTION, TURN_KEY, TURN_META, inline_wait_ms, interval_ms
 from core import metrics
 from core.queues import (
     CRASH_RETRY,
@@ -72,7 +72,8 @@ _ENQUEUE_ONCE_LUA = RESERVE_FUNCTION + r"""
 -- and its bytes.
 -- KEYS[4] the installation's write turn ('' for none), ARGV[7] the turns' interval (ms), ARGV[8] the job's
 -- commands when its turn is later (scheduled, packed as ARGV[6]), ARGV[9] the scheduled registry: its
--- score, the turn's second rounded up (RQ moves a job once its second has begun), is set here
+-- score, the turn's second rounded up (RQ moves a job once its second has begun), is set here; ARGV[10] the
+-- nearest wait (ms) scheduled: a nearer turn is queued now and its write waits the rest in the worker
 if KEYS[2] ~= '' then
   local seen = redis.call('GET', KEYS[2])
   if seen and seen ~= ARGV[1] then return {'replayed', seen} end
@@ -85,7 +86,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   local commands, at, second = ARGV[6], 1, nil
   if KEYS[4] ~= '' then
     local wait, turn = reserve_turn(KEYS[4], tonumber(ARGV[7]))
-    if wait > 0 then commands, second = ARGV[8], tostring(math.ceil(turn / 1000)) end
+    if wait >= tonumber(ARGV[10]) then commands, second = ARGV[8], tostring(math.ceil(turn / 1000)) end
   end
   while at <= #commands do
     local newline = string.find(commands, '\n', at, true)
@@ -115,8 +116,8 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
     With `body_sha256`, a body already seen under another delivery id raises ReplayedBody. With
     `count_event`, the delivery is counted for GET /metrics (core.metrics) as queued or duplicate. All of it
     is one script run in Redis (_ENQUEUE_ONCE_LUA). A job whose spec writes at a turn (`spec.write_turn`,
-    with a `write_interval`) books its installation's next one there and is queued now when it is free, else
-    scheduled at it: a flood of one installation waits in RQ's scheduled registry, not in the queue before
+    with a `write_interval`) books its installation's next one there and is queued now when it is free or
+    less than a second away (its write waits the rest in the worker), else scheduled at it: a flood of one installation waits in RQ's scheduled registry, not in the queue before
     everyone else's jobs, and each of its jobs runs once (bot.github_api.write_turns). Raises
     redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub marks the
     delivery failed and it can be redelivered (a script that did run before the connection broke leaves its
@@ -134,7 +135,8 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
                  f"{count_event}|" if count_event else "", commands]
     if turn:
         arguments += [interval_ms(write_interval), _recorded(redis, spec, kwargs, options, at=_PLACEHOLDER),
-                      ScheduledJobRegistry(spec.queue, connection=redis, serializer=SERIALIZER).key]
+                      ScheduledJobRegistry(spec.queue, connection=redis, serializer=SERIALIZER).key,
+                      inline_wait_ms(write_interval)]
     outcome, *seen = _script(redis)(keys=keys, args=arguments)
     outcome = _text(outcome)
     if outcome == "replayed":

@@ -40,21 +40,32 @@ def worker(settings, redis_url: str, github: FakeGitHub):
 
 
 def test_two_workers_on_one_installation_write_an_interval_apart(settings, redis, redis_url):
-    spaced = dataclasses.replace(settings, github_write_interval=0.5)
+    spaced = dataclasses.replace(settings, github_write_interval=5.0)
     github = FakeGitHub()
     first, second = worker(spaced, redis_url, github), worker(spaced, redis_url, github)
     first.github(1).add_labels(REPO, 1, ["bug"])
     with pytest.raises(WriteDeferred) as deferred:
         second.github(1).create_comment(REPO, 2, "hello")
-    assert 0 < deferred.value.retry_after <= 0.5 and deferred.value.turn_held  # the next turn, booked for it
+    assert 4 < deferred.value.retry_after <= 5 and deferred.value.turn_held  # the next turn, booked for it
     second.github(2).add_labels(REPO, 3, ["bug"])  # another installation has its own turns
     second.github(1).list_labels(REPO)  # reads are not spaced
     assert [call[0] for call in github.writes()] == ["add_labels", "add_labels"]
-    time.sleep(deferred.value.retry_after)
-    rerun = SpacedGitHub(github, WriteSpacing(Redis.from_url(redis_url), 0.5), 1, turn=lambda: True)
+    redis.delete(SLOT_KEY.format(1))  # the interval has passed
+    rerun = SpacedGitHub(github, WriteSpacing(Redis.from_url(redis_url), 5.0), 1, turn=lambda: True)
     rerun.create_comment(REPO, 2, "hello")  # its rescheduled run, at its turn: written without booking again
     assert [call[0] for call in github.writes()] == ["add_labels", "add_labels", "create_comment"]
-    assert 0.4 < WriteSpacing(redis, 0.5).reserve(1) <= 0.5  # the turn after the comment's, not after two
+    assert 9 < WriteSpacing(redis, 5.0).reserve(1) <= 10  # the turn after the comment's, not after two
+
+
+def test_a_turn_less_than_a_second_away_is_waited_for_in_the_worker(redis, redis_url):
+    """RQ's scheduler releases a job on a whole second: a write whose turn is nearer waits in the worker,
+    an interval after the write before, instead of up to a second more in the scheduled registry."""
+    github = FakeGitHub()
+    SpacedGitHub(github, WriteSpacing(Redis.from_url(redis_url), 0.5), 1).add_labels(REPO, 1, ["bug"])
+    written = time.monotonic()
+    SpacedGitHub(github, WriteSpacing(Redis.from_url(redis_url), 0.5), 1).create_comment(REPO, 2, "hello")
+    assert 0.45 <= time.monotonic() - written  # no WriteDeferred: slept until its turn, then wrote
+    assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
 
 
 def test_turns_are_booked_once_each_in_order_per_installation_and_apart_across_installations(redis, redis_url):
@@ -145,19 +156,19 @@ def test_a_job_whose_write_must_wait_is_rescheduled_not_slept(spaced_context, fa
 
 
 def test_a_labelling_job_deferred_between_its_writes_finishes_its_decision_once(sessions, redis):
-    """Comment mode writes the label, then the comment, a second apart: the comment is deferred, the
+    """Comment mode writes the label, then the comment, an interval apart: the comment is deferred, the
     decision stays pending, and the rescheduled job posts the comment without asking the model again."""
     github = rules.repository()
     rules.use_config(github, "mode: comment\n")
     turns = iter([False, False, True])  # the first run books its turns; the rescheduled one holds the comment's
-    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1, turn=lambda: next(turns, False))
+    spaced = SpacedGitHub(github, WriteSpacing(redis, 3.0), 1, turn=lambda: next(turns, False))
     classifier = FakeClassifier({"crash": "bug"})
     with pytest.raises(WriteDeferred):
         rules.run_job(sessions, spaced, 1, classifier=classifier, checkpoint=True)
     assert [call[0] for call in github.writes()] == ["add_labels"]
     assert [p.outcome for p in rules.predictions(sessions)] == [labeling.PENDING]
     asked = len(classifier.seen)
-    time.sleep(0.35)
+    redis.delete(SLOT_KEY.format(1))  # the interval has passed: its turn has come
     result = rules.run_job(sessions, spaced, 1, classifier=classifier, checkpoint=True, labels=("bug",))
     assert result.outcome == "applied" and len(classifier.seen) == asked
     assert [call[0] for call in github.writes()] == ["add_labels", "create_comment"]
@@ -181,6 +192,23 @@ def test_a_retraining_s_reply_that_must_wait_is_rescheduled_not_failed(spaced_co
     make_queue(redis, FEEDBACK_QUEUE).enqueue_job(job)  # what RQ's scheduler does at its time
     run_worker(redis, queues=(FEEDBACK_QUEUE,))
     assert len(fake_github.comments(REPO, 1)) == 1 and "0.71 -> 0.74" in fake_github.comments(REPO, 1)[0]
+
+
+@pytest.mark.settings(github_write_interval=0.5)
+def test_issues_whose_turns_are_less_than_a_second_away_are_queued_at_once_and_written_apart(
+        worker_context, fake_github, client, payload, redis):
+    """The receiver queues a job whose turn is nearer than RQ's scheduler's second; its write waits the rest
+    of the interval in the worker. Each job runs once, and GitHub sees the labels an interval apart."""
+    for number in (1, 2):
+        fake_github.add_issue(REPO, number, "App crash on save", "Traceback ...")
+        assert deliver(client, "issues", issue_payload(payload, "opened", number), f"near-{number}").status_code == 202
+    assert make_queue(redis, LABELING_QUEUE).job_ids == ["label_issue--near-1", "label_issue--near-2"]
+    assert not ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
+    run_worker(redis, queues=(LABELING_QUEUE,))
+    labelled = fake_github.calls("POST", rf"/repos/{REPO}/issues/\d+/labels")
+    assert [call.path.split("/")[-2] for call in labelled] == ["1", "2"]
+    assert labelled[1].received_at - labelled[0].received_at >= 0.45
+    assert not ScheduledJobRegistry(LABELING_QUEUE, connection=redis, serializer=SERIALIZER).get_job_ids()
 
 
 def _reads(fake) -> int:

@@ -9,12 +9,10 @@ feedback stored meanwhile) the bot takes its label off again, and never puts it 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import select
 
-from bot.github_api.write_spacing import SpacedGitHub, WriteDeferred, WriteSpacing
+from bot.github_api.write_spacing import SLOT_KEY, SpacedGitHub, WriteDeferred, WriteSpacing
 from bot.labeling.act import WITHDRAWN
 from core.db import session_scope
 from core.tables import Prediction
@@ -99,11 +97,11 @@ def test_a_withdrawal_the_write_spacing_defers_is_finished_by_the_rescheduled_jo
     """Taking the label off is a second write within the installation's interval: it waits its turn."""
     github = rules.repository(issue_labels={(REPO, 1): ["enhancement"]})
     turns = iter([False, False, True])  # the rescheduled run holds the withdrawal's turn
-    spaced = SpacedGitHub(github, WriteSpacing(redis, 0.3), 1, turn=lambda: next(turns, False))
+    spaced = SpacedGitHub(github, WriteSpacing(redis, 3.0), 1, turn=lambda: next(turns, False))
     with pytest.raises(WriteDeferred):
         rules.run_job(sessions, spaced, 1, checkpoint=True)
     assert stored(sessions) == [("applying", False, "bug")]
     assert github.issue_labels[(REPO, 1)] == ["enhancement", "bug"]
-    time.sleep(0.35)
+    redis.delete(SLOT_KEY.format(1))  # the interval has passed: its turn has come
     result = rules.run_job(sessions, spaced, 1, checkpoint=True, labels=("enhancement", "bug"))
     assert result.outcome == WITHDRAWN and github.issue_labels[(REPO, 1)] == ["enhancement"]
