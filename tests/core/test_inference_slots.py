@@ -104,7 +104,7 @@ def test_the_default_folder_is_under_the_apps_var_not_a_guessable_tmp_path(tmp_p
 
 @pytest.mark.parametrize("mode", [0o755, 0o770, 0o701])
 def test_a_folder_other_users_can_enter_or_write_is_refused(tmp_path, mode):
-    """Issue 51: the folder in /tmp had a guessable name and was trusted whatever its owner and mode, so
+    """The folder in /tmp had a guessable name and was trusted whatever its owner and mode, so
     another user could create it first and hold every slot."""
     folder = tmp_path / "slots"
     folder.mkdir()

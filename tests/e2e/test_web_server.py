@@ -1,6 +1,6 @@
 """The web server as `issue-sorter run` and docker-compose.yml start it, with 20 slow clients connected.
 
-Issue 51: two sync gunicorn workers published on port 8000, and two connections sending a header byte every
+Two sync gunicorn workers published on port 8000, and two connections sending a header byte every
 5 s made a signed ping wait 31 s (GitHub gives up after 10 s)."""
 
 from __future__ import annotations

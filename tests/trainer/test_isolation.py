@@ -102,7 +102,7 @@ def test_a_suspended_installation_teaches_no_model(sessions):
 
 
 @pytest.fixture
-def github(sessions, redis):
+def anyones_github(sessions, redis):
     """GitHub as anyone sees it: alice/open public; the database's ids are GitHub's."""
     fake = FakeGitHub(app_id=1).start()
     with session_scope(sessions) as session:
@@ -114,9 +114,10 @@ def github(sessions, redis):
     fake.stop()
 
 
-def test_a_repository_made_private_on_github_stops_teaching_shared_models_at_once(sessions, github, redis):
-    """Issue 51: the App never heard of a repository made private (no `repository` events), so the database
+def test_a_repository_made_private_on_github_stops_teaching_shared_models_at_once(sessions, anyones_github, redis):
+    """The App never heard of a repository made private (no `repository` events), so the database
     still said public and its issues went on teaching other installations' models and the global model."""
+    github = anyones_github
     check = PublicCheck(github.url, redis)
     policy = RetrainPolicy(share_public=True, confirm_public=check)
     with session_scope(sessions) as session:

@@ -80,7 +80,7 @@ def test_a_directory_with_pickled_weights_is_refused_whatever_its_card(tmp_path,
 
 def test_a_pulled_models_onnx_graph_is_built_and_gated_here_never_taken_on_its_publishers_word(
         tmp_path, tiny_model_dir, database_url, model_dir, onnx_first_cpu):
-    """Issue 51: a card that said its ONNX graph passed the publisher's gate, with the graph's hash beside it
+    """A card that said its ONNX graph passed the publisher's gate, with the graph's hash beside it
     (both the publisher's to write), made pull-model serve that graph as it came."""
     here = Settings(webhook_secret="", database_url=database_url, model_dir=model_dir)
     version = promote_model(database_url, model_dir, tiny_model_dir)
@@ -107,7 +107,7 @@ def test_a_pulled_models_onnx_graph_is_built_and_gated_here_never_taken_on_its_p
 
 def test_a_public_push_of_a_model_trained_on_repositories_issues_is_refused_unless_told_twice(
         tmp_path, tiny_model_dir, database_url, model_dir, capsys):
-    """Issue 51: `push-model --public` published a model retrained on private repositories' issues (its
+    """The command `push-model --public` published a model retrained on private repositories' issues (its
     weights and vocabulary can give their words back) without a question."""
     here = Settings(webhook_secret="", database_url=database_url, model_dir=model_dir)
     version = promote_model(database_url, model_dir, tiny_model_dir)  # its card names no data set: a retraining's

@@ -12,7 +12,7 @@ DELIVERED_WITHOUT_SUBSCRIBING = {"installation", "installation_repositories"}
 
 
 def test_app_yml_subscribes_to_every_event_the_receiver_parses():
-    """Issue 51: `repository` events were parsed and routed, but the manifest never subscribed to them, so a
+    """`repository` events were parsed and routed, but the manifest never subscribed to them, so a
     repository made private kept feeding shared training until its next issue event."""
     events = set(load_app_yml(APP_YML.read_text())["default_events"])
     assert PARSED_EVENTS - DELIVERED_WITHOUT_SUBSCRIBING <= events

@@ -226,7 +226,7 @@ def _scheduled_to_queue(redis, job_id: str) -> None:
 @pytest.mark.settings(github_write_interval=30.0)
 def test_a_flood_waits_for_its_turns_in_the_scheduled_registry_and_each_job_runs_once(
         worker_context, fake_github, client, payload, redis):
-    """Issue 51: a labelling job whose write had to wait was rescheduled again and again, reading the issue
+    """A labelling job whose write had to wait was rescheduled again and again, reading the issue
     and its labels on every run (100 writes on one installation: 2,061 job runs), in the queue before every
     other installation's jobs. Now the receiver books each job's turn: the first is queued, the others wait
     in RQ's scheduled registry at their turns, and each runs once, reading what an unhurried job reads."""

@@ -155,7 +155,7 @@ class DiesAfterCreatingTheLabel(FakeGitHub):
 
 
 def test_a_resumed_abstention_puts_its_abstain_label_on(sessions):
-    """Chaos runs (issue 51): 11 to 12 abstentions never got their abstain label. Each was decided, its
+    """Chaos runs: 11 to 12 abstentions never got their abstain label. Each was decided, its
     write deferred or its worker killed, and the resumed job logged "resumed after a crash: abstained None"
     and wrote nothing: the resume rebuilt the kind's writes, and an abstention has none but the mark."""
     github = DiesAfterCreatingTheLabel(labels={REPO: list(LABELS)})

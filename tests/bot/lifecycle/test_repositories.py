@@ -119,7 +119,7 @@ def copy_in_redis(redis, repo: str, github_id: int) -> set[bytes]:
 @pytest.mark.redis
 def test_a_purge_leaves_nothing_of_the_repository_in_redis_and_keeps_other_repositories_copies(
         bare_context, client, payload, redis, fake_github):
-    """Issue 51: a purge deleted the rows and the models, and left the config file's content, previews and
+    """A purge deleted the rows and the models, and left the config file's content, previews and
     caches in Redis for days."""
     sessions, model_dir = bare_context.sessionmaker, bare_context.settings.model_dir
     populate(sessions, model_dir, REPO, INSTALLATION, 11)
