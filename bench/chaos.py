@@ -64,12 +64,10 @@ ROLES = [("web server", r"issue_sorter\.cli web"),  # one process: deliveries re
 class Faults:
     """The faults, each as the kind of deployment allows."""
 
-    def __init__(self, service: Service, database_url: str, *, rng: random.Random | None = None,
-                 new_version=None):
+    def __init__(self, service: Service, database_url: str, rng: random.Random, new_version):
         from redis import Redis
 
-        self.service, self.database_url = service, database_url
-        self.rng, self.new_version = rng or random.Random(0), new_version
+        self.service, self.database_url, self.rng, self.new_version = service, database_url, rng, new_version
         self.redis = Redis.from_url(service.redis_url(), socket_timeout=5)
         self.embedded_redis = not service.env.get("REDIS_URL")
 
@@ -114,22 +112,19 @@ class Faults:
         engine.dispose()
         return f"PostgreSQL: {count} backends of our database terminated (shared server, not restarted)"
 
-
     def rolling_restart(self) -> str:
         """SIGTERM every process one at a time (RQ's warm shutdown, the web server's exit), each time
         waiting for its successor; halfway, promote a new model version. Old and new run side by side."""
-        steps, done = [], []
-        for role, pattern in ROLES:
-            steps += [(role, None, pid) for pid in self.service.child_pids(pattern)]
-        for index, (role, parent, pid) in enumerate(steps):
-            if index == len(steps) // 2 and self.new_version is not None:
+        steps = [(role, pattern, pid) for role, pattern in ROLES for pid in self.service.child_pids(pattern)]
+        done = []
+        for index, (role, pattern, pid) in enumerate(steps):
+            if index == len(steps) // 2:
                 done.append(f"model {self.new_version()} promoted")
-            pattern = dict(ROLES)[role]
-            before = set(self.service.child_pids(pattern, parent=parent))
+            before = set(self.service.child_pids(pattern))
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and not set(self.service.child_pids(pattern, parent)) - before:
+            while time.monotonic() < deadline and not set(self.service.child_pids(pattern)) - before:
                 time.sleep(0.2)
             done.append(f"{role} {pid} restarted")
             time.sleep(2)  # the successor starts while the others serve
@@ -342,7 +337,7 @@ def run(args, workdir: Path) -> dict:
 
 def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_ids: dict, env: dict,
              commented: set[str], upgrade) -> dict:
-    faults = Faults(service, env["DATABASE_URL"], rng=random.Random(args.seed), new_version=upgrade)
+    faults = Faults(service, env["DATABASE_URL"], random.Random(args.seed), upgrade)
     fault_log: list[dict] = []
     plan = fault_plan(args, args.n / args.rate, random.Random(args.seed))
     watchers: list[threading.Thread] = []

@@ -193,13 +193,14 @@ class Service:
         password = (self.workdir / REDIS_PASSWORD_FILE).read_text().strip()
         return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
 
-    def child_pids(self, pattern: str, parent: int | None = None) -> list[int]:
-        """The pids of `parent`'s (default: the supervisor's) processes whose command line matches."""
-        parent = self.process.pid if parent is None else parent
+    def child_pids(self, pattern: str) -> list[int]:
+        """The pids of the supervisor's children whose command line matches `pattern` (workers, Redis)."""
         out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True)
         lines = (line.split(None, 2) for line in out.stdout.splitlines())
         return sorted(
-            int(pid) for pid, ppid, args in lines if int(ppid) == parent and re.search(pattern, args)
+            int(pid)
+            for pid, ppid, args in lines
+            if int(ppid) == self.process.pid and re.search(pattern, args)
         )
 
     def stop(self) -> int:
