@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from bench.service import (
+    LABEL_POST,
     LABELLING_WORKER,
     Service,
     arguments,
@@ -194,7 +195,7 @@ def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None
 
 
 def _label_calls(fake: FakeGitHub) -> int:
-    return len(fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"))
+    return len(fake.calls("POST", LABEL_POST))
 
 
 def settle(fake: FakeGitHub, issues: list[dict], seconds: float, commented: set[str]) -> float:
@@ -235,7 +236,7 @@ def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: st
     from core.tables import IssueRecord, ModelVersion, Prediction, Repository, WebhookDelivery
 
     label_posts: dict[tuple[str, int], int] = {}
-    for call in fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"):
+    for call in fake.calls("POST", LABEL_POST):
         owner, name, _, number, _ = call.path.split("/")[2:7]
         key = (f"{owner}/{name}", int(number))
         label_posts[key] = label_posts.get(key, 0) + 1

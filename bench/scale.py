@@ -9,6 +9,7 @@ first delivery to the last label, and where each labelling worker's time went. R
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -18,9 +19,11 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.service import (
+    LABEL_POST,
     LABELLING_WORKER,
     Service,
     arguments,
@@ -32,7 +35,6 @@ from bench.service import (
 from bench.serving import cpu_line
 from simulation.fake_github import FakeGitHub
 
-LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"
 TOKEN_POST = r"/app/installations/\d+/access_tokens"
 WARM_UP_PASSES = 6  # per labelling worker: passes until every worker holds every installation's token
 
@@ -118,40 +120,21 @@ def model_alone(model_dir: Path, texts: list[str], threads: int) -> float:
     return (time.perf_counter() - started) / len(texts)
 
 
-def fresh_database(admin_url: str) -> str:
+@contextlib.contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    """A new PostgreSQL database's URL, the database dropped at the end."""
     from sqlalchemy import create_engine, text
 
     name = f"scale_{uuid.uuid4().hex[:10]}"
     engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with engine.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return admin_url.rsplit("/", 1)[0] + f"/{name}"
-
-
-def drop_database(admin_url: str, url: str) -> None:
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
-    engine.dispose()
-
-
-def wait_for_workers(service: Service, count: int, seconds: float = 180) -> None:
-    """Until `count` labelling workers are registered in Redis (their model loaded: it is loaded first)."""
-    from redis import Redis
-    from rq import Worker
-
-    redis = Redis.from_url(service.redis_url())
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        labelling = [w for w in Worker.all(connection=redis) if "labeling" in w.queue_names()]
-        if len(labelling) >= count:
-            time.sleep(3)  # the warm-up prediction, after RQ's scheduler has started
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"{count} labelling workers did not start:\n" + service.log_path.read_text()[-3000:])
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with engine.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
 
 
 def job_seconds(service: Service) -> dict[str, tuple[int, float]]:
@@ -231,32 +214,28 @@ def parse_config(config: str) -> tuple[int, int, dict[str, str]]:
 
 def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float,
             warm_up: list[dict] = (), spare: list[dict] = (), settings: dict[str, str] | None = None) -> dict:
-    database_url = fresh_database(args.postgres)
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{workers}x{threads}-"))
     repos = {i["repo"]: i["installation"] for i in issues}
-    try:
-        with prepared(workdir, repos, model, DATABASE_URL=database_url, GITHUB_WRITE_INTERVAL="1.0",
-                      ISSUE_SORTER_REDELIVERY_INTERVAL="900", ISSUE_SORTER_LABELLING_WORKERS=str(workers),
-                      ISSUE_SORTER_WORKER_THREADS=str(threads), **(settings or {})) as (fake, env):
-            fake.latency = args.github_latency / 1000
-            for issue in [*warm_up, *issues, *spare]:
-                fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
-            repo_ids = {repo: fake.repo_id(repo) for repo in repos}
-            env.pop("REDIS_URL", None)  # the embedded Redis, each configuration its own
-            with Service(workdir, env) as service:
-                service.wait_healthy()
-                wait_for_workers(service, workers)
-                if warm_up:
-                    send_at_rate(service.base, warm_up, repo_ids, args.rate)
-                    wait_for_labels(fake, len(warm_up), args.timeout)
-                    warm_every_worker(service, fake, spare, repo_ids, workers, args)
-                    wait_for_feedback(service)
-                issued = tokens_issued(fake)  # before the window: what the warm-up left every worker holding
-                held = sum(issued.get(i, 0) >= workers for i in {issue["installation"] for issue in issues})
-                return {**_run(args, service, fake, issues, repo_ids, workers, threads, per_issue),
-                        "settings": settings or {}, "installations_every_worker_holds_a_token_of": held}
-    finally:
-        drop_database(args.postgres, database_url)
+    with (fresh_database(args.postgres) as database_url,
+          prepared(workdir, repos, model, DATABASE_URL=database_url, GITHUB_WRITE_INTERVAL="1.0",
+                   ISSUE_SORTER_REDELIVERY_INTERVAL="900", ISSUE_SORTER_LABELLING_WORKERS=str(workers),
+                   ISSUE_SORTER_WORKER_THREADS=str(threads), **(settings or {})) as (fake, env)):
+        fake.latency = args.github_latency / 1000
+        for issue in [*warm_up, *issues, *spare]:
+            fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
+        repo_ids = {repo: fake.repo_id(repo) for repo in repos}
+        env.pop("REDIS_URL", None)  # the embedded Redis, each configuration its own
+        with Service(workdir, env) as service:
+            service.wait_healthy()  # every labelling worker has loaded and warmed up its model
+            if warm_up:
+                send_at_rate(service.base, warm_up, repo_ids, args.rate)
+                wait_for_labels(fake, len(warm_up), args.timeout)
+                warm_every_worker(service, fake, spare, repo_ids, workers, args)
+                wait_for_feedback(service)
+            issued = tokens_issued(fake)  # before the window: what the warm-up left every worker holding
+            held = sum(issued.get(i, 0) >= workers for i in {issue["installation"] for issue in issues})
+            return {**_run(args, service, fake, issues, repo_ids, workers, threads, per_issue),
+                    "settings": settings or {}, "installations_every_worker_holds_a_token_of": held}
 
 
 def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> dict:

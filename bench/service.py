@@ -37,6 +37,7 @@ APP_ID, INSTALLATION = 4711, 1
 LABELS = ["bug", "enhancement", "question", "documentation"]
 CLI = [sys.executable, "-m", "issue_sorter.cli"]
 LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
+LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"  # a label written, as the fake GitHub records it
 
 
 def arguments(doc: str, *, model: bool = True) -> argparse.ArgumentParser:
