@@ -86,6 +86,7 @@ class Sender:
         status = post(self.base, "issues", payload, f"bench-{self.number}", timeout=10)
         assert status == 202, status
         return repo, self.number, sent
+
     def labels_written(self) -> dict[str, float]:
         """Path of each issue's label request → when the first one reached the fake (one pass over its log:
         the fake answers in this process, so a slow poll here would slow GitHub down)."""
