@@ -1,2 +1,3 @@
-"""The benchmarks: each module runs from the repository root as `.venv/bin/python -m bench.NAME`, and they
-share code by importing each other (`from bench.quality import ...`). Results and commands: docs/BENCHMARKS.md."""
+"""The benchmarks: each module runs from the repository root as `.venv/bin/python -m bench.NAME`, and they share
+code by importing each other (those that start the service: bench.service). Results and commands:
+docs/BENCHMARKS.md."""

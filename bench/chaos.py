@@ -27,162 +27,48 @@ lost, duplicated, predictions missing, failed jobs, time to recover after each f
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import copy
-import csv
 import functools
 import itertools
-import json
 import os
 import random
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import requests
-
-from bot.intake.signatures import sign_body
-from issue_sorter.run import READY_LINE
+from bench.service import (
+    LABEL_POST,
+    LABELLING_WORKER,
+    Service,
+    arguments,
+    own_redis,
+    prepared,
+    print_report,
+    promote,
+    real_issues,
+    send_at_rate,
+    served_model,
+)
 from simulation.fake_github import FakeGitHub
-from trainer.sources import shared_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-
-SHARED = shared_dir().resolve()
-NLBSE = SHARED / "data" / "nlbse24-issue-report-classification"
-SHAPE = SHARED / "github" / "webhooks" / "issues" / "opened.payload.json"
-SECRET = "chaos-" + uuid.uuid4().hex
-APP_ID, INSTALLATION = 4711, 1
-LABELS = ["bug", "enhancement", "question", "documentation"]
 COMMENT_MODE = "mode: comment\n"  # the config of one repository per installation: a label and a comment
-
-
-def real_issues(n: int, installations: int = 1, *, together: int | None = None) -> list[dict]:
-    """N distinct NLBSE issues (train, then test); past the 3,000 a number makes each title distinct. With
-    several installations the repositories take turns, each five issues (one of each repository) go to the
-    next installation (`together` issues, when given), and a repository is renamed owner-K/name in
-    installation K."""
-    csv.field_size_limit(sys.maxsize)
-    rows = []
-    for name in ("issues_train.csv", "issues_test.csv"):
-        with (NLBSE / name).open(newline="") as handle:
-            rows += [{"repo": r["repo"], "title": r["title"], "body": r["body"]} for r in csv.DictReader(handle)]
-    if installations > 1:  # every installation gets every repository, not one repository's run of rows
-        by_repo: dict[str, list[dict]] = {}
-        for row in rows:
-            by_repo.setdefault(row["repo"], []).append(row)
-        rows = [row for turn in itertools.zip_longest(*by_repo.values()) for row in turn if row is not None]
-        per_turn = together or len(by_repo)
-    numbers: dict[str, int] = {}
-    picked = []
-    for i in range(n):
-        row = dict(rows[i % len(rows)])
-        if i >= len(rows):
-            row["title"] = f"{row['title']} ({i // len(rows)})"
-        row["installation"] = (i // per_turn) % installations + 1 if installations > 1 else INSTALLATION
-        if installations > 1:
-            owner, name = row["repo"].split("/")
-            row["repo"] = f"{owner}-{row['installation']}/{name}"
-        numbers[row["repo"]] = row["number"] = numbers.get(row["repo"], 0) + 1
-        picked.append(row)
-    return picked
-
-
-def delivery_body(shape: dict, issue: dict, repo_id: int) -> bytes:
-    """GitHub's example `issues.opened` payload carrying this issue, in this repository."""
-    payload = copy.deepcopy(shape)
-    owner, name = issue["repo"].split("/")
-    payload["issue"].update(number=issue["number"], title=issue["title"], body=issue["body"], labels=[])
-    payload["repository"].update(id=repo_id, name=name, full_name=issue["repo"])
-    payload["repository"]["owner"]["login"] = owner
-    payload["installation"] = {"id": issue.get("installation", INSTALLATION)}
-    return json.dumps(payload).encode()
-
-
-class Service:
-    """`issue-sorter run` in `workdir`, its log in run.log."""
-
-    def __init__(self, workdir: Path, env: dict[str, str]):
-        self.workdir, self.env = workdir, env
-        self.base = f"http://127.0.0.1:{env['PORT']}"
-        self.log_path = workdir / "run.log"
-        with self.log_path.open("w") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=workdir,
-                                            env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    def wait_healthy(self, seconds: float = 300) -> None:
-        """Until the service says it is up (issue_sorter.run.READY_LINE: the labelling workers warmed up,
-        which a web server answering /healthz says nothing of) and /healthz sees the database and Redis."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
-            try:
-                health = requests.get(f"{self.base}/healthz", timeout=1).json()
-                if (health.get("database") == "ok" and health.get("redis") == "ok"
-                        and READY_LINE in self.log_path.read_text()):
-                    return
-            except (requests.RequestException, ValueError):
-                pass
-            time.sleep(0.3)
-        raise SystemExit("issue-sorter run did not come up:\n" + self.log_path.read_text()[-3000:])
-
-    def redis_url(self) -> str:
-        """The service's Redis: REDIS_URL when given, else the embedded one, whose password `run` keeps
-        in a file (the log names only its port: a URL with the password never reaches a log)."""
-        if self.env.get("REDIS_URL"):
-            return self.env["REDIS_URL"]
-        from issue_sorter.run import REDIS_PASSWORD_FILE, REDIS_USER
-
-        port = re.search(r"listening on 127\.0\.0\.1:(\d+),", self.log_path.read_text()).group(1)
-        password = (self.workdir / REDIS_PASSWORD_FILE).read_text().strip()
-        return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
-
-    def child_pid(self, pattern: str) -> int | None:
-        """The pid of the service's process whose command line matches `pattern` (workers, Redis)."""
-        pids = self.child_pids(pattern)
-        return pids[0] if pids else None
-
-    def child_pids(self, pattern: str, parent: int | None = None) -> list[int]:
-        """The pids of `parent`'s (default: the supervisor's) processes whose command line matches."""
-        parent = self.process.pid if parent is None else parent
-        out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True).stdout
-        return sorted(int(pid) for pid, ppid, args in (line.split(None, 2) for line in out.splitlines())
-                      if int(ppid) == parent and re.search(pattern, args))
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return -9
-
-
-LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
 # the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest
 ROLES = [("web server", r"issue_sorter\.cli web"),  # one process: deliveries refused meanwhile are redelivered
-         ("labelling worker", LABELLING_WORKER),
-         ("feedback worker", r"issue_sorter\.cli worker --queues feedback"), ("training worker", r"issue_sorter\.cli training-worker"), ("cron", r"issue_sorter\.cli cron")]
+         ("labelling worker", LABELLING_WORKER), ("feedback worker", r"issue_sorter\.cli worker --queues feedback"),
+         ("training worker", r"issue_sorter\.cli training-worker"), ("cron", r"issue_sorter\.cli cron")]
 
 
 class Faults:
     """The faults, each as the kind of deployment allows."""
 
-    def __init__(self, service: Service, database_url: str, *, rng: random.Random | None = None,
-                 new_version=None):
+    def __init__(self, service: Service, database_url: str, rng: random.Random, new_version):
         from redis import Redis
 
-        self.service, self.database_url = service, database_url
-        self.rng, self.new_version = rng or random.Random(0), new_version
+        self.service, self.database_url, self.rng, self.new_version = service, database_url, rng, new_version
         self.redis = Redis.from_url(service.redis_url(), socket_timeout=5)
         self.embedded_redis = not service.env.get("REDIS_URL")
 
@@ -201,9 +87,10 @@ class Faults:
 
     def restart_redis(self) -> str:
         if self.embedded_redis:
-            pid = self.service.child_pid(r"valkey-server")
-            if pid is None:
+            pids = self.service.child_pids(r"valkey-server")
+            if not pids:
                 return "redis: not running (being restarted)"
+            pid = pids[0]
             os.kill(pid, signal.SIGKILL)
             return f"embedded Redis {pid} SIGKILLed (restarted by the supervisor from its AOF)"
         db = self.redis.connection_pool.connection_kwargs.get("db", 0)
@@ -226,22 +113,19 @@ class Faults:
         engine.dispose()
         return f"PostgreSQL: {count} backends of our database terminated (shared server, not restarted)"
 
-
     def rolling_restart(self) -> str:
         """SIGTERM every process one at a time (RQ's warm shutdown, the web server's exit), each time
         waiting for its successor; halfway, promote a new model version. Old and new run side by side."""
-        steps, done = [], []
-        for role, pattern in ROLES:
-            steps += [(role, None, pid) for pid in self.service.child_pids(pattern)]
-        for index, (role, parent, pid) in enumerate(steps):
-            if index == len(steps) // 2 and self.new_version is not None:
+        steps = [(role, pattern, pid) for role, pattern in ROLES for pid in self.service.child_pids(pattern)]
+        done = []
+        for index, (role, pattern, pid) in enumerate(steps):
+            if index == len(steps) // 2:
                 done.append(f"model {self.new_version()} promoted")
-            pattern = dict(ROLES)[role]
-            before = set(self.service.child_pids(pattern, parent=parent))
+            before = set(self.service.child_pids(pattern))
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and not set(self.service.child_pids(pattern, parent)) - before:
+            while time.monotonic() < deadline and not set(self.service.child_pids(pattern)) - before:
                 time.sleep(0.2)
             done.append(f"{role} {pid} restarted")
             time.sleep(2)  # the successor starts while the others serve
@@ -257,27 +141,14 @@ def _safe(call):
 
 def send_all(service: Service, fake: FakeGitHub, issues: list[dict], rate: float, repo_ids: dict) -> dict:
     """Deliver each issue once at `rate` per second, as GitHub does, recording the answer in its log."""
-    shape = json.loads(SHAPE.read_text())
     answers: dict[str, int] = {}
 
-    def send(issue: dict) -> None:
-        body = delivery_body(shape, issue, repo_ids[issue["repo"]])
-        guid = str(uuid.uuid4())
-        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": guid, "Content-Type": "application/json",
-                   "X-Hub-Signature-256": sign_body(body, SECRET), "User-Agent": "GitHub-Hookshot/chaos"}
-        try:
-            status = requests.post(f"{service.base}/webhook", data=body, headers=headers, timeout=10).status_code
-        except requests.RequestException:
-            status = 0
-        answers[guid] = status
-        fake.add_delivery("issues", "opened", guid=guid, status_code=status, body=body,
+    def answered(issue: dict, delivery: str, body: bytes, status: int) -> None:
+        answers[delivery] = status
+        fake.add_delivery("issues", "opened", guid=delivery, status_code=status, body=body,
                           installation_id=issue["installation"], repository_id=repo_ids[issue["repo"]])
 
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=32) as pool:
-        for i, issue in enumerate(issues):
-            time.sleep(max(0.0, started + i / rate - time.monotonic()))
-            pool.submit(send, issue)
+    send_at_rate(service.base, issues, repo_ids, rate, threads=32, answered=answered)
     return answers
 
 
@@ -324,7 +195,7 @@ def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None
 
 
 def _label_calls(fake: FakeGitHub) -> int:
-    return len(fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"))
+    return len(fake.calls("POST", LABEL_POST))
 
 
 def settle(fake: FakeGitHub, issues: list[dict], seconds: float, commented: set[str]) -> float:
@@ -345,7 +216,7 @@ def settle(fake: FakeGitHub, issues: list[dict], seconds: float, commented: set[
 
 def write_gaps(fake: FakeGitHub, interval: float) -> dict:
     """The smallest gap between two writes of one installation, as they arrived at GitHub."""
-    gaps = {installation: [b - a for a, b in zip(times, times[1:])] for installation, times in
+    gaps = {installation: [b - a for a, b in itertools.pairwise(times)] for installation, times in
             fake.write_times().items()}
     every = [gap for per in gaps.values() for gap in per]
     return {"writes": sum(len(times) for times in fake.write_times().values()),
@@ -365,7 +236,7 @@ def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: st
     from core.tables import IssueRecord, ModelVersion, Prediction, Repository, WebhookDelivery
 
     label_posts: dict[tuple[str, int], int] = {}
-    for call in fake.calls("POST", r"/repos/[^/]+/[^/]+/issues/\d+/labels$"):
+    for call in fake.calls("POST", LABEL_POST):
         owner, name, _, number, _ = call.path.split("/")[2:7]
         key = (f"{owner}/{name}", int(number))
         label_posts[key] = label_posts.get(key, 0) + 1
@@ -402,58 +273,15 @@ def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: st
     }
 
 
-def environment(args, fake: FakeGitHub, workdir: Path) -> dict[str, str]:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k not in ("MODEL_DIR",)}
-    env.update(PORT=str(port), GITHUB_WEBHOOK_SECRET=SECRET, GITHUB_APP_ID=str(APP_ID),
-               GITHUB_PRIVATE_KEY=fake.private_key_pem, GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0",
-               GITHUB_WRITE_INTERVAL=str(args.write_interval), ISSUE_SORTER_MAX_EVENT_AGE="0",
-               ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
-               ISSUE_SORTER_LABELLING_WORKERS=str(args.labelling_workers), PYTHONPATH=str(ROOT))
-    env.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'var' / 'issue-sorter.db'}")
-    env["MODEL_DIR"] = str(workdir / "var" / "models")
-    return env
-
-
-def prepare_model(database_url: str, model_dir: Path, source: Path | None) -> Path:
-    """Migrate, and promote `source` (or a small model trained here on 48 NLBSE issues, about a minute);
-    the folder promoted."""
-    from core.db import make_sessionmaker, session_scope
-    from core.migrate import upgrade
-    from trainer.registry import Registry
-
-    upgrade(database_url)
-    if source is None:  # the tests' tiny model
-        from tests.tiny_model import train_tiny_model
-
-        source = train_tiny_model(model_dir.parent / "chaos-model", version="chaos")
-    with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session)
-        row = registry.register(source, scope="global")
-        registry.promote(row.version, "chaos bench", scope="global")
-    return source
-
-
 def promote_again(database_url: str, model_dir: Path, source: Path) -> str:
     """A new version of the model (the same weights registered again) promoted: the mid-run upgrade."""
     from sqlalchemy.exc import OperationalError
-
-    from core.db import make_sessionmaker, session_scope
-    from trainer.registry import Registry
 
     # The database fault may terminate this admin's session too (it ends every backend of the database):
     # an operator promotes again, and so does the bench. Nothing was committed by the attempt that failed.
     for attempt in range(3):
         try:
-            with session_scope(make_sessionmaker(database_url)) as session:
-                registry = Registry(model_dir, session)
-                row = registry.register(source, scope="global")
-                registry.promote(row.version, "chaos bench: the upgrade mid-run", scope="global")
-                return row.version
+            return promote(database_url, model_dir, source, "chaos bench: the upgrade mid-run")
         except OperationalError:
             if attempt == 2:
                 raise
@@ -461,33 +289,26 @@ def promote_again(database_url: str, model_dir: Path, source: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=5.0, help="deliveries per second")
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--redis-restarts", type=int, default=2)
     parser.add_argument("--db-restarts", type=int, default=2)
     parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--sweep-interval", type=int, default=5, help="seconds between redelivery sweeps")
     parser.add_argument("--installations", type=int, default=1, help="installations the issues spread over")
     parser.add_argument("--labelling-workers", type=int, default=1)
     parser.add_argument("--write-interval", type=float, default=1.0, help="GITHUB_WRITE_INTERVAL")
     parser.add_argument("--rolling-restart", action="store_true",
                         help="restart every process one at a time, a new model version promoted halfway")
-    parser.add_argument("--settle", type=float, default=300,
-                        help="give up after this long without progress (a job a worker died taking comes back after 1-2 min)")
-    parser.add_argument("--json", type=Path, help="also write the report here")
+    parser.add_argument("--settle", type=float, default=300, help="give up after this long without "
+                        "progress (a job a worker died taking comes back after 1-2 min)")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--flush-redis", action="store_true", help="empty REDIS_URL's database first")
     args = parser.parse_args(argv)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="chaos-"))
-    (workdir / "var").mkdir(parents=True, exist_ok=True)
-    report = run(args, workdir)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    report = run(args, args.workdir or Path(tempfile.mkdtemp(prefix="chaos-")))
+    print_report(report, args.json)
     ok = (report["lost"] == report["duplicated"] == report["predictions_missing"]
           == report["comments_missing"] == report["write_gaps_under_interval"] == 0 and not report["failed_jobs"])
     return 0 if ok else 1
@@ -496,34 +317,28 @@ def main(argv: list[str] | None = None) -> int:
 def run(args, workdir: Path) -> dict:
     issues = real_issues(args.n, args.installations)
     if os.environ.get("REDIS_URL") and args.flush_redis:
-        from redis import Redis
-
-        Redis.from_url(os.environ["REDIS_URL"]).flushdb()
-    fake = FakeGitHub(app_id=APP_ID).start()
-    try:
-        repos = {i["repo"]: i["installation"] for i in issues}
-        commented = {min(r for r, inst in repos.items() if inst == installation)  # one per installation
-                     for installation in set(repos.values())}
-        for repo, installation in sorted(repos.items()):
-            files = {".github/issue-sorter.yml": COMMENT_MODE} if repo in commented else {}
-            fake.add_repo(repo, labels=LABELS, installation_id=installation, files=files)
+        own_redis()
+    repos = {i["repo"]: i["installation"] for i in issues}
+    commented = {min(r for r, inst in repos.items() if inst == installation)  # one per installation
+                 for installation in set(repos.values())}
+    source = served_model(args.model, workdir)
+    config = {repo: {".github/issue-sorter.yml": COMMENT_MODE} for repo in commented}
+    with prepared(workdir, repos, source, files=config, GITHUB_WRITE_INTERVAL=str(args.write_interval),
+                  ISSUE_SORTER_REDELIVERY_INTERVAL=str(args.sweep_interval),
+                  ISSUE_SORTER_LABELLING_WORKERS=str(args.labelling_workers)) as (fake, env):
         for issue in issues:
             fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
-        repo_ids = {repo: fake._repos[repo]["id"] for repo in {i["repo"] for i in issues}}  # the fake's ids
-        env = environment(args, fake, workdir)
-        source = prepare_model(env["DATABASE_URL"], Path(env["MODEL_DIR"]), args.model)
-        service = Service(workdir, env)
-        service.wait_healthy()
-        fake.webhook_url, fake.webhook_secret = f"{service.base}/webhook", SECRET
-        upgrade = functools.partial(promote_again, env["DATABASE_URL"], Path(env["MODEL_DIR"]), source)
-        return _measure(args, service, fake, issues, repo_ids, env, commented, upgrade)
-    finally:
-        fake.stop()
+        with Service(workdir, env) as service:
+            service.wait_healthy()
+            fake.webhook_url, fake.webhook_secret = f"{service.base}/webhook", env["GITHUB_WEBHOOK_SECRET"]
+            upgrade = functools.partial(promote_again, env["DATABASE_URL"], Path(env["MODEL_DIR"]), source)
+            repo_ids = {repo: fake.repo_id(repo) for repo in repos}
+            return _measure(args, service, fake, issues, repo_ids, env, commented, upgrade)
 
 
 def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_ids: dict, env: dict,
              commented: set[str], upgrade) -> dict:
-    faults = Faults(service, env["DATABASE_URL"], rng=random.Random(args.seed), new_version=upgrade)
+    faults = Faults(service, env["DATABASE_URL"], random.Random(args.seed), upgrade)
     fault_log: list[dict] = []
     plan = fault_plan(args, args.n / args.rate, random.Random(args.seed))
     watchers: list[threading.Thread] = []
@@ -543,7 +358,7 @@ def _measure(args, service: Service, fake: FakeGitHub, issues: list[dict], repo_
         watcher.join(timeout=5)
     result = check(fake, issues, env["DATABASE_URL"], service.redis_url(), commented)
     stopped = service.stop()
-    log = service.log_path.read_text()
+    log = service.log()
     during, _, shutdown = log.partition("issue-sorter run: stopping")
     return {
         "n": args.n, "rate_per_s": args.rate, "installations": args.installations,

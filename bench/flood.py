@@ -2,8 +2,8 @@
 
     REDIS_URL=redis://127.0.0.1:6379/3 .venv/bin/python -m bench.flood --flood 100 --strangers 30 --workers 4
 
-gunicorn as `issue-sorter web` runs it, `--workers` labelling workers and the feedback worker (each
-`issue-sorter worker`), the fake GitHub on loopback, GITHUB_WRITE_INTERVAL 1 s. After one warm-up issue per
+`issue-sorter run` with `--workers` labelling workers (bench.service), the fake GitHub on loopback,
+GITHUB_WRITE_INTERVAL 1 s. After one warm-up issue per
 installation: `--flood` signed `issues.opened` deliveries on installation 1 at once, interleaved with
 `--strangers` `/issue-sorter retrain` comments there from people without a role (half with no association,
 half collaborators GitHub is asked about, each a new login); meanwhile one issue every `--quiet-every`
@@ -16,10 +16,9 @@ flushed before and after: give it one of its own.
 
 from __future__ import annotations
 
-import argparse
 import copy
+import itertools
 import json
-import os
 import re
 import statistics
 import sys
@@ -30,28 +29,18 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import requests
-
-from bench.chaos import APP_ID, LABELS, SECRET, SHAPE, SHARED, prepare_model
-from bench.load import start, wait_up
-from bot.intake.signatures import sign_body
+from bench.service import Service, arguments, delivery_body, own_redis, post, prepared, print_report
 from simulation.fake_github import WRITE_METHODS, FakeGitHub
-from tests.ports import free_port
+from tests.paths import WEBHOOKS
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 FLOODED, QUIET = (1, "flood-org/busy"), (2, "quiet-org/calm")
-COMMENT_SHAPE = SHARED / "github" / "webhooks" / "issue_comment" / "created.with-installation.payload.json"
+COMMENT_SHAPE = WEBHOOKS / "issue_comment" / "created.with-installation.payload.json"
 
 
 def opened(installation: tuple[int, str], number: int, repo_id: int) -> bytes:
-    payload = json.loads(SHAPE.read_text())
-    owner, name = installation[1].split("/")
-    payload["issue"].update(number=number, title=f"App crashes on start ({number})",
-                            body="Traceback (most recent call last): ...", labels=[])
-    payload["repository"].update(id=repo_id, name=name, full_name=installation[1])
-    payload["repository"]["owner"]["login"] = owner
-    payload["installation"] = {"id": installation[0]}
-    return json.dumps(payload).encode()
+    issue = {"repo": installation[1], "number": number, "title": f"App crashes on start ({number})",
+             "body": "Traceback (most recent call last): ...", "installation": installation[0]}
+    return delivery_body(issue, repo_id)
 
 
 def stranger_command(number: int, repo_id: int, shape: dict) -> bytes:
@@ -69,11 +58,9 @@ def stranger_command(number: int, repo_id: int, shape: dict) -> bytes:
     return json.dumps(payload).encode()
 
 
-def post(port: int, event: str, body: bytes, kind: str) -> int:
+def send(base: str, event: str, body: bytes, kind: str) -> int:
     """A signed delivery whose id starts with `kind` (flood, stranger, quiet): its jobs' runs are counted by it."""
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": f"{kind}-{uuid.uuid4()}",
-               "Content-Type": "application/json", "X-Hub-Signature-256": sign_body(body, SECRET)}
-    return requests.post(f"http://127.0.0.1:{port}/webhook", data=body, headers=headers, timeout=30).status_code
+    return post(base, event, body, f"{kind}-{uuid.uuid4()}")
 
 
 def wait_labelled(fake: FakeGitHub, repo: str, number: int, deadline: float) -> float | None:
@@ -97,7 +84,7 @@ def github_calls(fake: FakeGitHub, repo: str, since: int) -> tuple[int, int]:
     return len(mine) - writes, writes
 
 
-def quiet_traffic(port: int, fake: FakeGitHub, repo_id: int, every: float, stop: threading.Event,
+def quiet_traffic(base: str, fake: FakeGitHub, repo_id: int, every: float, stop: threading.Event,
                   waits: list[float], deadline: float) -> None:
     """One issue on the quiet installation every `every` seconds until `stop`: seconds to its label."""
     number = 1
@@ -105,14 +92,14 @@ def quiet_traffic(port: int, fake: FakeGitHub, repo_id: int, every: float, stop:
         number += 1
         fake.add_issue(QUIET[1], number, f"App crashes on start ({number})", "Traceback ...")
         sent = time.monotonic()
-        post(port, "issues", opened(QUIET, number, repo_id), "quiet")
+        send(base, "issues", opened(QUIET, number, repo_id), "quiet")
         done = wait_labelled(fake, QUIET[1], number, deadline)
         if done is not None:
             waits.append(done - sent)
         stop.wait(max(0.0, every - (time.monotonic() - sent)))
 
 
-def flood(args, port: int, fake: FakeGitHub, workdir: Path) -> dict:
+def flood(args, base: str, fake: FakeGitHub, workdir: Path) -> dict:
     repo_ids = {repo: fake.repo_id(repo) for _, repo in (FLOODED, QUIET)}
     for number in range(2, args.flood + 2):
         fake.add_issue(FLOODED[1], number, f"App crashes on start ({number})", "Traceback ...")
@@ -125,11 +112,11 @@ def flood(args, port: int, fake: FakeGitHub, workdir: Path) -> dict:
                      ("issue_comment", stranger_command(i, repo_ids[FLOODED[1]], shape), "stranger"))
     deadline = time.monotonic() + args.timeout
     stop, waits = threading.Event(), []
-    quiet = threading.Thread(target=quiet_traffic, args=(port, fake, repo_ids[QUIET[1]], args.quiet_every, stop,
+    quiet = threading.Thread(target=quiet_traffic, args=(base, fake, repo_ids[QUIET[1]], args.quiet_every, stop,
                                                          waits, deadline))
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda send: post(port, *send), sends))
+        answers = list(pool.map(lambda delivery: send(base, *delivery), sends))
     quiet.start()
     last = [wait_labelled(fake, FLOODED[1], number, deadline) for number in range(2, args.flood + 2)]
     stop.set()
@@ -141,7 +128,7 @@ def flood(args, port: int, fake: FakeGitHub, workdir: Path) -> dict:
     quiet_reads, quiet_writes = github_calls(fake, QUIET[1], before_requests)
     times = fake.write_times().get(FLOODED[0], [])
     times = [t for t in times if t >= time.time() - (time.monotonic() - started)]
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     labelled = [t for t in last if t is not None]
     return {
         "flooded": {"issues": args.flood, "strangers_commands": args.strangers,
@@ -161,59 +148,34 @@ def flood(args, port: int, fake: FakeGitHub, workdir: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--flood", type=int, default=100, help="issues opened at once on installation 1")
     parser.add_argument("--strangers", type=int, default=30, help="`/issue-sorter retrain` from people without a role")
     parser.add_argument("--workers", type=int, default=4, help="labelling workers")
     parser.add_argument("--quiet-every", type=float, default=5.0, help="seconds between installation 2's issues")
     parser.add_argument("--write-interval", type=float, default=1.0, help="GITHUB_WRITE_INTERVAL")
     parser.add_argument("--timeout", type=float, default=900, help="seconds to wait for the flood's labels")
-    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
-    parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
-    if not os.environ.get("REDIS_URL"):
-        raise SystemExit("set REDIS_URL to a Redis database of its own (it is flushed)")
-    from redis import Redis
-
-    redis = Redis.from_url(os.environ["REDIS_URL"])
-    redis.flushdb()
+    redis = own_redis()
     workdir = Path(tempfile.mkdtemp(prefix="flood-"))
-    fake = FakeGitHub(app_id=APP_ID).start()
-    for installation, repo in (FLOODED, QUIET):
-        fake.add_repo(repo, labels=LABELS, installation_id=installation)
-        fake.add_issue(repo, 1, "App crashes on start (warm-up)", "Traceback ...")
-    env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_APP_ID": str(APP_ID),
-           "GITHUB_PRIVATE_KEY": fake.private_key_pem, "GITHUB_API_URL": fake.url, "ISSUE_SORTER_THRESHOLD": "0",
-           "GITHUB_WRITE_INTERVAL": str(args.write_interval), "ISSUE_SORTER_MAX_EVENT_AGE": "0",
-           "MODEL_DIR": str(workdir / "models"),
-           "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir / 'issue-sorter.db'}")}
-    prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
-    port = free_port()
-    processes = [start([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-                        "--pythonpath", str(REPO_ROOT), "bench.load:service()"], env, workdir / "web.log")]
-    processes += [start([sys.executable, "-m", "issue_sorter.cli", "worker"], env, workdir / f"worker-{i}.log")
-                  for i in range(args.workers)]
-    processes.append(start([sys.executable, "-m", "issue_sorter.cli", "worker", "--queues", "feedback"], env,
-                           workdir / "feedback.log"))
+    repos = {repo: installation for installation, repo in (FLOODED, QUIET)}
     try:
-        wait_up(f"http://127.0.0.1:{port}/healthz")
-        for installation in (FLOODED, QUIET):  # warm-up: every worker up, the labels listed once
-            post(port, "issues", opened(installation, 1, fake.repo_id(installation[1])), "warm-up")
-        for _, repo in (FLOODED, QUIET):
-            if wait_labelled(fake, repo, 1, time.monotonic() + 300) is None:
-                raise SystemExit(f"the warm-up issue of {repo} was not labelled; logs in {workdir}")
-        time.sleep(args.write_interval + 1)
-        report = {"workers": args.workers, "write_interval_s": args.write_interval, **flood(args, port, fake, workdir)}
+        with (prepared(workdir, repos, args.model, GITHUB_WRITE_INTERVAL=str(args.write_interval),
+                       ISSUE_SORTER_LABELLING_WORKERS=str(args.workers)) as (fake, env),
+              Service(workdir, env) as service):
+            service.wait_healthy()
+            for installation, repo in (FLOODED, QUIET):  # warm-up: the labels listed once
+                fake.add_issue(repo, 1, "App crashes on start (warm-up)", "Traceback ...")
+                send(service.base, "issues", opened((installation, repo), 1, fake.repo_id(repo)), "warm-up")
+            for _, repo in (FLOODED, QUIET):
+                if wait_labelled(fake, repo, 1, time.monotonic() + 300) is None:
+                    raise SystemExit(f"the warm-up issue of {repo} was not labelled; logs in {workdir}")
+            time.sleep(args.write_interval + 1)
+            report = {"workers": args.workers, "write_interval_s": args.write_interval,
+                      **flood(args, service.base, fake, workdir)}
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=60)
-        fake.stop()
         redis.flushdb()
-    print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print_report(report, args.json)
     return 0
 
 

@@ -16,39 +16,33 @@ model's length): latency depends on the architecture, not on how well it was tra
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import re
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from tests.paths import NLBSE, WEBHOOKS  # the shared data's location, one definition
-from tests.tiny_model import train_tiny_model  # the tests' tiny model, here at 128 tokens
+from bench.service import Service, arguments, delivery_body, post, prepared, print_report
+from tests.paths import NLBSE  # the shared data's location, one definition
 
-REPOS = [(f"bench-org-{i}/service-{i}", 100 + i) for i in range(5)]  # (repository, installation id)
-APP_ID = 4711
+REPOS = {f"bench-org-{i}/service-{i}": 100 + i for i in range(5)}  # repository → its installation
 DRAIN_SECONDS = 60  # after the last delivery, how long to wait for its label at most
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = arguments(__doc__)
     parser.add_argument("--rates", type=float, nargs="+", default=[1.0, 5.0])
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--model", type=Path, help="a saved model directory (default: fine-tune a small one)")
     parser.add_argument("--worker-threads", type=int, help="ISSUE_SORTER_WORKER_THREADS (default: the service's)")
     parser.add_argument("--repositories", type=int, default=len(REPOS), choices=range(1, len(REPOS) + 1),
                         help="deliveries round-robin over this many repositories, each in its own installation")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     texts = issue_texts()
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as folder:
         extra = {"ISSUE_SORTER_WORKER_THREADS": str(args.worker_threads)} if args.worker_threads else {}
-        model = args.model or train_tiny_model(Path(folder) / "model", max_length=128, version="bench")
-        results = measure(Path(folder), model, texts, args.rates, args.seconds, extra, REPOS[:args.repositories])
-    print(json.dumps(results, indent=2))
+        repos = dict(list(REPOS.items())[:args.repositories])
+        results = measure(Path(folder), args.model, texts, args.rates, args.seconds, extra, repos)
+    print_report(results, args.json)
     return 0
 
 
@@ -58,87 +52,39 @@ def issue_texts() -> list[tuple[str, str]]:
     return [(e.title, e.body) for e in load_file(NLBSE / "issues_test.csv")]
 
 
-def measure(folder: Path, model: Path, texts: list, rates: list[float], seconds: float,
-            extra_env: dict[str, str], repos: list[tuple[str, int]]) -> dict:
-    from core.migrate import upgrade
-    from simulation.fake_github import FakeGitHub
-    from tests.conftest import promote_model
-    from tests.issue_sorter.running import running_service
-    from tests.ports import free_port
-
-    database = f"sqlite:///{folder / 'var' / 'issue-sorter.db'}"
-    (folder / "var").mkdir(exist_ok=True)
-    upgrade(database)
-    promote_model(database, folder / "var" / "models", model)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ISSUE_SORTER_"))
-           and k not in ("REDIS_URL", "DATABASE_URL", "MODEL_DIR")}
-    with FakeGitHub(app_id=APP_ID) as fake:
-        for repo, installation in repos:
-            fake.add_repo(repo, labels=["bug", "enhancement", "question", "documentation"],
-                          installation_id=installation)
-        # threshold 0: every issue gets a label, so every job ends in the write we time
-        env.update(PORT=str(free_port()), GITHUB_APP_ID=str(APP_ID), GITHUB_PRIVATE_KEY=fake.private_key_pem,
-                   GITHUB_API_URL=fake.url, ISSUE_SORTER_THRESHOLD="0", PYTHONUNBUFFERED="1", **extra_env)
-        started = time.time()
-        with running_service(folder, env) as base:
-            sender = Sender(base, (folder / "var" / "webhook-secret").read_text().strip(), fake, texts, repos)
-            ready = wait_for_ready(folder / "run.log")
-            first_issue, first_label = sender.first_issue()
-            results = {"ready_s": round(ready - started, 2), "first_issue_ms": round(first_issue * 1000),
-                       "first_label_after_ready_ms": round((first_label - ready) * 1000)}
-            # every other installation's first job fetches its token and lists its labels: not "warm"
-            sender.wait([sender.deliver(*repo) for repo in repos[1:]], DRAIN_SECONDS)
-            for rate in rates:
-                results[f"{rate:g}/s"] = sender.steady(rate, seconds, redis_url(folder / "run.log"))
-    return results
-
-
-def redis_url(log: Path) -> str:
-    """The embedded Redis's URL: its port from the log, its password from its file beside the log (the
-    log names only the port: a URL with the password never reaches a log)."""
-    from issue_sorter.run import REDIS_PASSWORD_FILE, REDIS_USER
-
-    port = re.search(r"listening on 127\.0\.0\.1:(\d+),", log.read_text()).group(1)
-    password = (log.parent / REDIS_PASSWORD_FILE).read_text().strip()
-    return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
-
-
-def wait_for_ready(log: Path, seconds: float = 300) -> float:
-    """When `run` said it is ready (issue_sorter.run.READY_LINE, after the labelling worker warmed up), as
-    seen by polling its log every 10 ms."""
-    from issue_sorter.run import READY_LINE
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if READY_LINE in log.read_text():
-            return time.time()
-        time.sleep(0.01)
-    raise SystemExit("`issue-sorter run` did not say it is ready:\n" + log.read_text()[-3000:])
+def measure(folder: Path, model: Path | None, texts: list, rates: list[float], seconds: float,
+            extra_env: dict[str, str], repos: dict[str, int]) -> dict:
+    # the service's defaults (no setting of this shell's), but every issue gets a label: threshold 0
+    with (prepared(folder, repos, model, inherit=False, PYTHONUNBUFFERED="1", **extra_env) as (fake, env),
+          Service(folder, env) as service):
+        ready = service.wait_healthy()
+        sender = Sender(service.base, fake, texts, list(repos.items()))
+        first_issue, first_label = sender.first_issue()
+        results = {"ready_s": round(ready - service.started_at, 2), "first_issue_ms": round(first_issue * 1000),
+                   "first_label_after_ready_ms": round((first_label - ready) * 1000)}
+        # every other installation's first job fetches its token and lists its labels: not "warm"
+        sender.wait([sender.deliver(*repo) for repo in list(repos.items())[1:]], DRAIN_SECONDS)
+        for rate in rates:
+            results[f"{rate:g}/s"] = sender.steady(rate, seconds, service.redis_url())
+        return results
 
 
 class Sender:
     """Signed issues.opened deliveries as GitHub sends them, and when their labels reach the fake."""
 
-    def __init__(self, base: str, secret: str, fake, texts: list, repos: list[tuple[str, int]]):
-        self.base, self.secret, self.fake, self.texts, self.repos = base, secret, fake, texts, repos
-        self.template = json.loads((WEBHOOKS / "issues" / "opened.payload.json").read_text())
+    def __init__(self, base: str, fake, texts: list, repos: list[tuple[str, int]]):
+        self.base, self.fake, self.texts, self.repos = base, fake, texts, repos
         self.number = 0
 
     def deliver(self, repo: str, installation: int) -> tuple[str, int, float]:
-        from tests.issue_sorter.running import deliver
-
         self.number += 1
         title, body = self.texts[self.number % len(self.texts)]
         self.fake.add_issue(repo, self.number, title, body)
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        payload = json.loads(json.dumps(self.template))
-        payload["installation"] = {"id": installation}
-        payload["repository"]["full_name"] = repo
-        payload["issue"].update(number=self.number, title=title, body=body, labels=[], created_at=now,
-                                updated_at=now)
+        issue = {"repo": repo, "number": self.number, "title": title, "body": body, "installation": installation}
+        payload = delivery_body(issue, self.fake.repo_id(repo), fresh=True)
         sent = time.time()
-        answer = deliver(self.base, "issues", payload, f"bench-{self.number}", self.secret)
-        assert answer.status_code == 202, answer.text
+        status = post(self.base, "issues", payload, f"bench-{self.number}", timeout=10)
+        assert status == 202, status
         return repo, self.number, sent
 
     def labels_written(self) -> dict[str, float]:

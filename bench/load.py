@@ -14,36 +14,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-import requests
-
-from bench.chaos import (  # the same fake GitHub set-up
-    APP_ID,
+from bench.service import (
+    CLI,
     INSTALLATION,
-    LABELS,
-    SECRET,
-    SHAPE,
-    prepare_model,
+    arguments,
+    delivery_body,
+    own_redis,
+    post,
+    prepared,
+    print_report,
+    signed_headers,
+    started,
+    wait_up,
 )
-from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
-from tests.ports import free_port
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 REPO = "Codertocat/Hello-World"
 
 
-def service():
+def floor_app():
     """The served app: the bot's own, plus POST /floor answering 202 with nothing done (the floor)."""
     from bot.app import create_app_from_env
 
@@ -52,15 +48,18 @@ def service():
     return app
 
 
-def request_bytes(path: str, number: int, port: int) -> bytes:
+def opened(number: int, repo_id: int) -> bytes:
+    issue = {"repo": REPO, "number": number, "title": f"App crashes on start {number}",
+             "body": "Traceback (most recent call last): ...", "installation": INSTALLATION}
+    return delivery_body(issue, repo_id)
+
+
+def request_bytes(path: str, number: int, port: int, repo_id: int) -> bytes:
     """A signed issues.opened delivery (or the same bytes to the floor) as raw HTTP/1.1."""
-    payload = json.loads(SHAPE.read_text())
-    payload["issue"].update(number=number, labels=[])
-    payload["installation"] = {"id": INSTALLATION}
-    body = json.dumps(payload).encode()
-    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nX-GitHub-Event: issues\r\nX-GitHub-Delivery: {uuid.uuid4()}\r\n"
-            f"X-Hub-Signature-256: {sign_body(body, SECRET)}\r\nConnection: close\r\n\r\n")
+    body = opened(number, repo_id)
+    headers = "".join(f"{k}: {v}\r\n" for k, v in signed_headers("issues", body, str(uuid.uuid4())).items())
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(body)}\r\n{headers}"
+            "Connection: close\r\n\r\n")
     return head.encode() + body
 
 
@@ -78,12 +77,12 @@ async def one(port: int, raw: bytes, results: list, kind: str) -> None:
     results.append((kind, status, time.perf_counter() - started))
 
 
-async def load(port: int, rate: float, duration: float, sequential: bool = False) -> tuple[list, float]:
+async def load(port: int, repo_id: int, rate: float, duration: float, sequential: bool) -> tuple[list, float]:
     """`rate` deliveries a second and as many floor requests, open loop: interleaved (the server sees
     2 x rate), or, `sequential`, the floor's `duration` first and then the webhooks' (it sees rate)."""
     count = int(rate * duration)
-    webhooks = [request_bytes("/webhook", 100000 + i, port) for i in range(count)]
-    floor = request_bytes("/floor", 1, port)
+    webhooks = [request_bytes("/webhook", 100000 + i, port, repo_id) for i in range(count)]
+    floor = request_bytes("/floor", 1, port, repo_id)
     if sequential:
         plan = [(i / rate, "floor", floor) for i in range(count)]
         plan += [(duration + i / rate, "webhook", webhooks[i]) for i in range(count)]
@@ -117,98 +116,62 @@ def summary(results: list, kind: str) -> dict:
             "statuses": statuses, "unanswered": statuses.get("0", 0)}
 
 
-def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-
-
-def wait_up(url: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=1).status_code == 200:
-                return
-        except requests.RequestException:
-            time.sleep(0.2)
-    raise SystemExit(f"{url} did not answer")
-
-
-def label_latency(port: int, fake: FakeGitHub, env: dict, workdir: Path, count: int) -> dict:
+def label_latency(base: str, fake: FakeGitHub, env: dict, workdir: Path, count: int) -> dict:
     """Deliveries one a second to a warm worker: seconds from POST to the label on GitHub."""
-    worker = start([sys.executable, "-m", "issue_sorter.cli", "worker"], env, workdir / "worker.log")
-    try:
-        seconds = []
+    seconds = []
+    with started({"worker": [*CLI, "worker"]}, env, workdir):
         for i in range(count + 1):  # the first one warms the worker up and is not counted
             number = i + 1
             fake.add_issue(REPO, number, f"App crashes on start {i}", "Traceback (most recent call last): ...")
-            raw = request_bytes("/webhook", number, port)
-            head, body = raw.split(b"\r\n\r\n", 1)
-            headers = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:])
-            started = time.perf_counter()
-            requests.post(f"http://127.0.0.1:{port}/webhook", data=body, headers=headers, timeout=10)
-            while not fake.issue_labels(REPO, number) and time.perf_counter() - started < 120:
+            sent = time.perf_counter()
+            post(base, "issues", opened(number, fake.repo_id(REPO)), timeout=10)
+            while not fake.issue_labels(REPO, number) and time.perf_counter() - sent < 120:
                 time.sleep(0.01)
             if i:
-                seconds.append(time.perf_counter() - started)
-            time.sleep(max(0.0, 1.0 - (time.perf_counter() - started)))
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+                seconds.append(time.perf_counter() - sent)
+            time.sleep(max(0.0, 1.0 - (time.perf_counter() - sent)))
     seconds.sort()
     return {"n": len(seconds), "p50_s": round(statistics.median(seconds), 3),
             "p99_s": round(seconds[int(0.99 * (len(seconds) - 1))], 3), "max_s": round(seconds[-1], 3)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--rates", type=float, nargs="+", default=[100, 500])
     parser.add_argument("--duration", type=float, default=60)
     parser.add_argument("--serve-on", type=int, help=argparse.SUPPRESS)  # the server's own process
     parser.add_argument("--sequential", action="store_true",
                         help="the floor's requests first, then the webhooks' (not interleaved: half the load)")
     parser.add_argument("--labels", type=int, default=30, help="deliveries for the label latency")
-    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     args = parser.parse_args(argv)
     if args.serve_on:
         from issue_sorter.web_server import WebLimits, make_server
 
-        make_server(service(), WebLimits(), host="127.0.0.1", port=args.serve_on).run()
+        make_server(floor_app(), WebLimits(), host="127.0.0.1", port=args.serve_on).run()
         return 0
-    if not os.environ.get("REDIS_URL"):
-        raise SystemExit("set REDIS_URL to a Redis database of its own (it is flushed)")
-    from redis import Redis
-
-    redis = Redis.from_url(os.environ["REDIS_URL"])
-    redis.flushdb()
+    redis = own_redis()
     workdir = Path(tempfile.mkdtemp(prefix="load-"))
-    fake = FakeGitHub(app_id=APP_ID).start()
-    fake.add_repo(REPO, labels=LABELS, installation_id=INSTALLATION)
-    env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_APP_ID": str(APP_ID),
-           "GITHUB_PRIVATE_KEY": fake.private_key_pem, "GITHUB_API_URL": fake.url, "ISSUE_SORTER_THRESHOLD": "0",
-           "GITHUB_WRITE_INTERVAL": "0", "ISSUE_SORTER_MAX_EVENT_AGE": "0", "MODEL_DIR": str(workdir / "models"),
-           "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir / 'issue-sorter.db'}")}
-    prepare_model(env["DATABASE_URL"], workdir / "models", args.model)
-    port = free_port()
-    web = start([sys.executable, "-m", "bench.load", "--serve-on", str(port)], env, workdir / "web.log")
-    report = {"server": "issue_sorter.web_server (defaults)", "duration_s": args.duration, "sequential": args.sequential,
-              "rates": {}}
+    report = {"server": "issue_sorter.web_server (defaults)", "duration_s": args.duration,
+              "sequential": args.sequential, "rates": {}}
+    web = [sys.executable, "-m", "bench.load", "--serve-on"]
     try:
-        wait_up(f"http://127.0.0.1:{port}/healthz")
-        for rate in args.rates:
-            results, sent_in = asyncio.run(load(port, rate, args.duration, args.sequential))
-            hook, floor = summary(results, "webhook"), summary(results, "floor")
-            report["rates"][str(int(rate))] = {
-                "sent_in_s": round(sent_in, 1), "webhook": hook, "floor": floor,
-                "p99_ratio": round(hook["p99_ms"] / floor["p99_ms"], 2) if hook["n"] and floor["n"] else None,
-                "p50_ratio": round(hook["p50_ms"] / floor["p50_ms"], 2) if hook["n"] and floor["n"] else None}
-            report["rates"][str(int(rate))]["queued"] = redis.llen("rq:queue:labeling")
-            redis.flushdb()
-        report["webhook_to_label"] = label_latency(port, fake, env, workdir, args.labels)
+        with (prepared(workdir, {REPO: INSTALLATION}, args.model, GITHUB_WRITE_INTERVAL="0") as (fake, env),
+              started({"web": [*web, env["PORT"]]}, env, workdir)):
+            port, base = int(env["PORT"]), f"http://127.0.0.1:{env['PORT']}"
+            wait_up(f"{base}/healthz")
+            for rate in args.rates:
+                results, sent_in = asyncio.run(load(port, fake.repo_id(REPO), rate, args.duration, args.sequential))
+                hook, floor = summary(results, "webhook"), summary(results, "floor")
+                report["rates"][str(int(rate))] = {
+                    "sent_in_s": round(sent_in, 1), "webhook": hook, "floor": floor,
+                    "p99_ratio": round(hook["p99_ms"] / floor["p99_ms"], 2) if hook["n"] and floor["n"] else None,
+                    "p50_ratio": round(hook["p50_ms"] / floor["p50_ms"], 2) if hook["n"] and floor["n"] else None,
+                    "queued": redis.llen("rq:queue:labeling")}
+                redis.flushdb()
+            report["webhook_to_label"] = label_latency(base, fake, env, workdir, args.labels)
     finally:
-        web.terminate()
-        web.wait(timeout=30)
-        fake.stop()
         redis.flushdb()
-    print(json.dumps(report, indent=2))
+    print_report(report, args.json)
     return 0
 
 

@@ -3,8 +3,8 @@
     OMP_NUM_THREADS=1 .venv/bin/python -m bench.own_labels [--history 500] [--encoder var/models/<version>]
 
 Writes docs/quality/own-labels-OWNER-NAME[-seedN]-historyH.json and .md (micro and per-label precision and
-recall, by window of new issues); `--kinds` adds the kind decided with own labels off and on. Results, the
-other replays (`--ccims`, `--nlbse-areas`) and the alternatives the rule was chosen against: BENCHMARKS.md.
+recall, by window of new issues). Results, the other replays (`--ccims`, `--nlbse-areas`) and the
+alternatives the rule was chosen against: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import numpy as np
 from bench.quality import write_report
 from bench.serving import cpu_line
 from core.card import MODEL_CARD, ModelCard
-from core.kinds import kind_of_label
 from core.own_labels import OwnLabelMemory, OwnLabelParams, in_areas, is_candidate
 from core.own_labels.heads import fit_rules
 from tests.paths import NLBSE, SHARED
@@ -58,8 +57,7 @@ def load_issues(path: Path, *, cleaned: bool = False, areas: list[str] | None = 
         issues.append({"number": issue["number"], "created_at": parse_time(issue["created_at"]),
                        "text": (format_issue_text(issue.get("title"), issue.get("body")) if cleaned
                                 else f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}"),
-                       "own": own_of(labels, areas),
-                       "kinds": sorted({kind for label in labels if (kind := kind_of_label(label))})})
+                       "own": own_of(labels, areas)})
     repository = repositories.most_common(1)[0][0] if repositories else path.stem
     return sorted(issues, key=lambda issue: (issue["created_at"], issue["number"])), repository
 
@@ -97,8 +95,7 @@ def load_ccims_issues(repository: str, *, seed: int, areas: list[str] | None = N
     bodies = sorted(carried)
     random.Random(seed).shuffle(bodies)
     issues = [{"number": number, "created_at": None, "text": format_issue_text("", body) if cleaned else body,
-               "own": own_of(sorted(carried[body]), areas),
-               "kinds": sorted({kind for label in carried[body] if (kind := kind_of_label(label))})}
+               "own": own_of(sorted(carried[body]), areas)}
               for number, body in enumerate(bodies, start=1)]
     return issues, repository
 
@@ -106,7 +103,7 @@ def load_ccims_issues(repository: str, *, seed: int, areas: list[str] | None = N
 def load_nlbse_monorepo(*, areas: list[str] | None = None, cleaned: bool = False, seed: int | None = None
                         ) -> tuple[list[dict], str]:
     """NLBSE'24's issues of five repositories as one repository whose areas are labelled without fail: each
-    issue carries `area:<its repository's name>` (`area:react`, `area:vscode`, ...) and its kind, oldest
+    issue carries `area:<its repository's name>` (`area:react`, `area:vscode`, ...), oldest
     first, or in `seed`'s shuffled order. Not a real repository: what the replay does where every issue of
     an area carries its label. By dates the areas' shares drift (NLBSE took each repository's newest 200
     issues of a kind, so a busy repository's are all recent)."""
@@ -114,8 +111,7 @@ def load_nlbse_monorepo(*, areas: list[str] | None = None, cleaned: bool = False
 
     issues = [{"created_at": example.created_at,
                "text": example.text if cleaned else f"{example.title}\n\n{example.body}",
-               "own": own_of(["area:" + example.repo.split("/")[1]], areas),
-               "kinds": [kind] if (kind := kind_of_label(example.label)) else []}
+               "own": own_of(["area:" + example.repo.split("/")[1]], areas)}
               for path in NLBSE_FILES for example in load_file(path)]
     issues.sort(key=lambda issue: (issue["created_at"], issue["text"]))
     if seed is not None:
@@ -235,59 +231,6 @@ def replay(issues: list[dict], vectors: np.ndarray, *, history: int, params: Own
             "last_fit": runner.last_fit, "windows": windows, "labels": labels}
 
 
-KIND_LABELS = ["bug", "enhancement", "documentation", "question"]  # the repository's labels for the kinds
-
-
-def replay_kinds(issues: list[dict], vectors: np.ndarray, *, history: int, params: OwnLabelParams, target: float,
-                 min_examples: int) -> dict:
-    """The kind of every new issue with one kind label, decided by bot.labeling.decide with the own labels
-    on (the served rules beside it) and off: a logistic regression on the frozen embeddings of the
-    history's kind-labelled issues stands in for the served model's scores (refitted every REFIT_EVERY)."""
-    from sklearn.linear_model import LogisticRegression
-
-    from bot.github_api.issues import IssueSnapshot
-    from bot.labeling.decide import LabelingInputs, LabelingPolicy, decide
-
-    names = sorted({label for issue in issues for label in issue["own"]})
-    carries = np.array([[name in issue["own"] for name in names] for issue in issues], dtype=np.float32)
-    served = Served(names, params, target, min_examples, [issue["text"] for issue in issues])
-    decided = {"off": [], "on": []}
-    for i in range(history, len(issues)):
-        if (i - history) % REFIT_EVERY == 0:
-            served.fit(vectors, carries, i)
-            known = [j for j in range(i) if len(issues[j]["kinds"]) == 1]
-            model = LogisticRegression(max_iter=1000, class_weight="balanced").fit(
-                vectors[known], [issues[j]["kinds"][0] for j in known])
-        if len(issues[i]["kinds"]) != 1:
-            continue
-        scores = dict(zip(model.classes_, map(float, model.predict_proba(vectors[i][None, :])[0]), strict=True))
-        snapshot = IssueSnapshot(issues[i]["number"], issues[i]["text"], "", "open", (), False, None, None)
-        for setting, areas in (("off", ()), ("on", None)):
-            inputs = LabelingInputs("owner/repo", issues[i]["number"], snapshot,
-                                    LabelingPolicy(memory=False, areas=areas, min_examples=min_examples,
-                                                   own_target=target),
-                                    list(model.classes_), scores=scores, vector=vectors[i],
-                                    repo_labels=KIND_LABELS + names, own_memory=served.memory,
-                                    own_rules=served.rules)
-            plan = decide(inputs)
-            decided[setting].append((issues[i]["kinds"][0], kind_of_label(plan.label) if plan.label else None,
-                                     plan.own_applied))
-    return {setting: _kind_quality(rows) for setting, rows in decided.items()} | {
-        "same_kind_decisions": sum(a[1] == b[1] for a, b in zip(decided["off"], decided["on"], strict=True)),
-        "issues": len(decided["on"])}
-
-
-def _kind_quality(rows: list[tuple]) -> dict:
-    from sklearn.metrics import f1_score
-
-    truth, predicted = [row[0] for row in rows], [row[1] or "abstained" for row in rows]
-    applied = [row for row in rows if row[1] is not None]
-    return {"accuracy": round(sum(t == p for t, p in zip(truth, predicted, strict=True)) / len(rows), 3),
-            "macro_f1": round(float(f1_score(truth, predicted, labels=sorted(set(truth)), average="macro",
-                                             zero_division=0)), 3),
-            "applied": len(applied), "own_labels_applied": sum(len(row[2]) for row in rows)}
-
-
 def _rates(row: Counter) -> dict:
     return {"precision": round(row["correct"] / row["applied"], 3) if row["applied"] else None,
             "recall": round(row["correct"] / row["truth"], 3) if row["truth"] else None,
@@ -297,12 +240,12 @@ def _rates(row: Counter) -> dict:
 def report_markdown(record: dict) -> str:
     run, micro = record["run"], record["run"]["micro"]
     lines = [f"# Own labels: {record['repo']}, {record['order']}", "",
-             f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
-             f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
-             f"the rule's knobs {record['params']}; embeddings: {record['encoder']}.", "",
+             (f"Measured {record['date']}; history {record['history']} issues, {record['new_issues']} new ones; "
+              f"target precision {record['target']}, a label served from {record['min_examples']} examples; "
+              f"the rule's knobs {record['params']}; embeddings: {record['encoder']}."), "",
              f"{record['cpu']}. Command: `{record['command']}`", "",
-             f"Micro precision {micro['precision']}, recall {micro['recall']}: {micro['applied']} labels "
-             f"applied, {micro['carried']} carried (served labels); {run['fit_seconds']} s of fits.", "",
+             (f"Micro precision {micro['precision']}, recall {micro['recall']}: {micro['applied']} labels "
+              f"applied, {micro['carried']} carried (served labels); {run['fit_seconds']} s of fits."), "",
              "| label | carried | precision | recall | applied |", "|---|---|---|---|---|"]
     for name, row in sorted(run["labels"].items(), key=lambda item: -item[1]["carried"]):
         lines.append(f"| {name} | {row['carried']} | {row['precision']} | {row['recall']} | "
@@ -310,16 +253,8 @@ def report_markdown(record: dict) -> str:
     lines += ["", "| new issues from | precision | recall |", "|---|---|---|"]
     lines += [f"| {row['from_issue']} | {row['precision']} | {row['recall']} |" for row in run["windows"]]
     fit = run["last_fit"]
-    lines += ["", f"The service's last refit: {fit['rows']} memory rows, {fit['served_labels']} served "
-              f"labels, {fit['seconds']} s (what one feedback-queue refresh costs when the memory moved)."]
-    if kinds := record.get("kinds"):
-        lines += ["", f"The kind of the {kinds['issues']} new issues with one kind label, decided by "
-                  "bot.labeling.decide with own labels off and on (the same kind decided on "
-                  f"{kinds['same_kind_decisions']}):", "",
-                  "| own labels | kind accuracy | kind macro-F1 | kinds applied | own labels applied |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {name} | {row['accuracy']} | {row['macro_f1']} | {row['applied']} | "
-                  f"{row['own_labels_applied']} |" for name, row in [("off", kinds["off"]), ("on", kinds["on"])]]
+    lines += ["", (f"The service's last refit: {fit['rows']} memory rows, {fit['served_labels']} served "
+              f"labels, {fit['seconds']} s (what one feedback-queue refresh costs when the memory moved).")]
     return "\n".join(lines) + "\n"
 
 
@@ -347,7 +282,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--cleaned-text", action="store_true",
                         help="read each issue as the service does (core.issue_text), not the raw body")
-    parser.add_argument("--kinds", action="store_true", help="also replay the kind with and without own labels")
     parser.add_argument("--encoder", type=Path, help="embed with this registered model's directory (as the "
                                                        "service does) instead of the frozen all-MiniLM-L6-v2")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "quality")
@@ -379,8 +313,6 @@ def main(argv: list[str] | None = None) -> int:
     vectors = embed([issue["text"] for issue in issues], args.max_length, args.encoder)
     run = replay(issues, vectors, history=args.history, params=params, target=args.target,
                  min_examples=args.min_examples, window=args.window, refit_every=args.refit_every)
-    kinds = (replay_kinds(issues, vectors, history=args.history, params=params, target=args.target,
-                          min_examples=args.min_examples) if args.kinds else None)
     shuffled = args.ccims or (args.nlbse_areas and args.shuffled)
     record = {"repo": repository, "order": f"shuffled, seed {args.seed}" if shuffled else "by dates",
               "areas": areas, "date": dt.date.today().isoformat(), "cpu": cpu_line(),
@@ -388,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
               "new_issues": len(issues) - args.history, "target": args.target,
               "min_examples": args.min_examples, "params": params.key(),
               "encoder": ModelCard.read(args.encoder).version if args.encoder else "frozen all-MiniLM-L6-v2",
-              "run": run, "kinds": kinds,
+              "run": run,
               "command": "python -m bench.own_labels " + " ".join(argv if argv is not None else sys.argv[1:])}
     stem = (f"own-labels-{repository.replace('/', '-')}" + (f"-seed{args.seed}" if shuffled else "")
             + f"-history{args.history}")

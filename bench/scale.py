@@ -9,7 +9,7 @@ first delivery to the last label, and where each labelling worker's time went. R
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -19,28 +19,22 @@ import sys
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 
-import requests
-
-from bench.chaos import (
-    APP_ID,
+from bench.service import (
+    LABEL_POST,
     LABELLING_WORKER,
-    LABELS,
-    SECRET,
-    SHAPE,
     Service,
-    delivery_body,
-    environment,
-    prepare_model,
+    arguments,
+    prepared,
     real_issues,
+    send_at_rate,
+    served_model,
 )
 from bench.serving import cpu_line
-from bot.intake.signatures import sign_body
 from simulation.fake_github import FakeGitHub
 
-LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"
 TOKEN_POST = r"/app/installations/\d+/access_tokens"
 WARM_UP_PASSES = 6  # per labelling worker: passes until every worker holds every installation's token
 
@@ -126,40 +120,21 @@ def model_alone(model_dir: Path, texts: list[str], threads: int) -> float:
     return (time.perf_counter() - started) / len(texts)
 
 
-def fresh_database(admin_url: str) -> str:
+@contextlib.contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    """A new PostgreSQL database's URL, the database dropped at the end."""
     from sqlalchemy import create_engine, text
 
     name = f"scale_{uuid.uuid4().hex[:10]}"
     engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with engine.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return admin_url.rsplit("/", 1)[0] + f"/{name}"
-
-
-def drop_database(admin_url: str, url: str) -> None:
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
-    engine.dispose()
-
-
-def wait_for_workers(service: Service, count: int, seconds: float = 180) -> None:
-    """Until `count` labelling workers are registered in Redis (their model loaded: it is loaded first)."""
-    from redis import Redis
-    from rq import Worker
-
-    redis = Redis.from_url(service.redis_url())
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        labelling = [w for w in Worker.all(connection=redis) if "labeling" in w.queue_names()]
-        if len(labelling) >= count:
-            time.sleep(3)  # the warm-up prediction, after RQ's scheduler has started
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"{count} labelling workers did not start:\n" + service.log_path.read_text()[-3000:])
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with engine.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
 
 
 def job_seconds(service: Service) -> dict[str, tuple[int, float]]:
@@ -195,23 +170,6 @@ def wait_for_feedback(service: Service, seconds: float = 300) -> None:
         time.sleep(0.2)
 
 
-def send_at_rate(service: Service, issues: list[dict], repo_ids: dict[str, int], rate: float) -> None:
-    """Each issue's signed `issues.opened` delivery, `rate` a second, from 8 threads as GitHub's would."""
-    shape = json.loads(SHAPE.read_text())
-    started = time.monotonic()
-
-    def send(issue: dict) -> None:
-        body = delivery_body(shape, issue, repo_ids[issue["repo"]])
-        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-                   "Content-Type": "application/json", "X-Hub-Signature-256": sign_body(body, SECRET)}
-        requests.post(f"{service.base}/webhook", data=body, headers=headers, timeout=30).raise_for_status()
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        for i, issue in enumerate(issues):
-            time.sleep(max(0.0, started + i / rate - time.monotonic()))
-            pool.submit(send, issue)
-
-
 def tokens_issued(fake: FakeGitHub) -> dict[int, int]:
     """Per installation, how many installation tokens GitHub has issued (one per worker that asked)."""
     issued: dict[int, int] = {}
@@ -237,7 +195,7 @@ def warm_every_worker(service, fake: FakeGitHub, spare: list[dict], repo_ids: di
         for issue in batch:
             left.remove(issue)
         labelled = len(fake.calls("POST", LABEL_POST))
-        send_at_rate(service, batch, repo_ids, args.rate)
+        send_at_rate(service.base, batch, repo_ids, args.rate)
         wait_for_labels(fake, labelled + len(batch), args.timeout)
         sent += len(batch)
     return sent
@@ -256,31 +214,21 @@ def parse_config(config: str) -> tuple[int, int, dict[str, str]]:
 
 def measure(args, workers: int, threads: int, issues: list[dict], model: Path, per_issue: float,
             warm_up: list[dict] = (), spare: list[dict] = (), settings: dict[str, str] | None = None) -> dict:
-    database_url = fresh_database(args.postgres)
     workdir = Path(tempfile.mkdtemp(prefix=f"scale-{workers}x{threads}-"))
-    (workdir / "var").mkdir()
-    fake = FakeGitHub(app_id=APP_ID).start()
-    try:
+    repos = {i["repo"]: i["installation"] for i in issues}
+    with (fresh_database(args.postgres) as database_url,
+          prepared(workdir, repos, model, DATABASE_URL=database_url, GITHUB_WRITE_INTERVAL="1.0",
+                   ISSUE_SORTER_REDELIVERY_INTERVAL="900", ISSUE_SORTER_LABELLING_WORKERS=str(workers),
+                   ISSUE_SORTER_WORKER_THREADS=str(threads), **(settings or {})) as (fake, env)):
         fake.latency = args.github_latency / 1000
-        repos = {i["repo"]: i["installation"] for i in issues}
-        for repo, installation in sorted(repos.items()):
-            fake.add_repo(repo, labels=LABELS, installation_id=installation)
         for issue in [*warm_up, *issues, *spare]:
             fake.add_issue(issue["repo"], issue["number"], issue["title"], issue["body"])
         repo_ids = {repo: fake.repo_id(repo) for repo in repos}
-        os.environ["DATABASE_URL"] = database_url
-        env = environment(argparse.Namespace(sweep_interval=900, write_interval=1.0, labelling_workers=workers),
-                          fake, workdir)
-        env["ISSUE_SORTER_WORKER_THREADS"] = str(threads)
-        env.update(settings or {})
-        env.pop("REDIS_URL", None)
-        prepare_model(database_url, Path(env["MODEL_DIR"]), model)
-        service = Service(workdir, env)
-        try:
-            service.wait_healthy()
-            wait_for_workers(service, workers)
+        env.pop("REDIS_URL", None)  # the embedded Redis, each configuration its own
+        with Service(workdir, env) as service:
+            service.wait_healthy()  # every labelling worker has loaded and warmed up its model
             if warm_up:
-                send_at_rate(service, warm_up, repo_ids, args.rate)
+                send_at_rate(service.base, warm_up, repo_ids, args.rate)
                 wait_for_labels(fake, len(warm_up), args.timeout)
                 warm_every_worker(service, fake, spare, repo_ids, workers, args)
                 wait_for_feedback(service)
@@ -288,11 +236,6 @@ def measure(args, workers: int, threads: int, issues: list[dict], model: Path, p
             held = sum(issued.get(i, 0) >= workers for i in {issue["installation"] for issue in issues})
             return {**_run(args, service, fake, issues, repo_ids, workers, threads, per_issue),
                     "settings": settings or {}, "installations_every_worker_holds_a_token_of": held}
-        finally:
-            service.stop()
-    finally:
-        fake.stop()
-        drop_database(args.postgres, database_url)
 
 
 def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> dict:
@@ -302,7 +245,7 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
     jobs_before, requests_before = job_seconds(service), len(fake.requests)
     earlier = len(fake.calls("POST", LABEL_POST))  # the warm-up's
     started_wall, started = time.time(), time.monotonic()
-    send_at_rate(service, issues, repo_ids, args.rate)
+    send_at_rate(service.base, issues, repo_ids, args.rate)
     wait_for_labels(fake, earlier + len(issues), args.timeout)
     window = time.monotonic() - started
     after = {pid: task_times(pid) for pid in pids}
@@ -317,7 +260,7 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
             for name, (count, seconds) in job_seconds(service).items()}
     in_jobs = sum(seconds for name, (_, seconds) in jobs.items() if "label" in name or "issue" in name)
     labelled_each = len(done) / workers
-    share = lambda seconds: round(100 * seconds / window, 1)  # noqa: E731 - a percentage of the window
+    share = lambda seconds: round(100 * seconds / window, 1)
     return {
         "workers": workers, "threads_each": threads, "n": len(issues), "labelled": len(done),
         "labels_per_s": round(len(done) / last, 2), "window_s": round(window, 1),
@@ -339,7 +282,7 @@ def _run(args, service, fake, issues, repo_ids, workers, threads, per_issue) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--configs", nargs="+", default=["1x1", "1x2", "2x1", "4x1"],
                         help="labelling workers x inference threads each, [:NAME=VALUE,...] its own settings")
     parser.add_argument("--n", type=int, default=400, help="deliveries per configuration")
@@ -350,14 +293,12 @@ def main(argv: list[str] | None = None) -> int:
                              "CPU-bound case; GitHub's own round trip is tens to hundreds)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--max-length", type=int, default=128, help="tokens the trained model reads")
-    parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--postgres", default=os.environ.get(
         "POSTGRES_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every configuration (the median reported)")
     parser.add_argument("--cold", action="store_true",
                         help="no warm-up: every installation's first issue falls in the window")
-    parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     # a SIGTERM (kill, a CI timeout) unwinds like Ctrl-C: each service's processes stopped, its database dropped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -369,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     spares = warm * WARM_UP_PASSES * max(workers for workers, _, _ in configs.values())
     everything = real_issues(warm + args.n + spares, args.installations, together=1)
     warm_up, issues, spare = everything[:warm], everything[warm:warm + args.n], everything[warm + args.n:]
-    model = without_thresholds(args.model) if args.model else train_small(args.max_length)
+    model = (without_thresholds(args.model) if args.model
+             else served_model(None, Path(tempfile.mkdtemp(prefix="scale-model-")), max_length=args.max_length))
     texts = [f"{i['title']}\n\n{i['body']}" for i in issues[:60]]
     alone = {threads: model_alone(model, texts, threads) for threads in sorted({
         threads for _, threads, _ in configs.values()})}
@@ -414,13 +356,6 @@ def without_thresholds(model: Path) -> Path:
     return copy
 
 
-def train_small(max_length: int) -> Path:
-    """all-MiniLM-L6-v2 fine-tuned briefly on 48 NLBSE issues at `max_length` tokens: what is measured is
-    the model's cost, which its accuracy does not change."""
-    from tests.tiny_model import train_tiny_model
-
-    return train_tiny_model(Path(tempfile.mkdtemp(prefix="scale-model-")) / "model", max_length=max_length,
-                            version="scale")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,7 @@ max_length, to tell the engine's share from the token budget's; `pytorch` and `f
 fastest engine its gate allowed); `pytorch-bf16` is PyTorch under CPU autocast to bfloat16; `ort-int8` and
 `ort-fp32` are both artefacts, exported here into a copy (the registry keeps those its gate passed);
 `ov-bf16` is OpenVINO on the fused fp32 graph in bf16, `ov-int8` OpenVINO on the static int8 graph calibrated
-on --calibration's issues (the training issues' kind, never the measured ones);
-`torch-int8` (torch's dynamic quantization of the Linear layers) an alternative measured before choosing.
+on --calibration's issues (the training issues' kind, never the measured ones).
 The output names the CPU and its flags, and where one issue's time goes in what serves (tokenizer, engine,
 TF-IDF with --tfidf, the memory's vote over a full memory); the database's write is bench/latency.py's.
 """
@@ -41,8 +40,7 @@ from tests.paths import NLBSE  # the shared data's location, one definition
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-ENGINES = ("pipeline", "pipeline-128", "pytorch", "pytorch-bf16", "torch-int8", "ort-fp32", "ort-int8", "ov-bf16",
-           "ov-int8", "fast")
+ENGINES = ("pipeline", "pipeline-128", "pytorch", "pytorch-bf16", "ort-fp32", "ort-int8", "ov-bf16", "ov-int8", "fast")
 DEFAULT_ENGINES = "pipeline-128,pytorch,pytorch-bf16,ort-fp32,ort-int8,ov-bf16,ov-int8,fast"
 ONNX_ENGINES = {"ort-fp32": "onnxruntime-fp32", "ort-int8": "onnxruntime-int8", "ov-bf16": "openvino-bf16",
                 "ov-int8": "openvino-int8"}
@@ -233,9 +231,6 @@ def load_engine(args: argparse.Namespace):
         torch.set_num_threads(args.threads)
         classifier = TransformerClassifier.from_directory(args.model, ModelCard.read(args.model), device="cpu",
                                                           bf16=engine == "pytorch-bf16")
-        if engine == "torch-int8":
-            classifier.model = torch.ao.quantization.quantize_dynamic(classifier.model, {torch.nn.Linear},
-                                                                      dtype=torch.qint8)
 
     def top(rows):
         return [max(row, key=row.get) for row in rows]
@@ -261,8 +256,8 @@ def table(results: dict[str, dict], args: argparse.Namespace) -> str:
     """One row per engine, its ratios to the pipeline at its defaults and at the card's max_length."""
     bases = [(name, results[name]) for name in ("pipeline", "pipeline-128") if name in results]
     ratios = "".join(f" | batch {args.batch_size} vs {name} | one at a time vs {name}" for name, _ in bases)
-    lines = [f"| engine | load (s) | batch {args.batch_size} (issues/s) | one at a time (issues/s) | single p50 (ms) | "
-             f"p99 (ms){ratios} | peak RSS (MB) | top label = PyTorch path's | macro-F1 |",
+    lines = [(f"| engine | load (s) | batch {args.batch_size} (issues/s) | one at a time (issues/s) | single p50 (ms) | "
+              f"p99 (ms){ratios} | peak RSS (MB) | top label = PyTorch path's | macro-F1 |"),
              "|---" * (9 + 2 * len(bases)) + "|"]
     for engine, r in results.items():
         speedups = "".join(f" | {r['backfill_per_s'] / base['backfill_per_s']:.2f}x | "

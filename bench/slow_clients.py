@@ -9,38 +9,25 @@ sends `--pings` signed `ping` deliveries one after another with no slow client (
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-import requests
-
-from bot.intake.signatures import sign_body
+from bench.service import CLI, arguments, environment, post, print_report, started
 from issue_sorter.run import WEB_COMMAND
-from tests.ports import free_port
 
-SECRET = "bench-slow-clients"
 BODY = b'{"zen": "Design for failure.", "hook_id": 1}'
 
 
 def ping(base: str) -> float:
     """Seconds to a signed ping's answer (inf when it is not 200 within 30 s)."""
-    started = time.perf_counter()
-    try:
-        answer = requests.post(f"{base}/webhook", data=BODY, timeout=30, headers={
-            "X-GitHub-Event": "ping", "X-GitHub-Delivery": "bench", "Content-Type": "application/json",
-            "X-Hub-Signature-256": sign_body(BODY, SECRET)})
-    except requests.RequestException:
-        return float("inf")
-    return time.perf_counter() - started if answer.status_code == 200 else float("inf")
+    sent = time.perf_counter()
+    return time.perf_counter() - sent if post(base, "ping", BODY, "bench") == 200 else float("inf")
 
 
 def pings(base: str, count: int) -> dict:
@@ -69,32 +56,27 @@ def trickle(port: int, count: int, stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, model=False)
     parser.add_argument("--slow", type=int, default=20, help="slow connections held open")
     parser.add_argument("--pings", type=int, default=50, help="signed pings in each set")
     args = parser.parse_args(argv)
     if not os.environ.get("REDIS_URL"):
         raise SystemExit("set REDIS_URL to a Redis database of its own")
     workdir = Path(tempfile.mkdtemp(prefix="slow-clients-"))
-    port = free_port()
-    env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "PORT": str(port),
-           "DATABASE_URL": f"sqlite:///{workdir / 'issue-sorter.db'}"}
-    web = subprocess.Popen([sys.executable, "-m", "issue_sorter.cli", *WEB_COMMAND], env=env,
-                           stdout=(workdir / "web.log").open("w"), stderr=subprocess.STDOUT)
-    base, stop = f"http://127.0.0.1:{port}", threading.Event()
-    try:
-        deadline = time.monotonic() + 60
-        while ping(base) == float("inf") and time.monotonic() < deadline:
-            time.sleep(0.5)
-        report = {"web_command": WEB_COMMAND, "slow_clients": args.slow, "alone": pings(base, args.pings)}
-        threading.Thread(target=trickle, args=(port, args.slow, stop), daemon=True).start()
-        time.sleep(3)  # every slow client connected and trickling
-        report["with_slow_clients"] = pings(base, args.pings)
-    finally:
-        stop.set()
-        web.terminate()
-        web.wait(timeout=30)
-    print(json.dumps(report, indent=2))
+    env = environment(None, workdir)
+    base, stop = f"http://127.0.0.1:{env['PORT']}", threading.Event()
+    with started({"web": [*CLI, *WEB_COMMAND]}, env, workdir):
+        try:
+            deadline = time.monotonic() + 60
+            while ping(base) == float("inf") and time.monotonic() < deadline:
+                time.sleep(0.5)
+            report = {"web_command": WEB_COMMAND, "slow_clients": args.slow, "alone": pings(base, args.pings)}
+            threading.Thread(target=trickle, args=(int(env["PORT"]), args.slow, stop), daemon=True).start()
+            time.sleep(3)  # every slow client connected and trickling
+            report["with_slow_clients"] = pings(base, args.pings)
+        finally:
+            stop.set()
+    print_report(report, args.json)
     return 0
 
 

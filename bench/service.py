@@ -1,0 +1,341 @@
+"""The service as the service benchmarks start it: `issue-sorter run` (or one of its commands) in a folder of
+its own, against the fake GitHub on loopback, with a promoted model; signed deliveries as GitHub sends them;
+the report printed as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import csv
+import functools
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Self
+
+import requests
+
+from bot.intake.signatures import sign_body
+from issue_sorter.run import READY_LINE, REDIS_PASSWORD_FILE, REDIS_USER
+from simulation.fake_github import FakeGitHub
+from tests.paths import NLBSE, REPO_ROOT, WEBHOOKS
+from tests.ports import free_port
+
+SHAPE = WEBHOOKS / "issues" / "opened.payload.json"  # GitHub's example: every delivery sent has its shape
+SECRET = "bench-" + uuid.uuid4().hex
+APP_ID, INSTALLATION = 4711, 1
+LABELS = ["bug", "enhancement", "question", "documentation"]
+CLI = [sys.executable, "-m", "issue_sorter.cli"]
+LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
+LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"  # a label written, as the fake GitHub records it
+
+
+def arguments(doc: str, *, model: bool = True) -> argparse.ArgumentParser:
+    """The options the service benchmarks share: the model it serves and where the report also goes."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    if model:
+        parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    return parser
+
+
+def print_report(report: dict, path: Path | None) -> None:
+    text = json.dumps(report, indent=2)
+    print(text)
+    if path:
+        path.write_text(text + "\n")
+
+
+def fake_github(repos: dict[str, int], files: dict[str, dict[str, str]] | None = None) -> FakeGitHub:
+    """The fake GitHub, started, holding each repository (→ its installation) with the four labels."""
+    fake = FakeGitHub(app_id=APP_ID).start()
+    for repo, installation in sorted(repos.items()):
+        fake.add_repo(repo, labels=LABELS, installation_id=installation, files=(files or {}).get(repo))
+    return fake
+
+
+def environment(
+    fake: FakeGitHub | None, workdir: Path, *, inherit: bool = True, **settings: str
+) -> dict[str, str]:
+    """The service's environment: a port of its own, the bench's webhook secret, no age limit (the payloads
+    are GitHub's examples, dated 2019), SQLite and the models under workdir/var (DATABASE_URL when set);
+    with `fake`, the App on it and threshold 0, so that every job ends in the label write a bench counts.
+    `inherit=False`: none of this shell's GITHUB_*, ISSUE_SORTER_*, DATABASE_URL and REDIS_URL (the
+    service's defaults)."""
+    (workdir / "var").mkdir(parents=True, exist_ok=True)
+    own = ("GITHUB_", "ISSUE_SORTER_", "DATABASE_URL", "REDIS_URL")
+    env = {k: v for k, v in os.environ.items() if k != "MODEL_DIR" and (inherit or not k.startswith(own))}
+    env.update(
+        PORT=str(free_port()),
+        PYTHONPATH=str(REPO_ROOT),
+        GITHUB_WEBHOOK_SECRET=SECRET,
+        ISSUE_SORTER_MAX_EVENT_AGE="0",
+        MODEL_DIR=str(workdir / "var" / "models"),
+    )
+    env.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'var' / 'issue-sorter.db'}")
+    if fake is not None:
+        env.update(
+            GITHUB_APP_ID=str(APP_ID),
+            GITHUB_PRIVATE_KEY=fake.private_key_pem,
+            GITHUB_API_URL=fake.url,
+            ISSUE_SORTER_THRESHOLD="0",
+        )
+    env.update(settings)
+    return env
+
+
+def served_model(source: Path | None, workdir: Path, *, max_length: int = 128) -> Path:
+    """`source`, or the tests' tiny model trained here (about a minute) at the served model's length: latency
+    and throughput depend on the architecture, not on how well it was trained."""
+    if source is not None:
+        return source
+    from tests.tiny_model import train_tiny_model
+
+    return train_tiny_model(workdir / "tiny-model", max_length=max_length, version="bench")
+
+
+def promote(database_url: str, model_dir: Path, source: Path, reason: str = "bench") -> str:
+    """The database migrated, `source` registered and promoted to serve every repository; its version."""
+    from core.db import make_sessionmaker, session_scope
+    from core.migrate import upgrade
+    from trainer.registry import Registry
+
+    upgrade(database_url)
+    with session_scope(make_sessionmaker(database_url)) as session:
+        registry = Registry(model_dir, session)
+        row = registry.register(source, scope="global")
+        registry.promote(row.version, reason, scope="global")
+        return row.version
+
+
+@contextlib.contextmanager
+def prepared(
+    workdir: Path,
+    repos: dict[str, int],
+    model: Path | None,
+    *,
+    files: dict[str, dict[str, str]] | None = None,
+    inherit: bool = True,
+    **settings: str,
+) -> Iterator[tuple[FakeGitHub, dict[str, str]]]:
+    """The fake GitHub holding `repos` (with `files`), the service's environment against it (`environment`)
+    and `model` (or the tiny one) promoted in its database; the fake stopped at the end."""
+    fake = fake_github(repos, files)
+    try:
+        env = environment(fake, workdir, inherit=inherit, **settings)
+        promote(env["DATABASE_URL"], Path(env["MODEL_DIR"]), served_model(model, workdir))
+        yield fake, env
+    finally:
+        fake.stop()
+
+
+def own_redis():
+    """REDIS_URL's database, emptied: the benchmarks that run single commands need one of their own."""
+    from redis import Redis
+
+    if not os.environ.get("REDIS_URL"):
+        raise SystemExit("set REDIS_URL to a Redis database of its own (it is flushed)")
+    redis = Redis.from_url(os.environ["REDIS_URL"])
+    redis.flushdb()
+    return redis
+
+
+class Service:
+    """`issue-sorter run` in `workdir`, its log in run.log; stopped (SIGTERM) when its `with` ends."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]):
+        self.workdir, self.env = workdir, env
+        self.base = f"http://127.0.0.1:{env['PORT']}"
+        self.log_path, self.started_at = workdir / "run.log", time.time()
+        with self.log_path.open("w") as log:
+            self.process = subprocess.Popen(
+                [*CLI, "run"], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def wait_healthy(self, seconds: float = 300) -> float:
+        """Until the service says it is up (READY_LINE: the labelling workers warmed up, which a web server
+        answering /healthz says nothing of) and /healthz sees the database and Redis; when (time.time())."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
+            with contextlib.suppress(requests.RequestException, ValueError):
+                health = requests.get(f"{self.base}/healthz", timeout=1).json()
+                if health.get("database") == health.get("redis") == "ok" and READY_LINE in self.log():
+                    return time.time()
+            time.sleep(0.3)
+        raise SystemExit("issue-sorter run did not come up:\n" + self.log()[-3000:])
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def redis_url(self) -> str:
+        """REDIS_URL when given, else the embedded Redis's: its port from the log, its password from the file
+        `run` keeps it in (a URL with the password never reaches a log)."""
+        if self.env.get("REDIS_URL"):
+            return self.env["REDIS_URL"]
+        port = re.search(r"listening on 127\.0\.0\.1:(\d+),", self.log()).group(1)
+        password = (self.workdir / REDIS_PASSWORD_FILE).read_text().strip()
+        return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
+
+    def child_pids(self, pattern: str) -> list[int]:
+        """The pids of the supervisor's children whose command line matches `pattern` (workers, Redis)."""
+        out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True)
+        lines = (line.split(None, 2) for line in out.stdout.splitlines())
+        return sorted(
+            int(pid)
+            for pid, ppid, args in lines
+            if int(ppid) == self.process.pid and re.search(pattern, args)
+        )
+
+    def stop(self) -> int:
+        """SIGTERM, as an operator stops it; its exit code (-9: killed after 90 s)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return -9
+
+
+@contextlib.contextmanager
+def started(commands: dict[str, list[str]], env: dict[str, str], workdir: Path) -> Iterator[None]:
+    """Each command (its name → its arguments) running, its log in workdir/NAME.log; SIGTERMed at the end."""
+    processes = []
+    try:
+        for name, command in commands.items():
+            with (workdir / f"{name}.log").open("w") as log:
+                processes.append(
+                    subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+                )
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
+
+
+def wait_up(url: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(url, timeout=1).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"{url} did not answer")
+
+
+def real_issues(n: int, installations: int = 1, *, together: int | None = None) -> list[dict]:
+    """N distinct NLBSE issues (train, then test); past the 3,000 a number makes each title distinct. With
+    several installations the repositories take turns, each five issues (one of each repository) go to the
+    next installation (`together` issues, when given), and a repository is renamed owner-K/name in
+    installation K."""
+    csv.field_size_limit(sys.maxsize)
+    rows = []
+    for name in ("issues_train.csv", "issues_test.csv"):
+        with (NLBSE / name).open(newline="") as handle:
+            rows += [
+                {"repo": r["repo"], "title": r["title"], "body": r["body"]} for r in csv.DictReader(handle)
+            ]
+    if installations > 1:  # every installation gets every repository, not one repository's run of rows
+        by_repo: dict[str, list[dict]] = {}
+        for row in rows:
+            by_repo.setdefault(row["repo"], []).append(row)
+        rows = [row for turn in itertools.zip_longest(*by_repo.values()) for row in turn if row is not None]
+        per_turn = together or len(by_repo)
+    numbers: dict[str, int] = {}
+    picked = []
+    for i in range(n):
+        row = dict(rows[i % len(rows)])
+        if i >= len(rows):
+            row["title"] = f"{row['title']} ({i // len(rows)})"
+        row["installation"] = (i // per_turn) % installations + 1 if installations > 1 else INSTALLATION
+        if installations > 1:
+            owner, name = row["repo"].split("/")
+            row["repo"] = f"{owner}-{row['installation']}/{name}"
+        numbers[row["repo"]] = row["number"] = numbers.get(row["repo"], 0) + 1
+        picked.append(row)
+    return picked
+
+
+@functools.cache
+def _shape() -> dict:
+    return json.loads(SHAPE.read_text())
+
+
+def delivery_body(issue: dict, repo_id: int, *, fresh: bool = False) -> bytes:
+    """GitHub's example `issues.opened` payload carrying this issue (repo, number, title, body and
+    installation), in this repository; `fresh`: dated now, as a new issue is (the job need not read it again
+    from GitHub), else the example's 2019 dates."""
+    payload = copy.deepcopy(_shape())
+    owner, name = issue["repo"].split("/")
+    payload["issue"].update(number=issue["number"], title=issue["title"], body=issue["body"], labels=[])
+    if fresh:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        payload["issue"].update(created_at=now, updated_at=now)
+    payload["repository"].update(id=repo_id, name=name, full_name=issue["repo"])
+    payload["repository"]["owner"]["login"] = owner
+    payload["installation"] = {"id": issue.get("installation", INSTALLATION)}
+    return json.dumps(payload).encode()
+
+
+def signed_headers(event: str, body: bytes, delivery: str) -> dict[str, str]:
+    return {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "Content-Type": "application/json",
+        "X-Hub-Signature-256": sign_body(body, SECRET),
+        "User-Agent": "GitHub-Hookshot/bench",
+    }
+
+
+def post(base: str, event: str, body: bytes, delivery: str | None = None, *, timeout: float = 30) -> int:
+    """A signed delivery to POST /webhook; the answer's status (0: none)."""
+    headers = signed_headers(event, body, delivery or str(uuid.uuid4()))
+    try:
+        return requests.post(f"{base}/webhook", data=body, headers=headers, timeout=timeout).status_code
+    except requests.RequestException:
+        return 0
+
+
+def send_at_rate(
+    base: str,
+    issues: list[dict],
+    repo_ids: dict[str, int],
+    rate: float,
+    *,
+    threads: int = 8,
+    answered: Callable[[dict, str, bytes, int], None] | None = None,
+) -> None:
+    """Each issue's `issues.opened` delivery, `rate` a second from `threads` threads, as GitHub's would;
+    `answered(issue, delivery id, body, status)` after each."""
+
+    def send(issue: dict) -> None:
+        body, delivery = delivery_body(issue, repo_ids[issue["repo"]]), str(uuid.uuid4())
+        status = post(base, "issues", body, delivery, timeout=10)
+        if answered:
+            answered(issue, delivery, body, status)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for i, issue in enumerate(issues):
+            time.sleep(max(0.0, started + i / rate - time.monotonic()))
+            pool.submit(send, issue)
