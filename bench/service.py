@@ -64,9 +64,7 @@ def fake_github(repos: dict[str, int], files: dict[str, dict[str, str]] | None =
     return fake
 
 
-def environment(
-    fake: FakeGitHub | None, workdir: Path, *, inherit: bool = True, **settings: str
-) -> dict[str, str]:
+def environment(fake: FakeGitHub | None, workdir: Path, *, inherit: bool = True, **settings: str) -> dict[str, str]:
     """The service's environment: a port of its own, the bench's webhook secret, no age limit (the payloads
     are GitHub's examples, dated 2019), SQLite and the models under workdir/var (DATABASE_URL when set);
     with `fake`, the App on it and threshold 0, so that every job ends in the label write a bench counts.
@@ -75,21 +73,12 @@ def environment(
     (workdir / "var").mkdir(parents=True, exist_ok=True)
     own = ("GITHUB_", "ISSUE_SORTER_", "DATABASE_URL", "REDIS_URL")
     env = {k: v for k, v in os.environ.items() if k != "MODEL_DIR" and (inherit or not k.startswith(own))}
-    env.update(
-        PORT=str(free_port()),
-        PYTHONPATH=str(REPO_ROOT),
-        GITHUB_WEBHOOK_SECRET=SECRET,
-        ISSUE_SORTER_MAX_EVENT_AGE="0",
-        MODEL_DIR=str(workdir / "var" / "models"),
-    )
+    env.update(PORT=str(free_port()), PYTHONPATH=str(REPO_ROOT), GITHUB_WEBHOOK_SECRET=SECRET,
+               ISSUE_SORTER_MAX_EVENT_AGE="0", MODEL_DIR=str(workdir / "var" / "models"))
     env.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'var' / 'issue-sorter.db'}")
     if fake is not None:
-        env.update(
-            GITHUB_APP_ID=str(APP_ID),
-            GITHUB_PRIVATE_KEY=fake.private_key_pem,
-            GITHUB_API_URL=fake.url,
-            ISSUE_SORTER_THRESHOLD="0",
-        )
+        env.update(GITHUB_APP_ID=str(APP_ID), GITHUB_PRIVATE_KEY=fake.private_key_pem, GITHUB_API_URL=fake.url,
+                   ISSUE_SORTER_THRESHOLD="0")
     env.update(settings)
     return env
 
@@ -119,15 +108,9 @@ def promote(database_url: str, model_dir: Path, source: Path, reason: str = "ben
 
 
 @contextlib.contextmanager
-def prepared(
-    workdir: Path,
-    repos: dict[str, int],
-    model: Path | None,
-    *,
-    files: dict[str, dict[str, str]] | None = None,
-    inherit: bool = True,
-    **settings: str,
-) -> Iterator[tuple[FakeGitHub, dict[str, str]]]:
+def prepared(workdir: Path, repos: dict[str, int], model: Path | None, *,
+             files: dict[str, dict[str, str]] | None = None, inherit: bool = True,
+             **settings: str) -> Iterator[tuple[FakeGitHub, dict[str, str]]]:
     """The fake GitHub holding `repos` (with `files`), the service's environment against it (`environment`)
     and `model` (or the tiny one) promoted in its database; the fake stopped at the end."""
     fake = fake_github(repos, files)
@@ -158,9 +141,7 @@ class Service:
         self.base = f"http://127.0.0.1:{env['PORT']}"
         self.log_path, self.started_at = workdir / "run.log", time.time()
         with self.log_path.open("w") as log:
-            self.process = subprocess.Popen(
-                [*CLI, "run"], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT
-            )
+            self.process = subprocess.Popen([*CLI, "run"], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
 
     def __enter__(self) -> Self:
         return self
@@ -198,11 +179,8 @@ class Service:
         """The pids of the supervisor's children whose command line matches `pattern` (workers, Redis)."""
         out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True)
         lines = (line.split(None, 2) for line in out.stdout.splitlines())
-        return sorted(
-            int(pid)
-            for pid, ppid, args in lines
-            if int(ppid) == self.process.pid and re.search(pattern, args)
-        )
+        return sorted(int(pid) for pid, ppid, args in lines
+                      if int(ppid) == self.process.pid and re.search(pattern, args))
 
     def stop(self) -> int:
         """SIGTERM, as an operator stops it; its exit code (-9: killed after 90 s)."""
@@ -222,9 +200,8 @@ def started(commands: dict[str, list[str]], env: dict[str, str], workdir: Path) 
     try:
         for name, command in commands.items():
             with (workdir / f"{name}.log").open("w") as log:
-                processes.append(
-                    subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-                )
+                processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                  cwd=REPO_ROOT))
         yield
     finally:
         for process in processes:
@@ -252,9 +229,7 @@ def real_issues(n: int, installations: int = 1, *, together: int | None = None) 
     rows = []
     for name in ("issues_train.csv", "issues_test.csv"):
         with (NLBSE / name).open(newline="") as handle:
-            rows += [
-                {"repo": r["repo"], "title": r["title"], "body": r["body"]} for r in csv.DictReader(handle)
-            ]
+            rows += [{"repo": r["repo"], "title": r["title"], "body": r["body"]} for r in csv.DictReader(handle)]
     if installations > 1:  # every installation gets every repository, not one repository's run of rows
         by_repo: dict[str, list[dict]] = {}
         for row in rows:
@@ -298,13 +273,8 @@ def delivery_body(issue: dict, repo_id: int, *, fresh: bool = False) -> bytes:
 
 
 def signed_headers(event: str, body: bytes, delivery: str) -> dict[str, str]:
-    return {
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery,
-        "Content-Type": "application/json",
-        "X-Hub-Signature-256": sign_body(body, SECRET),
-        "User-Agent": "GitHub-Hookshot/bench",
-    }
+    return {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+            "X-Hub-Signature-256": sign_body(body, SECRET), "User-Agent": "GitHub-Hookshot/bench"}
 
 
 def post(base: str, event: str, body: bytes, delivery: str | None = None, *, timeout: float = 30) -> int:
@@ -316,15 +286,8 @@ def post(base: str, event: str, body: bytes, delivery: str | None = None, *, tim
         return 0
 
 
-def send_at_rate(
-    base: str,
-    issues: list[dict],
-    repo_ids: dict[str, int],
-    rate: float,
-    *,
-    threads: int = 8,
-    answered: Callable[[dict, str, bytes, int], None] | None = None,
-) -> None:
+def send_at_rate(base: str, issues: list[dict], repo_ids: dict[str, int], rate: float, *, threads: int = 8,
+                 answered: Callable[[dict, str, bytes, int], None] | None = None) -> None:
     """Each issue's `issues.opened` delivery, `rate` a second from `threads` threads, as GitHub's would;
     `answered(issue, delivery id, body, status)` after each."""
 
