@@ -76,19 +76,18 @@ def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, 
     with ValkeyServer(host="127.0.0.1", data_dir=workdir / "redis") as redis_server, FakeGitHub() as github:
         settings = _settings(options, workdir, redis_server.connection_url, github)
         sessions = _prepare(settings, base_model_dir)
-        truths = [options.label_names.get(example.label, example.label) for example in (*history, *examples)]
+        issues = [IssueSnapshot(number, example.title, example.body or "", "closed",
+                                (options.label_names.get(example.label, example.label),), False, "reporter",
+                                example.created_at) for number, example in enumerate((*history, *examples), 1)]
         # a flat threshold in the repository's config: every issue is labelled and judged (no per-kind
         # thresholds for a target precision, which would abstain on some)
         github.add_repo(options.repo, labels=list(options.label_names.values()), installation_id=INSTALLATION,
                         files={CONFIG_PATH: f"threshold: {options.threshold}\n"})
-        for number, (example, truth) in enumerate(zip(history, truths, strict=False), 1):
-            github.add_issue(options.repo, number, example.title, example.body, labels=[truth], state="closed",
-                             created_at=example.created_at)
+        for issue in issues[:len(history)]:
+            github.add_issue(options.repo, issue.number, issue.title, issue.body, labels=issue.labels, state="closed",
+                             created_at=issue.created_at)
         client = GitHubApp.from_settings(settings).writer_for(INSTALLATION)
-        new = [IssueSnapshot(number, example.title, example.body or "", "closed", (truth,), False, "reporter",
-                             example.created_at)
-               for number, example, truth in zip(range(len(history) + 1, len(truths) + 1), examples,
-                                                  truths[len(history):], strict=True)]
+        new = issues[len(history):]
         texts = [format_issue_text(issue.title, issue.body) for issue in new]
         engine = backtest.Replay(sessions, options.repo, _serving(settings, sessions, options.repo, texts), settings,
                                  backtest.Remembering(client))

@@ -75,7 +75,7 @@ class Step:
     threshold: float | None
     own_truth: tuple[str, ...]  # the repository's own labels the issue carries
     own_applied: tuple[str, ...]  # those the App would have put on (written, or recorded in shadow mode)
-    model: str = ""  # the version that decided it
+    model: str  # the version that decided it
 
     @property
     def labelled(self) -> bool:
@@ -325,8 +325,8 @@ class Replay:
 
     def _maintain(self, issue: IssueSnapshot, step: Step, kind_label: str | None, *, written: bool,
                   own_written: tuple[str, ...]) -> None:
-        """The simulated maintainer: keep a right label and close the issue, else take the
-        wrong one off and put the right one on; then the own labels the issue carries, and off those it lacks."""
+        """The simulated maintainer: keep a right label and close the issue, else take the wrong one off and put
+        the right one on; then the own labels the issue carries, and off those it lacks."""
         on = ([step.label] if written and step.label else []) + list(own_written)
         if kind_label is not None:
             if written and step.label == kind_label:

@@ -1,5 +1,5 @@
 """The backtest's replay on the fakes (tests/fakes.py): what it reads, what it counts, and that it writes
-nothing to GitHub or the service's database. Its figures against the real pipeline's: test_backtest_replay.py."""
+nothing to GitHub or the service's database. Its figures against the replay's: test_backtest_replay.py."""
 
 from __future__ import annotations
 
