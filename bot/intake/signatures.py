@@ -9,7 +9,7 @@ PREFIX = "sha256="
 
 
 def sign_body(body: bytes, secret: str) -> str:
-    """The header value GitHub sends for `body` (used by tests and the replay tool)."""
+    """The header value GitHub sends for `body` (used by tests and the benches)."""
     return PREFIX + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 

@@ -4,10 +4,11 @@ The repository's labelled issues (read as the backfill reads them) are replayed 
 own code, in a scratch database of their own (a temporary SQLite file): the first `history` of them are stored
 as the backfill stores them and embedded as the memory's fill does; each later one is decided by the labelling
 job's gather and decide (bot.labeling: its writes only counted, never made) under the repository's config, then
-judged by the replay's maintainer (simulation.replay): a right label kept, a wrong one replaced, one put on where
-the bot abstained, each recorded by bot.decisions as a maintainer's event is. So the memory, the per-kind
-thresholds of the repository's target precision and the own labels' fits grow as they would have, and the
-issue after sees them. Nothing reaches GitHub or the service's database.
+judged by a simulated maintainer: a right label kept, a wrong one replaced, one put on where the bot abstained,
+each recorded by bot.decisions as a maintainer's event is. So the memory, the per-kind thresholds of the
+repository's target precision and the own labels' fits grow as they would have, and the issue after sees them.
+Nothing reaches GitHub or the service's database. The same engine (`Replay`) runs `issue-sorter replay`
+(simulation.replay), which retrains between issues.
 
 The report: how many issues would have been labelled, the precision per kind and per own label, what it would
 have abstained on, and per window of issues the share labelled and the precision (bot.review.charts draws it).
@@ -74,6 +75,7 @@ class Step:
     threshold: float | None
     own_truth: tuple[str, ...]  # the repository's own labels the issue carries
     own_applied: tuple[str, ...]  # those the App would have put on (written, or recorded in shadow mode)
+    model: str  # the version that decided it
 
     @property
     def labelled(self) -> bool:
@@ -224,35 +226,20 @@ def backtest(issues: Sequence[IssueSnapshot], *, repo: str, classifier, settings
     ordered = sorted(issues, key=lambda issue: (issue.created_at is None, issue.created_at or 0, issue.number))
     if not 0 <= history < len(ordered):
         raise ValueError(f"history must leave an issue to decide: {len(ordered)} labelled issues, history {history}")
-    config, problems = load_config(github.get_file, repo)
     served = Precomputed.of(classifier, [format_issue_text(issue.title, issue.body) for issue in ordered],
                             progress=lambda done: progress("scoring", done, len(ordered)))
     with contextlib.ExitStack() as stack:
         directory = Path(workdir) if workdir else Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="issue-sorter-backtest-")))
-        stack.enter_context(_quiet())
-        sessions = _scratch_database(directory / "backtest.db", served)
-        replay = _Replay(sessions, repo, served, settings, github)
-        replay.install(ordered[:history])
-        steps = []
-        for done, issue in enumerate(ordered[history:], 1):
-            steps.append(replay.one_issue(issue))
-            progress("replaying", done, len(ordered) - history)
-        thresholds = replay.thresholds(config.target_precision)
-    return report(steps, repo=repo, model=served.version, history=history, config=config, problems=problems,
-                  thresholds=thresholds, window=window)
-
-
-def _scratch_database(path: Path, served: Precomputed) -> sessionmaker[Session]:
-    """A database of the App's tables where only `served` is registered, serving every repository."""
-    sessions = make_sessionmaker(f"sqlite:///{path}")
-    Base.metadata.create_all(sessions.kw["bind"])
-    with session_scope(sessions) as session:
-        version = ModelVersion(version=served.version, path="", labels=list(served.labels))
-        session.add(version)
-        session.flush()
-        session.add(ModelPromotion(model_version_id=version.id, reason="backtest: the model serving now"))
-    return sessions
+        sessions = make_sessionmaker(f"sqlite:///{directory / 'backtest.db'}")
+        Base.metadata.create_all(sessions.kw["bind"])
+        with session_scope(sessions) as session:  # only the model serving now, serving every repository
+            version = ModelVersion(version=served.version, path="", labels=list(served.labels))
+            session.add(version)
+            session.flush()
+            session.add(ModelPromotion(model_version_id=version.id, reason="backtest: the model serving now"))
+        return Replay(sessions, repo, served, settings, github).run(ordered, history, window=window,
+                                                                   progress=progress)
 
 
 @contextlib.contextmanager
@@ -269,22 +256,45 @@ def _quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
-class _Replay:
-    """One backtest in progress: the scratch database, the served model and the repository's GitHub reads."""
+class Replay:
+    """Issues replayed in order through the App's decision and the simulated maintainer, in a database of their
+    own (`sessions`, where `served` is promoted): the backtest's, and `issue-sorter replay`'s (simulation.replay,
+    which retrains between issues and serves what the gate promotes)."""
 
     def __init__(self, sessions: sessionmaker[Session], repo: str, served: Precomputed, settings: Settings, github):
         self.sessions, self.repo, self.served, self.settings, self.github = sessions, repo, served, settings, github
         self.decisions = decisions_gather.Sources(settings.bot_login, settings.app_id, _Maintainer())
         self.events = 0
 
+    def run(self, issues: Sequence[IssueSnapshot], history: int, *, window: int | None = None,
+            progress: Callable[[str, int, int], None] = lambda stage, done, total: None,
+            after: Callable[[int], None] = lambda done: None) -> dict:
+        """The first `history` of `issues` installed, each later one decided in turn (then `after(how many)`),
+        and the report."""
+        config, problems = load_config(self.github.get_file, self.repo)
+        with _quiet():
+            self.install(issues[:history])
+            steps = []
+            for done, issue in enumerate(issues[history:], 1):
+                steps.append(self.one_issue(issue))
+                progress("replaying", done, len(issues) - history)
+                after(done)
+            thresholds = self.thresholds(config.target_precision)
+        return report(steps, repo=self.repo, model=self.served.version, history=history, config=config,
+                      problems=problems, thresholds=thresholds, window=window)
+
     def install(self, history: Sequence[IssueSnapshot]) -> None:
         """The history stored as the backfill stores it, then embedded as the memory's fill embeds it."""
-        if not history:
-            return
-        with session_scope(self.sessions) as session:
-            backfill.store_page(session, self.repo, history, len(history))
+        if history:
+            with session_scope(self.sessions) as session:
+                backfill.store_page(session, self.repo, history, len(history))
+            self.serve(self.served)
+
+    def serve(self, served: Precomputed) -> None:
+        """`served` decides from the next issue on, the memory filled by it (as its first serving queues)."""
+        self.served = served
         if self.settings.memory:
-            memory_fill.fill_repository(self.sessions, self.repo, self.served)
+            memory_fill.fill_repository(self.sessions, self.repo, served)
         self._after_decision()
 
     def one_issue(self, issue: IssueSnapshot) -> Step:
@@ -303,19 +313,20 @@ class _Replay:
         truth = class_of(kind_label, self.served.labels) if kind_label else None
         own_truth = tuple(backfill.history_own_labels(issue.labels))
         if plan is None or plan.skip:
-            step = Step(issue.number, issue.title, truth, "skipped", "", None, 0.0, None, own_truth, ())
+            step = Step(issue.number, issue.title, truth, "skipped", "", None, 0.0, None, own_truth, (),
+                        self.served.version)
         else:
             written = plan.outcome == "applied"
             own = plan.own_applied if plan.outcome in ("applied", "shadow") else ()
             step = Step(issue.number, issue.title, truth, plan.outcome, plan.predicted, plan.label,
-                        plan.scores.get(plan.predicted, 0.0), plan.threshold, own_truth, own)
+                        plan.scores.get(plan.predicted, 0.0), plan.threshold, own_truth, own, self.served.version)
             self._maintain(opened, step, kind_label, written=written, own_written=plan.own_applied if written else ())
         return step
 
     def _maintain(self, issue: IssueSnapshot, step: Step, kind_label: str | None, *, written: bool,
                   own_written: tuple[str, ...]) -> None:
-        """The replay's maintainer (simulation.replay): keep a right label and close the issue, else take the
-        wrong one off and put the right one on; then the own labels the issue carries, and off those it lacks."""
+        """The simulated maintainer: keep a right label and close the issue, else take the wrong one off and put
+        the right one on; then the own labels the issue carries, and off those it lacks."""
         on = ([step.label] if written and step.label else []) + list(own_written)
         if kind_label is not None:
             if written and step.label == kind_label:
@@ -422,8 +433,8 @@ def report(steps: Sequence[Step], *, repo: str, model: str, history: int, config
 
 
 def curve(steps: Sequence[Step], window: int) -> list[dict]:
-    """Per window of issues, in time order: the share labelled, the precision of those labels and the
-    accuracy (an abstention counted wrong, as the replay counts it)."""
+    """Per window of issues, in time order: the share labelled, the precision of those labels, the accuracy
+    and macro-F1 (an abstention counted wrong) and the version that decided the window's first issue."""
     points = []
     for start in range(0, len(steps), window):
         chunk = steps[start:start + window]
@@ -432,13 +443,13 @@ def curve(steps: Sequence[Step], window: int) -> list[dict]:
         points.append({"seen": start, "issues": len(chunk),
                        "coverage": _share(sum(s.labelled for s in chunk), len(chunk)),
                        "precision": _share(sum(s.served == s.truth for s in labelled), len(labelled)),
-                       "accuracy": _share(sum(s.served == s.truth for s in truths), len(truths))})
+                       "accuracy": _share(sum(s.served == s.truth for s in truths), len(truths)),
+                       "macro_f1": macro_f1(chunk), "model": chunk[0].model})
     return points
 
 
 def macro_f1(steps: Sequence[Step]) -> float | None:
-    """Macro-F1 of the kinds served over the kinds maintainers gave (an abstention is wrong), as the replay
-    measures it."""
+    """scikit-learn's macro-F1 of the kinds served over the kinds maintainers gave (an abstention is wrong)."""
     truths = [step for step in steps if step.truth is not None]
     if not truths:
         return None

@@ -89,10 +89,6 @@ class RepoConfig:
     source: str = "defaults"  # where it came from, for logs
     held: str | None = None  # why nothing may be applied here: the file, or one of its GUARDS, is broken
 
-    @property
-    def wants_comments(self) -> bool:
-        return self.mode in ("comment", "suggest")
-
 
 def describe(value: object) -> str:
     """A value from a config file for a problem message: a short repr in a code span, never the whole."""

@@ -1,4 +1,4 @@
-"""`issue-sorter replay` drives the whole loop: deliveries, worker, maintainer, retraining, curve."""
+"""`issue-sorter replay` drives the whole loop: the App's decisions, the maintainer, retraining, curve."""
 
 import json
 
@@ -45,8 +45,8 @@ def test_replay_with_history_installs_the_app_on_it_and_its_backfill_fills_the_m
                  "--base-model-dir", str(tiny_model_dir), "--out", str(out), "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    # the real backfill read the history from the fake GitHub's list-issues endpoint, and the fill embedded
-    # all of it, before the first new issue was opened
+    # the history was read from the fake GitHub's list-issues endpoint as the backfill reads it, and the fill
+    # embedded all of it, before the first new issue was opened
     assert result["history_pages_read"] >= 1
     assert (result["history"], result["history_backfilled"], result["memory_at_install"]) == (12, 12, 12)
     assert result["issues"] == 8 and [point["seen"] for point in result["curve"]] == [0, 4]

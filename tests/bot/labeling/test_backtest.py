@@ -1,5 +1,5 @@
 """The backtest's replay on the fakes (tests/fakes.py): what it reads, what it counts, and that it writes
-nothing to GitHub or the service's database. Its figures against the real pipeline's: test_backtest_replay.py."""
+nothing to GitHub or the service's database. Its figures against the replay's: test_backtest_replay.py."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.github_api.issues import IssueSnapshot
+from bot.labeling.backtest import Precomputed, Remembering, Replay, backtest, labelled_history, stored_history
 from bot.labeling.config import CONFIG_PATH
 from bot.lifecycle import backfill
-from bot.labeling.backtest import Remembering, backtest, labelled_history, stored_history
 from core import own_labels, store
-from core.db import session_scope
+from core.db import make_sessionmaker, session_scope
 from core.settings import Settings
-from core.tables import IssueRecord
+from core.tables import Base, IssueRecord, MemoryEntry, ModelPromotion, ModelVersion
 from tests.bot.rules import REPO, repository
 from tests.fakes import FakeEncoder
 
@@ -84,6 +84,31 @@ def test_the_repositorys_own_labels_are_counted_on_the_issues_that_carry_them():
     report, _ = run(issues)
     row = report["own_labels"]["area: ui"]
     assert row["issues"] == 15 and row["applied"] <= 15 and row["right"] <= row["applied"]
+
+
+def test_a_model_served_mid_replay_decides_the_issues_after_it_over_the_memory_it_embedded(tmp_path):
+    """simulation.replay serves what its retraining promotes: from the next issue on, with the memory's fill."""
+    later = FakeEncoder(dict(ENCODER.rules), labels=ENCODER.labels, version="fake-2")
+    sessions = make_sessionmaker(f"sqlite:///{tmp_path / 'replay.db'}")
+    Base.metadata.create_all(sessions.kw["bind"])
+    with session_scope(sessions) as session:
+        versions = [ModelVersion(version=model.version, path="", labels=model.labels) for model in (ENCODER, later)]
+        session.add_all(versions)
+        session.flush()
+        session.add(ModelPromotion(model_version_id=versions[0].id, reason="the first"))
+    replay = Replay(sessions, REPO, Precomputed.of(ENCODER, []), SETTINGS, Remembering(repository()))
+
+    def after(done: int) -> None:
+        if done == 16:
+            with session_scope(sessions) as session:
+                session.add(ModelPromotion(model_version_id=versions[1].id, reason="the gate's"))
+            replay.serve(Precomputed.of(later, []))
+            with session_scope(sessions) as session:  # each of the 8 history and 16 decided issues
+                assert session.query(MemoryEntry).filter_by(model_version="fake-2").count() == 24
+
+    report = replay.run(HISTORY, 8, window=8, after=after)
+    assert [point["model"] for point in report["curve"]] == ["fake-1", "fake-1", "fake-2", "fake-2"]
+    assert report["model"] == "fake-2" and report["issues"] == 32
 
 
 def test_too_little_history_is_refused():

@@ -1,6 +1,6 @@
 """`issue-sorter backtest` on a recorded repository through the fake GitHub: its figures are the replay's with
-history on the same issues (simulation.replay drives the real pipeline: webhooks, RQ, the maintainer's
-deliveries), since both are the App's own decision growing its memory issue by issue."""
+history on the same issues (simulation.replay, without retraining), since both run the one engine
+(bot.labeling.backtest.Replay): the App's own decision growing its memory issue by issue."""
 
 from __future__ import annotations
 
