@@ -61,7 +61,8 @@ def build_context(settings: Settings, *, redis: Redis | None = None, github_for=
     quotas = Quotas.from_settings(settings)
     on_serve = (functools.partial(memory_fill.queue_fill_on_first_serving, redis, limit=quotas.queued_memory_fills)
                 if settings.memory else None)
-    loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine)
+    loader = functools.partial(load_classifier, threads=settings.worker_threads, engine=settings.engine,
+                               hardware=engines.this_machine())
     models = ServingModels(resolve, loader, on_serve=on_serve, on_load=functools.partial(record_engine, redis),
                            max_loaded=quotas.loaded_models)
     slots = settings.inference_slots

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from core.card import BLEND_MEMBERS, PIPELINE_FILE, ModelCard
 from core.encoder import EncoderClassifier, load_encoder
+from core.engines import Hardware
 from core.tfidf_files import TFIDF_FILE, load_pipeline
 
 
@@ -53,26 +54,28 @@ class TfidfClassifier:
         return [dict(zip(classes, map(float, row), strict=True)) for row in self.pipeline.predict_proba(list(texts))]
 
 
-def load_classifier(directory: Path | str, *, threads: int | None = None, engine: str = "auto") -> Classifier:
+def load_classifier(directory: Path | str, *, threads: int | None = None, engine: str = "auto",
+                    hardware: Hardware | None = None) -> Classifier:
     """Load whatever kind of model a registry directory holds (an encoder by the fastest engine its gate
     allowed on this CPU, or `engine` when that one is allowed: core.encoder.load_encoder).
 
-    `threads` caps the CPU threads an encoder's inference uses (core.encoder.load_encoder).
+    `threads` caps the CPU threads an encoder's inference uses, `hardware` is the machine's (None: this
+    one's; core.encoder.load_encoder).
     """
     directory = Path(directory)
-    return classifier_from(directory, ModelCard.read(directory), threads=threads, engine=engine)
+    return classifier_from(directory, ModelCard.read(directory), threads=threads, engine=engine, hardware=hardware)
 
 
 def classifier_from(directory: Path, card: ModelCard, *, threads: int | None = None,
-                    engine: str = "auto") -> Classifier:
+                    engine: str = "auto", hardware: Hardware | None = None) -> Classifier:
     """`load_classifier` for a model whose card is in hand (a registered model carries it)."""
     if card.kind == "tfidf":
         return TfidfClassifier.from_directory(directory, card)
     if card.kind == "blend":
-        encoder, tfidf = (load_classifier(directory / member, threads=threads, engine=engine)
+        encoder, tfidf = (load_classifier(directory / member, threads=threads, engine=engine, hardware=hardware)
                           for member in BLEND_MEMBERS)
         return BlendedClassifier(encoder, tfidf, card.tfidf_share, card=card)
-    return load_encoder(directory, card, threads=threads, engine=engine)
+    return load_encoder(directory, card, threads=threads, engine=engine, hardware=hardware)
 
 
 def blend_scores(rows: Sequence[dict[str, float]], other_rows: Sequence[dict[str, float]],

@@ -212,16 +212,16 @@ class OpenVinoClassifier(OnnxClassifier):
 
 
 def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None = None,
-                 engine: str = engines.AUTO, flags: frozenset[str] | None = None) -> EncoderClassifier:
+                 engine: str = engines.AUTO, hardware: engines.Hardware | None = None) -> EncoderClassifier:
     """The encoder run by the fastest engine this CPU has among those its registration's gate allowed
     (`core.engines.choose`); `engine` forces one (ISSUE_SORTER_ENGINE), which still needs its gate.
 
     `threads` caps the CPU threads inference uses (a bot worker's ISSUE_SORTER_WORKER_THREADS); None: the
-    engine's default. `flags`: the CPU's (None: this machine's).
+    engine's default. `hardware`: the machine's (None: this one).
     """
     directory = Path(directory)
     return engines.choose(card, lambda name: load_engine(directory, card, name, threads=threads),
-                          forced=engine, flags=flags).classifier
+                          forced=engine, hardware=hardware).classifier
 
 
 def load_engine(directory: Path, card: ModelCard, engine: str, *, threads: int | None = None

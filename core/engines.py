@@ -91,7 +91,21 @@ class Choice:
     passed_over: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Hardware:
+    """What orders the engines where a model serves: the CPU's instruction-set flags, and whether PyTorch
+    sees an NVIDIA GPU. `this_machine()` probes them once per process; tests describe other machines."""
+
+    cpu_flags: frozenset[str] = frozenset()
+    gpu: bool = False
+
+
 @lru_cache(maxsize=1)
+def this_machine() -> Hardware:
+    """The hardware this process runs on, probed on first use."""
+    return Hardware(cpu_flags(), cuda_available())
+
+
 def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
     """The instruction-set flags of this machine's CPU (Linux); empty where /proc/cpuinfo is not."""
     try:
@@ -194,18 +208,18 @@ def gate_text(gate: Mapping[str, Any]) -> str:
 Loader = Callable[[str], Any]  # engine → a loaded classifier; raises to say it cannot load here
 
 
-def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, flags: Iterable[str] | None = None,
-           gpu: bool | None = None, clock: Callable[[], float] = time.perf_counter) -> Choice:
+def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, hardware: Hardware | None = None,
+           clock: Callable[[], float] = time.perf_counter) -> Choice:
     """The first engine of `order(forced, flags, gpu)` that the card allows and that loads; each one passed
     over is logged with its reason. fp32 PyTorch, last, is allowed always: its failure to load is raised.
-    `flags`, `gpu`: this machine's CPU flags and whether PyTorch sees a GPU (None: read here).
+    `hardware`: the machine it serves on (None: this one).
 
     `forced` "measure": every allowed engine is loaded, and a `MeasuredChoice` over them serves (timed with
     `clock` at its first use); its `engine` is None until then."""
-    flags = cpu_flags() if flags is None else frozenset(flags)
+    hardware = this_machine() if hardware is None else hardware
+    flags, gpu = hardware.cpu_flags, hardware.gpu
     if forced == MEASURE:
         return _choose_by_measuring(card, load, flags, clock)
-    gpu = cuda_available() if gpu is None else gpu
     passed_over: dict[str, str] = {}
     for engine in order(forced, flags, gpu=gpu):
         why = refusal(card, engine)

@@ -29,6 +29,7 @@ from redis.retry import Retry
 from sqlalchemy import create_engine, text
 
 from core.db import Base, make_engine, make_sessionmaker
+from core.engines import Hardware
 from core.settings import Settings
 from tests.paths import WEBHOOKS
 
@@ -59,16 +60,10 @@ def service_missing(what: str, error: Exception):
 
 # A CPU with AVX-512 VNNI and no bf16 instructions (an AVX-512 Xeon before Cooper Lake): core.engines puts
 # the ONNX engines first there and never tries bf16. Tests about the ONNX fast path, or that compare answers
-# with fp32 PyTorch's, pin it, so that an AMX or Zen 4 machine (bf16 earlier) tests the same thing; the
-# orders of every CPU are tested in tests/core/test_engines.py.
+# with fp32 PyTorch's, register and load on it (ONNX_FIRST, without a GPU), so that an AMX or Zen 4 machine
+# (bf16 earlier) tests the same thing; the orders of every CPU are tested in tests/core/test_engines.py.
 ONNX_FIRST_CPU = frozenset({"avx2", "fma", "avx512f", "avx512_vnni"})
-
-
-@pytest.fixture
-def onnx_first_cpu(monkeypatch) -> frozenset[str]:
-    """This process's engine choice sees ONNX_FIRST_CPU's flags instead of the machine's."""
-    monkeypatch.setattr("core.engines.cpu_flags", lambda *args: ONNX_FIRST_CPU)
-    return ONNX_FIRST_CPU
+ONNX_FIRST = Hardware(ONNX_FIRST_CPU)
 
 
 @pytest.fixture(scope="session")

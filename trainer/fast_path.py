@@ -71,6 +71,7 @@ class FastPathOptions:
     # True: also static int8 (OpenVINO's), calibrated on the training issues: minutes more per registration
     # on 2 cores, for an engine measured slower than OpenVINO's bf16 on AMX and refused by its gate there
     static_int8: bool = False
+    cpu_flags: frozenset[str] | None = None  # the registering CPU's, which decide what is gated (None: this one's)
 
     def issues(self, held_out: Sequence[Example]) -> tuple[Sequence[Example], str]:
         """(the gate's issues, where they come from) for a registration that held out `held_out`."""
@@ -107,7 +108,7 @@ def build_fast_path(model: Model, issues: Sequence[Example], *,
     shutil.rmtree(directory / FAST_DIR, ignore_errors=True)  # a pulled model's own graphs never mix in
     if issues:
         record = _export_record(directory, issues, source, model_directory, card,
-                                engines.cpu_flags() if cpu_flags is None else cpu_flags, calibration)
+                                engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags, calibration)
     else:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
         gate = {"passed": False, "reason": "no held-out issues"}

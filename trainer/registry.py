@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from core.card import ModelCard, encoder_directory, read_card, update_card
 from core.classifier import Classifier, classifier_from, load_classifier
 from core.db import session_scope
+from core.engines import Hardware
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
 
@@ -241,14 +242,16 @@ class Registry:
             query = query.where(ModelVersion.scope == scope)
         return list(self.session.scalars(query))
 
-    def load(self, version: str | None = None, *, scope: str = GLOBAL_SCOPE) -> Classifier:
-        """The classifier of `version`, or of the version serving `scope` when none is named."""
+    def load(self, version: str | None = None, *, scope: str = GLOBAL_SCOPE,
+             hardware: Hardware | None = None) -> Classifier:
+        """The classifier of `version`, or of the version serving `scope` when none is named, as it serves
+        on `hardware` (None: this machine)."""
         row = self.get(version) if version else self.serving(scope)
         if row is None:
             raise nothing_promoted(scope)
         if not Path(row.path).is_dir():
             raise _missing(row)
-        return load_classifier(row.path)
+        return load_classifier(row.path, hardware=hardware)
 
 
 def _with_card(row: ModelVersion) -> Model:

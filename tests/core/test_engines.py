@@ -16,6 +16,7 @@ from core.engines import (
     OV_INT8,
     TORCH_BF16,
     TORCH_FP32,
+    Hardware,
     choose,
     cpu_flags,
     cuda_available,
@@ -44,13 +45,6 @@ EVERY_ENGINE_PASSED = card({OV_INT8: PASSED, OV_BF16: PASSED, ORT_INT8: PASSED, 
                            kept=(OV_INT8, OV_BF16, ORT_INT8, ORT_FP32))
 
 
-@pytest.fixture(autouse=True)
-def a_machine_without_a_gpu(monkeypatch):
-    """These tests describe machines by their CPU flags; the GPU's tests say gpu=True. So a test run on a
-    machine with a GPU chooses as CI does."""
-    monkeypatch.setattr(engines, "cuda_available", lambda: False)
-
-
 class FakeEngines:
     """Loads engines by name; those in `broken` raise the given error, as a missing library or file would."""
 
@@ -74,28 +68,29 @@ def test_the_cpus_flags_order_the_engines_openvino_and_bf16_first_only_with_amx(
 
 
 def test_on_zen4_onnx_runtime_serves_before_bf16_and_bf16_before_fp32_pytorch(caplog):
-    assert choose(ALL_PASSED, FakeEngines(), flags=ZEN4).engine == ORT_INT8
+    assert choose(ALL_PASSED, FakeEngines(), hardware=Hardware(ZEN4)).engine == ORT_INT8
     refused_int8 = card({ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED}, kept=(ORT_FP32,))
-    assert choose(refused_int8, FakeEngines(), flags=ZEN4).engine == ORT_FP32  # this morning's bootstrap model
+    # this morning's bootstrap model
+    assert choose(refused_int8, FakeEngines(), hardware=Hardware(ZEN4)).engine == ORT_FP32
     no_onnxruntime = FakeEngines(onnxruntime_int8=ImportError("no onnxruntime"),
                                  onnxruntime_fp32=ImportError("no onnxruntime"))
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(ALL_PASSED, no_onnxruntime, flags=ZEN4)
+        chosen = choose(ALL_PASSED, no_onnxruntime, hardware=Hardware(ZEN4))
     assert chosen.engine == TORCH_BF16 and no_onnxruntime.loaded == [ORT_INT8, ORT_FP32, TORCH_BF16]
     assert "serving v1 with pytorch-bf16" in caplog.text
-    assert choose(ALL_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == TORCH_BF16
-    assert choose(ALL_PASSED, FakeEngines(), flags=AVX2).engine == ORT_INT8
+    assert choose(ALL_PASSED, FakeEngines(), hardware=Hardware(SAPPHIRE_RAPIDS)).engine == TORCH_BF16
+    assert choose(ALL_PASSED, FakeEngines(), hardware=Hardware(AVX2)).engine == ORT_INT8
 
 
 def test_where_pytorch_sees_a_gpu_fp32_pytorch_serves_on_it_whatever_the_cpu(caplog):
     for flags in (SAPPHIRE_RAPIDS, ZEN4, AVX2):
         assert order("auto", flags, gpu=True) == (TORCH_FP32,)
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        assert choose(ALL_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS, gpu=True).engine == TORCH_FP32
+        assert choose(ALL_PASSED, FakeEngines(), hardware=Hardware(SAPPHIRE_RAPIDS, gpu=True)).engine == TORCH_FP32
     assert "serving v1 with pytorch (PyTorch on the GPU; CPU" in caplog.text and "; on the GPU)" in caplog.text
     # the operator's choice still comes first: ONNX Runtime on the CPU, beside the GPU
     assert order(ORT_INT8, AVX2, gpu=True) == (ORT_INT8, TORCH_FP32)
-    assert choose(ALL_PASSED, FakeEngines(), forced=ORT_INT8, flags=AVX2, gpu=True).engine == ORT_INT8
+    assert choose(ALL_PASSED, FakeEngines(), forced=ORT_INT8, hardware=Hardware(AVX2, gpu=True)).engine == ORT_INT8
 
 
 @pytest.mark.e2e  # a Python process of its own: what it imports
@@ -139,7 +134,7 @@ def test_measure_tries_every_engine_the_cpus_order_first():
 def test_the_fastest_allowed_engine_serves_and_the_choice_is_logged(caplog):
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(EVERY_ENGINE_PASSED, load, flags=SAPPHIRE_RAPIDS)
+        chosen = choose(EVERY_ENGINE_PASSED, load, hardware=Hardware(SAPPHIRE_RAPIDS))
     assert (chosen.engine, chosen.classifier, chosen.passed_over) == (OV_BF16, "classifier run by openvino-bf16", {})
     assert load.loaded == [OV_BF16]  # nothing else loaded
     assert "serving v1 with openvino-bf16 (the CPU's fastest allowed; CPU avx2 avx512f avx512_vnni avx512_bf16 " \
@@ -150,7 +145,7 @@ def test_an_engine_refused_by_its_gate_is_never_loaded_and_the_next_one_serves(c
     refused_int8 = card({ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED}, kept=(ORT_FP32,))
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(refused_int8, load, flags=AVX2)
+        chosen = choose(refused_int8, load, hardware=Hardware(AVX2))
     assert chosen.engine == ORT_FP32 and load.loaded == [ORT_FP32]
     assert "top label agreed on 95.5% of 45 issues" in chosen.passed_over[ORT_INT8]
     assert "onnxruntime-int8 does not serve v1: its registration's same-answers gate refused it" in caplog.text
@@ -163,7 +158,7 @@ def test_an_engine_refused_by_its_gate_is_never_loaded_and_the_next_one_serves(c
 def test_an_engine_missing_or_failing_to_load_falls_back_to_the_next(error, caplog):
     load = FakeEngines(onnxruntime_int8=error)
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        chosen = choose(ALL_PASSED, load, flags=AVX2)
+        chosen = choose(ALL_PASSED, load, hardware=Hardware(AVX2))
     assert chosen.engine == ORT_FP32 and load.loaded == [ORT_INT8, ORT_FP32]
     assert f"onnxruntime-int8 does not serve v1: it could not be loaded ({type(error).__name__}: {error})" \
         in caplog.text
@@ -171,33 +166,33 @@ def test_an_engine_missing_or_failing_to_load_falls_back_to_the_next(error, capl
 
 def test_with_every_fast_engine_broken_fp32_pytorch_serves():
     load = FakeEngines(onnxruntime_int8=ImportError("no onnxruntime"), onnxruntime_fp32=ImportError("no onnxruntime"))
-    chosen = choose(ALL_PASSED, load, flags=AVX2)
+    chosen = choose(ALL_PASSED, load, hardware=Hardware(AVX2))
     assert chosen.engine == TORCH_FP32 and set(chosen.passed_over) == {ORT_INT8, ORT_FP32}
 
 
 def test_fp32_pytorch_failing_to_load_is_an_error_not_a_silent_model_less_worker():
     load = FakeEngines(pytorch=OSError("model.safetensors: no such file"))
     with pytest.raises(OSError, match="model.safetensors"):
-        choose(card({}, kept=()), load, flags=AVX2)
+        choose(card({}, kept=()), load, hardware=Hardware(AVX2))
 
 
 def test_a_model_without_a_fast_path_is_served_by_fp32_pytorch_saying_why(caplog):
     bare = ModelCard(version="v0", labels=["bug", "feature"])
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        assert choose(bare, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == TORCH_FP32
+        assert choose(bare, FakeEngines(), hardware=Hardware(SAPPHIRE_RAPIDS)).engine == TORCH_FP32
     assert "pytorch-bf16 does not serve v0: no fast path was built for it" in caplog.text
 
 
 def test_a_forced_engine_serves_when_its_gate_passed(caplog):
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        assert choose(ALL_PASSED, FakeEngines(), forced=ORT_FP32, flags=AVX2).engine == ORT_FP32
+        assert choose(ALL_PASSED, FakeEngines(), forced=ORT_FP32, hardware=Hardware(AVX2)).engine == ORT_FP32
     assert "forced by ISSUE_SORTER_ENGINE" in caplog.text
 
 
 def test_a_forced_engine_its_gate_refused_falls_back_with_a_warning(caplog):
     bf16_refused = card({ORT_INT8: PASSED, ORT_FP32: PASSED, TORCH_BF16: REFUSED})
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        chosen = choose(bf16_refused, FakeEngines(), forced=TORCH_BF16, flags=SAPPHIRE_RAPIDS)
+        chosen = choose(bf16_refused, FakeEngines(), forced=TORCH_BF16, hardware=Hardware(SAPPHIRE_RAPIDS))
     assert chosen.engine == ORT_INT8
     assert "pytorch-bf16 does not serve v1: its registration's same-answers gate refused it" in caplog.text
     # a warning: the operator asked for another
@@ -207,7 +202,7 @@ def test_a_forced_engine_its_gate_refused_falls_back_with_a_warning(caplog):
 
 def test_an_engine_its_registration_never_gated_does_not_serve():
     int8_only = card({ORT_INT8: PASSED}, kept=(ORT_INT8,))
-    chosen = choose(int8_only, FakeEngines(), flags=SAPPHIRE_RAPIDS)
+    chosen = choose(int8_only, FakeEngines(), hardware=Hardware(SAPPHIRE_RAPIDS))
     assert chosen.engine == ORT_INT8 and chosen.passed_over == dict.fromkeys((OV_INT8, OV_BF16, TORCH_BF16),
                                                                              "its registration did not gate it")
 
@@ -217,7 +212,7 @@ def test_a_card_of_the_previous_format_allows_the_one_artefact_it_kept():
         "serves": ORT_FP32, "file": "fast/model.fp32.onnx", "sha256": "ab", "gate": PASSED,
         "gates": {ORT_INT8: REFUSED}}})
     assert engines.artefacts(old) == {ORT_FP32: {"file": "fast/model.fp32.onnx", "sha256": "ab"}}
-    assert choose(old, FakeEngines(), flags=AVX2).engine == ORT_FP32
+    assert choose(old, FakeEngines(), hardware=Hardware(AVX2)).engine == ORT_FP32
 
 
 def test_the_cpus_flags_are_read_from_cpuinfo(tmp_path):
@@ -277,7 +272,7 @@ class TimedEngines(FakeEngines):
 def test_measure_loads_every_allowed_engine_but_runs_none_until_first_used(caplog):
     load = TimedEngines({ORT_INT8: 9.0, ORT_FP32: 14.0, TORCH_FP32: 30.0})
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock)
+        chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, hardware=Hardware(AVX2), clock=load.clock)
     assert load.loaded == [ORT_INT8, ORT_FP32, TORCH_FP32]
     assert chosen.classifier.engine is None and not any(made.texts for made in load.made.values())
     assert engines.served_engine(chosen.classifier) is None  # nothing to record for /metrics yet
@@ -287,7 +282,7 @@ def test_measure_loads_every_allowed_engine_but_runs_none_until_first_used(caplo
 def test_measure_serves_the_engine_measured_fastest_and_logs_every_timing(caplog):
     """On a CPU where the flags' order is wrong (fp32 beats int8 here), the measurement decides."""
     load = TimedEngines({ORT_INT8: 20.0, ORT_FP32: 12.0, TORCH_BF16: 80.0, TORCH_FP32: 30.0})
-    chosen = choose(ALL_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    chosen = choose(ALL_PASSED, load, forced=engines.MEASURE, hardware=Hardware(AVX2), clock=load.clock).classifier
     recorded = []
     engines.when_served(chosen, recorded.append)
     assert recorded == []  # not measured yet
@@ -309,7 +304,7 @@ def test_measure_serves_the_engine_measured_fastest_and_logs_every_timing(caplog
 
 def test_measure_keeps_the_cpus_order_when_the_timings_are_within_noise():
     load = TimedEngines({ORT_INT8: 10.0, ORT_FP32: 9.8, TORCH_FP32: 30.0})  # 2 % apart
-    chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, hardware=Hardware(AVX2), clock=load.clock).classifier
     chosen.embed(["any use measures"])
     assert chosen.engine == ORT_INT8
 
@@ -319,7 +314,7 @@ def test_measure_times_only_engines_the_gate_allowed_and_that_load(caplog):
     load = TimedEngines({ORT_FP32: 12.0, TORCH_BF16: 8.0, TORCH_FP32: 30.0},
                         pytorch_bf16=RuntimeError("no bf16 kernels"))
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(refused_int8, load, forced=engines.MEASURE, flags=ZEN4, clock=load.clock)
+        chosen = choose(refused_int8, load, forced=engines.MEASURE, hardware=Hardware(ZEN4), clock=load.clock)
         chosen.classifier.predict(["x"])
     assert load.loaded == [ORT_FP32, TORCH_BF16, TORCH_FP32]
     assert set(chosen.passed_over) == {ORT_INT8, TORCH_BF16, OV_INT8, OV_BF16}  # OpenVINO: never gated
@@ -330,8 +325,8 @@ def test_measure_times_only_engines_the_gate_allowed_and_that_load(caplog):
 
 def test_measure_with_one_engine_allowed_serves_it_at_once_without_timing():
     load = TimedEngines({TORCH_FP32: 30.0})
-    chosen = choose(ModelCard(version="v0", labels=["bug", "feature"]), load, forced=engines.MEASURE, flags=AVX2,
-                    clock=load.clock)
+    chosen = choose(ModelCard(version="v0", labels=["bug", "feature"]), load, forced=engines.MEASURE,
+                    hardware=Hardware(AVX2), clock=load.clock)
     assert chosen.engine == TORCH_FP32 and chosen.classifier is load.made[TORCH_FP32]
     assert load.made[TORCH_FP32].texts == []
 
@@ -340,7 +335,7 @@ def test_measure_with_nothing_loadable_raises_fp32_pytorchs_error():
     load = TimedEngines({}, onnxruntime_int8=ImportError("no onnxruntime"), onnxruntime_fp32=ImportError("no ORT"),
                         pytorch=OSError("model.safetensors: no such file"))
     with pytest.raises(OSError, match="model.safetensors"):
-        choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2)
+        choose(ONNX_PASSED, load, forced=engines.MEASURE, hardware=Hardware(AVX2))
 
 
 def test_a_blend_over_a_measured_encoder_is_recorded_once_measured():
@@ -348,7 +343,7 @@ def test_a_blend_over_a_measured_encoder_is_recorded_once_measured():
 
     load = TimedEngines({ORT_INT8: 9.0, TORCH_FP32: 30.0})
     int8_only = card({ORT_INT8: PASSED}, kept=(ORT_INT8,))
-    encoder = choose(int8_only, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    encoder = choose(int8_only, load, forced=engines.MEASURE, hardware=Hardware(AVX2), clock=load.clock).classifier
     tfidf = TimedEngine("tfidf", 0.0, load.clock)
     blend = BlendedClassifier(encoder, tfidf, 0.5)
     recorded = []
@@ -368,7 +363,7 @@ def test_the_engine_setting_accepts_measure_and_names_the_choices():
 
 def test_measure_passes_over_an_engine_that_loaded_but_fails_to_run(caplog):
     load = TimedEngines({ORT_INT8: 9.0, ORT_FP32: 14.0, TORCH_FP32: 30.0})
-    chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, flags=AVX2, clock=load.clock).classifier
+    chosen = choose(ONNX_PASSED, load, forced=engines.MEASURE, hardware=Hardware(AVX2), clock=load.clock).classifier
 
     def broken(texts, batch_size=16):
         raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION")
@@ -381,12 +376,12 @@ def test_measure_passes_over_an_engine_that_loaded_but_fails_to_run(caplog):
 
 
 def test_with_amx_openvino_bf16_serves_first_then_openvino_int8_when_bf16_was_refused(caplog):
-    assert choose(EVERY_ENGINE_PASSED, FakeEngines(), flags=SAPPHIRE_RAPIDS).engine == OV_BF16
+    assert choose(EVERY_ENGINE_PASSED, FakeEngines(), hardware=Hardware(SAPPHIRE_RAPIDS)).engine == OV_BF16
     bf16_refused = card({OV_INT8: PASSED, OV_BF16: REFUSED, ORT_INT8: REFUSED, ORT_FP32: PASSED, TORCH_BF16: PASSED},
                         kept=(OV_INT8, ORT_FP32))
     load = FakeEngines()
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        chosen = choose(bf16_refused, load, flags=SAPPHIRE_RAPIDS)
+        chosen = choose(bf16_refused, load, hardware=Hardware(SAPPHIRE_RAPIDS))
     assert chosen.engine == OV_INT8 and load.loaded == [OV_INT8]  # a refused engine is never loaded
     assert "openvino-bf16 does not serve v1: its registration's same-answers gate refused it (top label agreed " \
            "on 95.5% of 45 issues" in caplog.text
@@ -396,7 +391,7 @@ def test_without_openvino_installed_the_next_engine_serves_and_says_why(caplog):
     no_openvino = FakeEngines(openvino_int8=ImportError("No module named 'openvino'"),
                               openvino_bf16=ImportError("No module named 'openvino'"))
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        chosen = choose(EVERY_ENGINE_PASSED, no_openvino, flags=SAPPHIRE_RAPIDS)
+        chosen = choose(EVERY_ENGINE_PASSED, no_openvino, hardware=Hardware(SAPPHIRE_RAPIDS))
     assert chosen.engine == TORCH_BF16 and no_openvino.loaded == [OV_BF16, OV_INT8, TORCH_BF16]
     assert "openvino-bf16 does not serve v1: it could not be loaded (ImportError: No module named 'openvino')" \
         in caplog.text
@@ -404,6 +399,6 @@ def test_without_openvino_installed_the_next_engine_serves_and_says_why(caplog):
 
 def test_an_openvino_engine_whose_artefact_the_card_does_not_keep_never_serves():
     gated_not_kept = card({OV_INT8: PASSED, OV_BF16: PASSED, ORT_FP32: PASSED}, kept=(ORT_FP32,))
-    chosen = choose(gated_not_kept, FakeEngines(), flags=SAPPHIRE_RAPIDS)
+    chosen = choose(gated_not_kept, FakeEngines(), hardware=Hardware(SAPPHIRE_RAPIDS))
     assert chosen.engine == ORT_FP32
     assert chosen.passed_over[OV_INT8] == chosen.passed_over[OV_BF16] == "its registration kept no artefact for it"

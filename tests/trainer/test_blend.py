@@ -1,7 +1,11 @@
 """The encoder + TF-IDF blend: its share, its serving, its registry round trip and its retraining."""
 
+import contextlib
 import dataclasses
+import functools
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,14 +66,36 @@ def test_a_blends_card_says_where_its_encoder_trained(trained_blend, tmp_path):
     assert training["precision"] == trained_blend.encoder.precision
 
 
-def test_loading_a_blend_reads_each_of_its_three_cards_once(trained_blend, tmp_path, monkeypatch):
-    import core.card
+_OPENED: list[list[Path]] = []  # the files opened in each `files_opened` block in progress
 
+
+def _record_open(event: str, args: tuple) -> None:
+    if event == "open" and _OPENED and isinstance(args[0], str | os.PathLike):
+        _OPENED[-1].append(Path(args[0]))
+
+
+@functools.cache
+def _hook_opens() -> None:
+    sys.addaudithook(_record_open)  # it stays for the process: added once, idle outside a block
+
+
+@contextlib.contextmanager
+def files_opened():
+    """The paths this process opens inside the block, as Python's audit events report them."""
+    _hook_opens()
+    _OPENED.append([])
+    try:
+        yield _OPENED[-1]
+    finally:
+        _OPENED.pop()
+
+
+def test_loading_a_blend_reads_each_of_its_three_cards_once(trained_blend, tmp_path):
     directory = trained_blend.save(tmp_path / "blend", version="v-blend")
-    reads, read = [], core.card.read_card
-    monkeypatch.setattr(core.card, "read_card", lambda where: reads.append(Path(where)) or read(where))
-    loaded = load_classifier(directory)
-    assert sorted(reads) == [directory, directory / "encoder", directory / "tfidf"]
+    with files_opened() as opened:
+        loaded = load_classifier(directory)
+    cards = sorted(path.parent for path in opened if path.name == MODEL_CARD)
+    assert cards == [directory, directory / "encoder", directory / "tfidf"]
     assert (loaded.card.version, loaded.encoder.card.version) == ("v-blend", "v-blend-encoder")
 
 

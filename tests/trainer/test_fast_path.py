@@ -3,6 +3,7 @@ intact."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import shutil
@@ -18,7 +19,7 @@ from core.card import ModelCard, read_card
 from core.classifier import BlendedClassifier, load_classifier
 from core.db import Base, make_sessionmaker, session_scope
 from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, OpenVinoClassifier, TransformerClassifier
-from tests.conftest import ONNX_FIRST_CPU
+from tests.conftest import ONNX_FIRST, ONNX_FIRST_CPU
 from tests.fakes import FakeEncoder
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
@@ -94,7 +95,7 @@ def top_labels(classifier, issues) -> list[str]:
 
 
 def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top_labels(registered, gate_issues,
-                                                                                       caplog, onnx_first_cpu):
+                                                                                       caplog):
     record = read_card(registered)["fast_path"]
     assert record["serves"] in FAST_ENGINES and record["gate"]["passed"]
     gate = record["gate"]
@@ -108,7 +109,7 @@ def test_a_registered_encoder_serves_through_its_fast_artefact_with_pytorchs_top
     assert set(FAST_ENGINES) <= set(record["gates"])  # both gated, whatever int8 gave
     assert record["gate"]["issues_source"] == "given by the caller"
     with caplog.at_level(logging.INFO, logger="core.engines"):
-        fast = load_classifier(registered)
+        fast = load_classifier(registered, hardware=ONNX_FIRST)
     # a CPU without bf16: the first ONNX engine its gate allowed, int8 before fp32
     assert isinstance(fast, OnnxClassifier) and fast.engine == next(e for e in FAST_ENGINES if e in kept)
     assert f"serving {fast.version} with {fast.engine}" in caplog.text
@@ -136,15 +137,14 @@ def damage(artefact: Path, how: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["missing", "corrupt"])
-def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registered, gate_issues, how, caplog,
-                                                                       onnx_first_cpu):
+def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registered, gate_issues, how, caplog):
     kept = read_card(registered)["fast_path"]["artefacts"]
-    fast_labels = top_labels(load_classifier(registered), gate_issues)
+    fast_labels = top_labels(load_classifier(registered, hardware=ONNX_FIRST), gate_issues)
     for file in {artefact["file"] for artefact in kept.values()}:  # engines may share a graph: each file once
         damage(registered / file, how)
     # without bf16 instructions the fallback is fp32 PyTorch, whose answers the fast path's are compared with
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        served = load_classifier(registered)
+        served = load_classifier(registered, hardware=ONNX_FIRST)
     assert isinstance(served, TransformerClassifier) and served.engine == "pytorch"
     lines = [r.getMessage() for r in caplog.records if "could not be loaded" in r.getMessage()]
     # every kept engine this CPU would try says why it does not serve (a bf16 engine is not tried without bf16)
@@ -154,14 +154,14 @@ def test_missing_or_corrupt_artefacts_fall_back_to_pytorch_and_say_why(registere
 
 
 def test_a_corrupt_int8_artefact_falls_back_to_the_fp32_graph_when_its_gate_passed_too(
-        register, decisive_minilm, monkeypatch, caplog, onnx_first_cpu):
+        register, decisive_minilm, monkeypatch, caplog):
     monkeypatch.setattr("trainer.fast_path.is_same_answers", lambda *figures: True)  # both engines pass
-    model = register(decisive_minilm)
+    model = register(decisive_minilm, cpu_flags=ONNX_FIRST_CPU)
     kept = read_card(model.directory)["fast_path"]["artefacts"]
     assert set(kept) == set(FAST_ENGINES)  # every engine that passed is kept: the worker's CPU chooses
     damage(model.directory / kept[SERVES]["file"], "corrupt")
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        served = load_classifier(model.directory)
+        served = load_classifier(model.directory, hardware=ONNX_FIRST)
     assert isinstance(served, OnnxClassifier) and served.engine == SERVES_FP32
     assert "onnxruntime-int8 does not serve" in caplog.text and "does not match the SHA-256" in caplog.text
 
@@ -198,15 +198,16 @@ def test_the_gate_allows_half_a_point_of_macro_f1_and_one_percent_of_top_labels(
 
 
 def test_a_promoted_blend_serves_its_encoder_through_the_fast_path_in_the_bot(
-        register, registry, decisive_minilm, tfidf_model, gate_issues, onnx_first_cpu):
+        register, registry, decisive_minilm, tfidf_model, gate_issues):
     blend = TrainedBlend(decisive_minilm, tfidf_model, 0.7)
-    model = register(blend)
+    model = register(blend, cpu_flags=ONNX_FIRST_CPU)
     registry.promote(model.version)
     assert read_card(model.directory)["fast_path"]["serves"] in FAST_ENGINES  # what an operator reads
-    models = ServingModels(lambda repo: Served("global", model.version, model.row.path))
+    models = ServingModels(lambda repo: Served("global", model.version, model.row.path),
+                           functools.partial(load_classifier, hardware=ONNX_FIRST))
     served = models.for_repository("octo/repo")
     assert isinstance(served, BlendedClassifier) and isinstance(served.encoder, OnnxClassifier)
-    reference = load_classifier(model.directory)
+    reference = load_classifier(model.directory, hardware=ONNX_FIRST)
     reference.encoder = pytorch(model.directory / "encoder")
     # what the gate promises: PyTorch's top label on at least MIN_AGREEMENT of its issues (int8's dynamic
     # activation scales depend on the batch, so one borderline issue of 45 may differ from the gate's run)
@@ -237,10 +238,10 @@ def test_a_worker_serving_the_fast_path_never_imports_torch(registered_once):
     """What makes the fast path start in a fraction of PyTorch's time and hold a fraction of its memory."""
     script = f"""
 import sys
-import core.engines
-core.engines.cpu_flags = lambda *args: frozenset({sorted(ONNX_FIRST_CPU)!r})  # bf16 (AMX, Zen 4) would come first
 from core.classifier import load_classifier
-classifier = load_classifier({str(registered_once)!r}, threads=1)
+from core.engines import Hardware
+onnx_first = Hardware(frozenset({sorted(ONNX_FIRST_CPU)!r}))  # bf16 (AMX, Zen 4) would come first
+classifier = load_classifier({str(registered_once)!r}, threads=1, hardware=onnx_first)
 scores, vectors = classifier.predict_and_embed(["Crash on start", "Add a dark mode"])
 print(type(classifier).__name__, len(vectors[0]), sorted(m for m in sys.modules if m.split(".")[0] == "torch"))
 """
@@ -327,14 +328,14 @@ def test_the_gate_passes_an_engine_that_answers_as_pytorch_and_refuses_one_that_
 
 
 def test_without_openvino_installed_its_engines_are_not_gated_and_onnx_runtime_serves(
-        register, decisive_minilm, monkeypatch, caplog, onnx_first_cpu):
+        register, decisive_minilm, monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` fails as where it is not installed
-    model = register(decisive_minilm)
+    model = register(decisive_minilm, cpu_flags=ONNX_FIRST_CPU)
     record = read_card(model.directory)["fast_path"]
     for engine in OPENVINO:
         assert record["gates"][engine] == {
             "passed": False, "reason": "not gated: OpenVINO is not installed where it was registered"}
     with caplog.at_level(logging.WARNING, logger="core.engines"):
-        served = load_classifier(model.directory, engine=engines.OV_INT8)
+        served = load_classifier(model.directory, engine=engines.OV_INT8, hardware=ONNX_FIRST)
     assert isinstance(served, OnnxClassifier) and served.engine in FAST_ENGINES
     assert "openvino-int8 does not serve" in caplog.text

@@ -11,7 +11,7 @@ from core.classifier import load_classifier
 from core.encoder import FAST_DIR, SERVES
 from core.settings import Settings
 from issue_sorter.cli import main
-from tests.conftest import promote_model
+from tests.conftest import ONNX_FIRST, promote_model
 from trainer import publish
 from trainer.registry import Registry
 
@@ -27,7 +27,7 @@ def cli(settings: Settings, *argv) -> int:
 
 
 def test_push_then_pull_round_trips_a_model_through_a_directory_and_it_serves(
-        tmp_path, tiny_model_dir, database_url, model_dir, capsys, onnx_first_cpu):
+        tmp_path, tiny_model_dir, database_url, model_dir, capsys):
     # fp32 PyTorch serves both sides (the pulled copy's bf16 gate may pass: on AMX it would serve first)
     here = Settings(webhook_secret="", database_url=database_url, model_dir=model_dir)
     version = promote_model(database_url, model_dir, tiny_model_dir)
@@ -49,11 +49,11 @@ def test_push_then_pull_round_trips_a_model_through_a_directory_and_it_serves(
     from core.db import make_sessionmaker
 
     with make_sessionmaker(other_db)() as session:
-        pulled = Registry(there.model_dir, session).load()
+        pulled = Registry(there.model_dir, session).load(hardware=ONNX_FIRST)
         card = read_card(Registry(there.model_dir, session).serving().path)
     assert card["pulled_from"] == {"source": str(published), "revision": None}
     assert card["labels"] == read_card(tiny_model_dir)["labels"]
-    original = load_classifier(tiny_model_dir)
+    original = load_classifier(tiny_model_dir, hardware=ONNX_FIRST)
     for ours, theirs in zip(original.predict(TEXTS), pulled.predict(TEXTS), strict=True):
         assert ours == pytest.approx(theirs, abs=1e-6)
 
@@ -79,7 +79,7 @@ def test_a_directory_with_pickled_weights_is_refused_whatever_its_card(tmp_path,
 
 
 def test_a_pulled_models_onnx_graph_is_built_and_gated_here_never_taken_on_its_publishers_word(
-        tmp_path, tiny_model_dir, database_url, model_dir, onnx_first_cpu):
+        tmp_path, tiny_model_dir, database_url, model_dir):
     """A card that said its ONNX graph passed the publisher's gate, with the graph's hash beside it
     (both the publisher's to write), made pull-model serve that graph as it came."""
     here = Settings(webhook_secret="", database_url=database_url, model_dir=model_dir)
