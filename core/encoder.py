@@ -23,15 +23,12 @@ from pathlib import Path
 
 from core import engines
 from core.card import ModelCard
+from core.engines import FAST_DIR, FAST_FILE, FP32_FILE, STATIC_INT8_FILE  # noqa: F401 - their old home
 from core.file_hash import file_sha256
 from core.issue_text import shorten_text
 
 log = logging.getLogger(__name__)
 
-FAST_DIR = "fast"  # the artefact's subdirectory in an encoder's version directory
-FAST_FILE = "model.int8.onnx"  # fused graph, dynamic int8 weights (per channel)
-FP32_FILE = "model.fp32.onnx"  # the same fused graph in fp32: ONNX Runtime's fp32, OpenVINO's bf16
-STATIC_INT8_FILE = "model.int8-static.onnx"  # the unfused graph, int8 weights and calibrated activations (QDQ)
 SERVES = engines.ORT_INT8  # the card's `fast_path.serves` for each artefact
 SERVES_FP32 = engines.ORT_FP32
 
@@ -198,7 +195,7 @@ class OpenVinoClassifier(OnnxClassifier):
         from transformers import PreTrainedTokenizerFast
 
         config = {"PERFORMANCE_HINT": "LATENCY"}  # one request at a time, as a labelling job runs
-        if engine == engines.OV_BF16:
+        if engines.TABLE[engine].bf16:
             config["INFERENCE_PRECISION_HINT"] = "bf16"
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
@@ -227,17 +224,23 @@ def load_encoder(directory: Path | str, card: ModelCard, *, threads: int | None 
 def load_engine(directory: Path, card: ModelCard, engine: str, *, threads: int | None = None
                 ) -> EncoderClassifier:
     """The encoder in `directory` run by `engine`; raises, saying why, when it cannot be loaded here."""
-    if engine in engines.GRAPH_ENGINES:
+    if engines.TABLE[engine].graph:
         kept = engines.artefacts(card)[engine]
         path = directory / kept["file"]
         if not path.is_file():
             raise FileNotFoundError(f"its fast artefact {path} is missing")
         if file_sha256(path) != kept.get("sha256"):
             raise ValueError(f"its fast artefact {path} does not match the SHA-256 in its card (corrupt or replaced)")
-        runner = OpenVinoClassifier if engine in engines.OPENVINO_ENGINES else OnnxClassifier
-        return runner.from_file(directory, path, card, threads=threads, engine=engine)
+        return graph_classifier(directory, path, card, engine, threads=threads)
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
-    return TransformerClassifier.from_directory(directory, card, bf16=engine == engines.TORCH_BF16)
+    return TransformerClassifier.from_directory(directory, card, bf16=engines.TABLE[engine].bf16)
+
+
+def graph_classifier(directory: Path, path: Path, card: ModelCard, engine: str, *, threads: int | None = None
+                     ) -> OnnxClassifier:
+    """The ONNX graph at `path` run by `engine` (OpenVINO or ONNX Runtime, as its table entry says)."""
+    runner = OpenVinoClassifier if engines.TABLE[engine].openvino else OnnxClassifier
+    return runner.from_file(directory, path, card, threads=threads, engine=engine)

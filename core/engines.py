@@ -1,18 +1,11 @@
 """Which engine runs a registered encoder on this machine: the gate at registration says which may, the CPU
 where the worker runs says which of those is fastest, and a setting may force one.
 
-Engines, by the names the card and the logs use:
-- `openvino-int8`: OpenVINO on the statically quantised graph (int8 weights and activations, calibrated on
-  training issues: trainer.static_int8); AMX and VNNI multiply int8 natively.
-- `openvino-bf16`: OpenVINO on the fused fp32 graph, inferring in bf16 (AMX or AVX-512 BF16).
-- `onnxruntime-int8`: the fused graph with int8 weights (trainer.fast_path); VNNI runs it natively.
-- `onnxruntime-fp32`: the same fused graph in fp32: PyTorch's answers to ~1e-6, no torch in the worker.
-- `pytorch-bf16`: PyTorch under autocast to bfloat16 (on the CPU, or the GPU where the model runs there): the
-  fastest where AMX multiplies bf16 tiles; with AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX
-  Runtime; emulated, and slow, without either.
-- `pytorch`: PyTorch in fp32, the reference every gate compares with; always allowed, the last fallback.
-  Where PyTorch sees an NVIDIA GPU, it serves, on the GPU: faster there than any CPU engine, and than bf16
-  autocast on the GPU (docs/BENCHMARKS.md, "On a GPU").
+Each engine (`TABLE`, by the name the card and the logs use) is described once, below: what it runs, what it
+needs, how it is loaded (core.encoder.load_engine) and gated (trainer.fast_path). fp32 PyTorch is the
+reference every gate compares with; always allowed, the last fallback. Where PyTorch sees an NVIDIA GPU, it
+serves, on the GPU: faster there than any CPU engine, and than bf16 autocast on the GPU (docs/BENCHMARKS.md,
+"On a GPU").
 
 An engine serves only when its registration's gate passed (recorded in the card's `fast_path.gates`) and it
 loads here; otherwise the next one is tried and one log line says why. Which of the allowed ones serves comes
@@ -28,7 +21,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -42,10 +35,36 @@ log = logging.getLogger(__name__)
 
 ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32 = "onnxruntime-int8", "onnxruntime-fp32", "pytorch-bf16", "pytorch"
 OV_INT8, OV_BF16 = "openvino-int8", "openvino-bf16"
-ENGINES = (OV_INT8, OV_BF16, ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
-OPENVINO_ENGINES = (OV_INT8, OV_BF16)
-GRAPH_ENGINES = (OV_INT8, OV_BF16, ORT_INT8, ORT_FP32)  # those that run an ONNX artefact the card keeps
-BF16_ENGINES = (OV_BF16, TORCH_BF16)  # gated and served only where the CPU has bf16 instructions
+FAST_DIR = "fast"  # the ONNX artefacts' subdirectory in an encoder's version directory
+FAST_FILE = "model.int8.onnx"  # fused graph (ORT's BERT optimizer), dynamic int8 weights (per channel)
+FP32_FILE = "model.fp32.onnx"  # the same fused graph in fp32
+STATIC_INT8_FILE = "model.int8-static.onnx"  # the unfused graph, int8 weights and calibrated activations (QDQ)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One way to run a registered encoder."""
+
+    name: str
+    graph: str | None = None  # the ONNX file under FAST_DIR it runs (None: PyTorch runs the weights)
+    openvino: bool = False  # OpenVINO compiles the graph for this CPU, else ONNX Runtime runs it
+    bf16: bool = False  # infers in bf16: gated and served only where the CPU has bf16 instructions
+
+
+TABLE = {engine.name: engine for engine in (
+    # int8 weights and activations, calibrated on training issues (trainer.static_int8); AMX and VNNI
+    # multiply int8 natively
+    Engine(OV_INT8, STATIC_INT8_FILE, openvino=True),
+    Engine(OV_BF16, FP32_FILE, openvino=True, bf16=True),  # the fused fp32 graph, inferring in bf16
+    Engine(ORT_INT8, FAST_FILE),  # VNNI runs it natively
+    Engine(ORT_FP32, FP32_FILE),  # PyTorch's answers to ~1e-6, no torch in the worker
+    # autocast to bfloat16 (on the CPU, or the GPU where the model runs there): the fastest where AMX
+    # multiplies bf16 tiles; with AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX Runtime;
+    # emulated, and slow, without either
+    Engine(TORCH_BF16, bf16=True),
+    Engine(TORCH_FP32),
+)}
+ENGINES = tuple(TABLE)
 AUTO = "auto"  # ISSUE_SORTER_ENGINE's default: the CPU's order below
 MEASURE = "measure"  # ISSUE_SORTER_ENGINE=measure: time every allowed engine at worker start, serve the fastest
 CHOICES = (AUTO, MEASURE, *ENGINES)  # what ISSUE_SORTER_ENGINE may say
@@ -118,11 +137,6 @@ def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
     return frozenset()
 
 
-def has_amx(flags: Iterable[str]) -> bool:
-    """AMX's bf16 tiles: the fastest bf16 this CPU can have."""
-    return "amx_bf16" in set(flags)
-
-
 def has_bf16(flags: Iterable[str]) -> bool:
     """Any bf16 instruction (AMX or AVX-512 BF16): bf16 autocast then runs natively, not emulated; it serves
     and trains faster than fp32 PyTorch on both (the orders above; trainer.precision)."""
@@ -147,7 +161,7 @@ def preference(flags: Iterable[str], *, gpu: bool = False) -> tuple[str, ...]:
     if gpu:
         return ORDER_WITH_GPU
     flags = set(flags)
-    if has_amx(flags):
+    if "amx_bf16" in flags:  # AMX's bf16 tiles: the fastest bf16 a CPU can have
         return ORDER_WITH_AMX
     return ORDER_WITH_AVX512_BF16 if has_bf16(flags) else ORDER_WITHOUT_BF16
 
@@ -172,7 +186,7 @@ def refusal(card: ModelCard, engine: str) -> str | None:
     record = card.fast_path
     if not record:
         return "no fast path was built for it (registered before the fast path, or with it off)"
-    if record.get("error") and engine in GRAPH_ENGINES:
+    if record.get("error") and TABLE[engine].graph:
         return f"its fast artefact could not be built ({record['error']})"
     gate = record.get("gates", {}).get(engine)
     if gate is None and engine == record.get("serves"):
@@ -181,7 +195,7 @@ def refusal(card: ModelCard, engine: str) -> str | None:
         return "its registration did not gate it"
     if not gate.get("passed"):
         return f"its registration's same-answers gate refused it ({gate_text(gate)})"
-    if engine in GRAPH_ENGINES and engine not in artefacts(card):
+    if TABLE[engine].graph and engine not in artefacts(card):
         return "its registration kept no artefact for it"
     return None
 
@@ -221,7 +235,20 @@ def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, hardware: Hardw
     if forced == MEASURE:
         return _choose_by_measuring(card, load, flags, clock)
     passed_over: dict[str, str] = {}
-    for engine in order(forced, flags, gpu=gpu):
+    for engine, classifier in _allowed(card, load, order(forced, flags, gpu=gpu), passed_over):
+        level = logging.WARNING if forced not in (AUTO, engine) else logging.INFO
+        log.log(level, "serving %s with %s (%s; CPU %s%s)", card.version, engine,
+                describe(forced, engine, passed_over, gpu=gpu), cpu_summary(flags),
+                "; on the GPU" if gpu and not TABLE[engine].graph else "")
+        return Choice(engine, classifier, passed_over)
+    raise AssertionError("unreachable: fp32 PyTorch is always tried")
+
+
+def _allowed(card: ModelCard, load: Loader, candidates: Iterable[str], passed_over: dict[str, str]
+             ) -> Iterator[tuple[str, Any]]:
+    """(engine, loaded classifier) of each candidate the card allows and that loads here, in turn; each other
+    one goes into `passed_over` with why, and is logged. fp32 PyTorch, always allowed, raises its failure."""
+    for engine in candidates:
         why = refusal(card, engine)
         if why is None:
             try:
@@ -231,14 +258,10 @@ def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, hardware: Hardw
                     raise
                 why = f"it could not be loaded ({type(error).__name__}: {error})"
             else:
-                level = logging.WARNING if forced not in (AUTO, engine) else logging.INFO
-                log.log(level, "serving %s with %s (%s; CPU %s%s)", card.version, engine,
-                        describe(forced, engine, passed_over, gpu=gpu), cpu_summary(flags),
-                        "; on the GPU" if gpu and engine in (TORCH_BF16, TORCH_FP32) else "")
-                return Choice(engine, classifier, passed_over)
+                yield engine, classifier
+                continue
         passed_over[engine] = why
         log.warning("%s does not serve %s: %s", engine, card.version, why)
-    raise AssertionError("unreachable: fp32 PyTorch is always tried")
 
 
 def _choose_by_measuring(card: ModelCard, load: Loader, flags: frozenset[str],
@@ -247,20 +270,14 @@ def _choose_by_measuring(card: ModelCard, load: Loader, flags: frozenset[str],
     loads); more than one: a MeasuredChoice decides at first use, after RQ's fork (no inference here)."""
     loaded: dict[str, Any] = {}
     passed_over: dict[str, str] = {}
-    failure: Exception | None = None
-    for engine in order(MEASURE, flags):
-        why = refusal(card, engine)
-        if why is None:
-            try:
-                loaded[engine] = load(engine)
-                continue
-            except Exception as error:  # noqa: BLE001 - as in choose
-                failure = error if engine == TORCH_FP32 else failure
-                why = f"it could not be loaded ({type(error).__name__}: {error})"
-        passed_over[engine] = why
-        log.warning("%s does not serve %s: %s", engine, card.version, why)
-    if not loaded:
-        raise failure or RuntimeError(f"no engine could serve {card.version}")
+    try:
+        for engine, classifier in _allowed(card, load, order(MEASURE, flags), passed_over):
+            loaded[engine] = classifier
+    except Exception as error:  # fp32 PyTorch's, tried last: fatal only when nothing else loaded
+        if not loaded:
+            raise
+        passed_over[TORCH_FP32] = f"it could not be loaded ({type(error).__name__}: {error})"
+        log.warning("%s does not serve %s: %s", TORCH_FP32, card.version, passed_over[TORCH_FP32])
     if len(loaded) == 1:
         ((engine, classifier),) = loaded.items()
         log.info("serving %s with %s (the only engine allowed and loaded here: nothing to measure; CPU %s)",
@@ -378,29 +395,29 @@ def process_name(pid: int | None = None) -> str:
 
 def record_engine(redis, scope: str, version: str, engine: str, process: str | None = None) -> None:
     """This worker serves `scope` with `version` on `engine` (GET /metrics reads it); Redis errors only log."""
-    try:
-        redis.hset(ENGINES_KEY, f"{process or process_name()}|{scope}", f"{version}|{engine}")
-    except RedisError as error:
-        log.warning("could not record the serving engine in Redis: %s", error)
+    _quietly("record the serving engine", redis.hset, ENGINES_KEY, f"{process or process_name()}|{scope}",
+             f"{version}|{engine}")
 
 
 def record_warmed(redis, milliseconds: float, process: str | None = None) -> None:
     """This worker's models are loaded and warmed up: its first job pays for neither (`issue-sorter run`
     may wait for it before saying the service is up)."""
-    try:
-        redis.hset(WARMED_KEY, process or process_name(), f"{milliseconds:.0f}")
-    except RedisError as error:
-        log.warning("could not record the warm-up in Redis: %s", error)
+    _quietly("record the warm-up", redis.hset, WARMED_KEY, process or process_name(), f"{milliseconds:.0f}")
 
 
 def forget_warmed(redis, process: str | None = None) -> None:
     """A worker starting: drop a warm-up recorded under its host:pid by an earlier process. Redis outlives
     the App, and a container restarted gives its processes the same pids: without this, `issue-sorter run`
     would take a new worker for warmed up before it has even loaded its model."""
+    _quietly("clear an earlier warm-up record", redis.hdel, WARMED_KEY, process or process_name())
+
+
+def _quietly(what: str, command: Callable[..., Any], *args: Any) -> None:
+    """A Redis write that serving does without: its failure only logs."""
     try:
-        redis.hdel(WARMED_KEY, process or process_name())
+        command(*args)
     except RedisError as error:
-        log.warning("could not clear an earlier warm-up record in Redis: %s", error)
+        log.warning("could not %s in Redis: %s", what, error)
 
 
 def served_engine(classifier: Any) -> str | None:

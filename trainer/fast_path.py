@@ -36,17 +36,8 @@ import numpy as np
 from core import engines
 from core.card import BLEND_MEMBERS, ModelCard, update_card
 from core.classifier import BlendedClassifier, load_classifier
-from core.encoder import (
-    FAST_DIR,
-    FAST_FILE,
-    FP32_FILE,
-    SERVES,
-    SERVES_FP32,
-    STATIC_INT8_FILE,
-    OnnxClassifier,
-    OpenVinoClassifier,
-    TransformerClassifier,
-)
+from core.encoder import SERVES, SERVES_FP32, TransformerClassifier, graph_classifier
+from core.engines import FAST_DIR, FAST_FILE, FP32_FILE, STATIC_INT8_FILE, TABLE
 from core.file_hash import file_sha256
 from core.memory import MEMORY_SIZE, Memory
 from trainer.dataset import Example, load_file
@@ -106,30 +97,23 @@ def build_fast_path(model: Model, issues: Sequence[Example], *,
     """
     model_directory, directory, card = model.directory, model.encoder_directory, model.card
     shutil.rmtree(directory / FAST_DIR, ignore_errors=True)  # a pulled model's own graphs never mix in
-    if issues:
-        record = _export_record(directory, issues, source, model_directory, card,
-                                engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags, calibration)
-    else:  # nothing to check it on: not worth the export
+    if not issues:  # nothing to check it on: not worth the export
         log.warning("fast path: no held-out issues to gate %s on; PyTorch serves it", directory)
         gate = {"passed": False, "reason": "no held-out issues"}
         record = {"serves": "pytorch", "gate": gate,
                   "gates": {engine: gate for engine in engines.ENGINES if engine != engines.TORCH_FP32}}
-    return _record(model_directory, directory, record)
-
-
-def _export_record(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
-                   card: ModelCard, cpu_flags: frozenset[str], calibration: Sequence[str]) -> dict[str, Any]:
-    """The fast path's record: what `_export_and_gate` kept, or why nothing could be built."""
+        return _record(model_directory, directory, record)
+    flags = engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags
     try:
         record = {"serves": "pytorch", "gates": {}} | _export_and_gate(directory, issues, source, model_directory,
-                                                                        card, cpu_flags, calibration)
+                                                                        card, flags, calibration)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
         shutil.rmtree(directory / FAST_DIR, ignore_errors=True)
         record = {"serves": "pytorch", "gates": {}, "error": f"{type(error).__name__}: {str(error)[:300]}"}
     log.info("fast path of %s: %s serves (gates: %s)", card.version, record["serves"], record["gates"])
-    return record
+    return _record(model_directory, directory, record)
 
 
 def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], Any], str]:
@@ -152,22 +136,22 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     Runtime one (int8 before fp32) named `serves` as the default of a worker that cannot choose."""
     started = time.perf_counter()
     encoder_card = card if directory == model_directory else ModelCard.read(directory)
-    files = export_onnx(directory, calibration=calibration, max_length=encoder_card.max_length)
+    graphs = export_onnx(directory, calibration=calibration, max_length=encoder_card.max_length)
     record: dict[str, Any] = {"serves": "pytorch", "gates": {}, "artefacts": {},
                               "export_seconds": round(time.perf_counter() - started, 1)}
     as_served, answers = _as_served(model_directory, card)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
-    candidates, not_gated = _engines_to_gate(directory, files, encoder_card, pytorch, cpu_flags)
+    candidates, not_gated = _engines_to_gate(directory, graphs, encoder_card, pytorch, cpu_flags)
     record["gates"] = gate_engines(served_answers(as_served(pytorch), issues), candidates, issues, as_served,
                                    {"issues_source": source, "answers": answers}) | not_gated
-    for engine, artefact in _artefact_of(files).items():
+    for engine, artefact in graphs.items():
         if not record["gates"][engine]["passed"]:
             continue
         kept = {"file": f"{FAST_DIR}/{artefact.name}", "sha256": file_sha256(artefact)}
         record["artefacts"][engine] = kept
         if record["serves"] == "pytorch" and engine in (SERVES, SERVES_FP32):
             record |= {"serves": engine, "gate": record["gates"][engine]} | kept
-    for artefact in set(files.values()) - {directory / kept["file"] for kept in record["artefacts"].values()}:
+    for artefact in set(graphs.values()) - {directory / kept["file"] for kept in record["artefacts"].values()}:
         artefact.unlink()
     return record
 
@@ -181,39 +165,28 @@ def gate_engines(reference: Answers, candidates: Iterable[tuple[str, Any]], issu
             | (extra or {}) for engine, fast in candidates}
 
 
-def _artefact_of(files: dict[str, Path]) -> dict[str, Path]:
-    """The file each engine runs: ONNX Runtime's own, OpenVINO bf16 the fused fp32 graph, OpenVINO int8 the
-    static one."""
-    by_engine = dict(files)
-    if SERVES_FP32 in files:
-        by_engine[engines.OV_BF16] = files[SERVES_FP32]
-    return by_engine
-
-
-def _engines_to_gate(directory: Path, files: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
+def _engines_to_gate(directory: Path, graphs: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
                      cpu_flags: frozenset[str]) -> tuple[Iterator[tuple[str, Any]], dict[str, dict[str, Any]]]:
     """(each engine to gate, loaded when its turn comes: one beside PyTorch in memory at a time; why each
     other engine is not gated). bf16 only where the CPU has bf16 instructions (emulated without them:
-    slower than fp32); OpenVINO where it is installed; static int8 where there were issues to calibrate on."""
+    slower than fp32); OpenVINO where it is installed; a graph engine where its graph was exported."""
+    openvino = importlib.util.find_spec("openvino") is not None
     why = {}
-    if importlib.util.find_spec("openvino") is None:
-        why |= dict.fromkeys(engines.OPENVINO_ENGINES, "not gated: OpenVINO is not installed where it was registered")
-    if not engines.has_bf16(cpu_flags):
-        for engine in engines.BF16_ENGINES:
-            why.setdefault(engine, "not gated: no bf16 instructions where it was registered")
-    if engines.OV_INT8 not in files:
-        why.setdefault(engines.OV_INT8, "not gated: no static int8 graph (no training issues to calibrate it on, "
-                                        "or its quantisation failed: the registration's log says which)")
-    graphs = _artefact_of(files)
+    for name, engine in TABLE.items():
+        if engine.openvino and not openvino:
+            why[name] = "not gated: OpenVINO is not installed where it was registered"
+        elif engine.bf16 and not engines.has_bf16(cpu_flags):
+            why[name] = "not gated: no bf16 instructions where it was registered"
+        elif engine.graph and name not in graphs:
+            why[name] = (f"not gated: no {engine.graph} (no training issues to calibrate it on, or its "
+                         "quantisation failed: the registration's log says which)")
 
     def load(engine: str):
-        if engine == engines.TORCH_BF16:
-            return TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
-        runner = OpenVinoClassifier if engine in engines.OPENVINO_ENGINES else OnnxClassifier
-        return runner.from_file(directory, graphs[engine], card, engine=engine)
+        if engine in graphs:
+            return graph_classifier(directory, graphs[engine], card, engine)
+        return TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
 
-    gated = [engine for engine in (SERVES, SERVES_FP32, engines.OV_INT8, engines.OV_BF16, engines.TORCH_BF16)
-             if engine not in why]
+    gated = [engine for engine in engines.ENGINES if engine not in why and engine != engines.TORCH_FP32]
     return ((engine, load(engine)) for engine in gated), {
         engine: {"passed": False, "reason": reason} for engine, reason in why.items()}
 
@@ -228,8 +201,8 @@ def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> Mod
 
 
 def export_onnx(directory: Path, *, calibration: Sequence[str] = (), max_length: int = 128) -> dict[str, Path]:
-    """fast/model.int8.onnx and fast/model.fp32.onnx beside the encoder's weights, by engine, int8 first;
-    with `calibration` issues, fast/model.int8-static.onnx too (OpenVINO's int8: trainer.static_int8).
+    """The graph each engine runs (core.engines.TABLE), by engine, under fast/ beside the encoder's weights:
+    the fused graph in int8 and fp32; with `calibration` issues, static int8 too (trainer.static_int8).
 
     fp32 export → fused (ORT's BERT optimizer) → symbolic shapes → dynamic int8 per channel with 7-bit
     weights: on AVX2 without VNNI, ORT's u8s8 kernels can saturate with full-range weights (ORT's
@@ -245,16 +218,16 @@ def export_onnx(directory: Path, *, calibration: Sequence[str] = (), max_length:
     fast.mkdir(exist_ok=True)
     exported, fused, int8 = fast / "exported.onnx", fast / FP32_FILE, fast / FAST_FILE
     config = export_fp32(directory, exported)
-    files = {}
     if calibration:  # from the unfused graph: plain ONNX operators, which OpenVINO reads as int8 patterns
         from transformers import PreTrainedTokenizerFast
 
         tokenizer = PreTrainedTokenizerFast.from_pretrained(directory)
         try:
-            files[engines.OV_INT8] = quantize_static_int8(exported, fast / STATIC_INT8_FILE, tokenizer,
-                                                          calibration_sample(calibration), max_length)
+            quantize_static_int8(exported, fast / STATIC_INT8_FILE, tokenizer, calibration_sample(calibration),
+                                 max_length)
         except Exception as error:  # noqa: BLE001 - ORT's quantiser on a graph it cannot type: the rest still serve
             log.warning("fast path: no static int8 for %s (%s: %s)", directory, type(error).__name__, error)
+            (fast / STATIC_INT8_FILE).unlink(missing_ok=True)
     optimized = optimize_model(str(exported), model_type="bert", num_heads=config.num_attention_heads,
                                hidden_size=config.hidden_size)
     onnx.save(SymbolicShapeInference.infer_shapes(optimized.model, auto_merge=True), str(fused))
@@ -264,7 +237,8 @@ def export_onnx(directory: Path, *, calibration: Sequence[str] = (), max_length:
         quantize_dynamic(fused, int8, weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     finally:
         logging.disable(logging.NOTSET)
-    return {SERVES: int8, SERVES_FP32: fused} | files
+    return {name: fast / engine.graph for name, engine in TABLE.items()
+            if engine.graph and (fast / engine.graph).is_file()}
 
 
 def export_fp32(directory: Path, target: Path):
