@@ -100,7 +100,6 @@ OFFLINE_MINILM_SHA256 = {
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
 }
-OFFLINE_MINILM_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 
 
 def offline_minilm_path() -> str:

@@ -406,16 +406,6 @@ def parse_labels(value: object) -> list[str]:
     return list(value) if value is not None else []
 
 
-def split_by_repo(examples: Iterable[Example],
-                  held_out_repos: Iterable[str]) -> tuple[list[Example], list[Example]]:
-    """(train, held out): whole projects are held out, as the model meets new projects in use."""
-    held_out = set(held_out_repos)
-    train, test = [], []
-    for example in examples:
-        (test if example.repo in held_out else train).append(example)
-    return train, test
-
-
 def data_fingerprint(examples: Iterable[Example]) -> str:
     """sha256 of the sorted (text, label) pairs: the same data in any order gives the same value."""
     pairs = sorted((example.text, example.label) for example in examples)

@@ -21,7 +21,6 @@ from trainer.dataset import (
     load_database,
     load_file,
     load_hub,
-    split_by_repo,
 )
 
 UTC = dt.timezone.utc
@@ -128,13 +127,6 @@ def test_hub_loader_reads_list_typed_labels(tmp_path):
 def test_the_lessons_split_names_disjoint_train_and_test_repositories():
     assert len(TRAIN_REPOS) == 8 and len(TEST_REPOS) == 5
     assert not set(TRAIN_REPOS) & set(TEST_REPOS)
-
-
-def test_split_by_repo_holds_out_whole_projects(small_train):
-    train, held_out = split_by_repo(small_train, ["facebook/react", "opencv/opencv"])
-    assert {e.repo for e in held_out} == {"facebook/react", "opencv/opencv"}
-    assert not {e.repo for e in train} & {"facebook/react", "opencv/opencv"}
-    assert len(train) + len(held_out) == len(small_train)
 
 
 def test_fingerprint_ignores_order_but_not_content(small_train):
