@@ -22,7 +22,6 @@ import base64
 import dataclasses
 import datetime
 import hashlib
-import hmac
 import itertools
 import json
 import math
@@ -42,6 +41,8 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import WSGIRequestHandler, make_server
 
+from bot.intake.signatures import sign_body
+
 WEB_URL = "https://github.com"
 DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
@@ -51,7 +52,7 @@ APP_ENDPOINTS = {"access_token", "repo_installation",  # authenticated by the Ap
                  "list_hook_deliveries", "redeliver_hook_delivery", "list_installations", "the_app"}
 CONFIG_FILE = ".github/issue-sorter.yml"  # app.yml's one single file: what an installation may read by default
 # GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
-MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
+MANIFEST_ENDPOINTS = {"new_app", "manifest_conversion"}
 REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
 OAUTH_ENDPOINTS = {"oauth_authorize", "oauth_access_token"}  # github.com's web flow: no token yet
 ANONYMOUS_ENDPOINTS = {"public_repository"}  # what anyone may ask without a token
@@ -69,7 +70,6 @@ FAILURE_MESSAGES = {
     422: "Validation Failed",
     429: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 }
-CONDITIONAL_HEADERS = ("If-None-Match",)  # recorded with each request: a 304 costs GitHub no rate limit
 RATE_LIMIT_MESSAGE = "API rate limit exceeded for installation. Check out the documentation for more."
 REPO_URLS = {  # key -> suffix of the repository's API URL, as GitHub writes them
     "forks_url": "/forks", "keys_url": "/keys{/key_id}", "collaborators_url": "/collaborators{/collaborator}",
@@ -121,7 +121,6 @@ class RecordedRequest:
     status: int  # what the fake answered
     raw_path: str  # as sent on the wire: ".../labels/needs%20triage"
     received_at: float = dataclasses.field(default=0.0, compare=False)  # time.time() on arrival
-    headers: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)  # conditional ones only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,8 +155,7 @@ REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 
 
 def _reactions(url: str) -> dict[str, Any]:
-    counts = ("total_count", "+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
-    return {"url": url, **dict.fromkeys(counts, 0)}
+    return {"url": url, **dict.fromkeys(("total_count", *REACTIONS), 0)}
 
 
 def _user_json(api: str, login: str, kind: str = "User") -> dict[str, Any]:
@@ -310,7 +308,6 @@ class FakeGitHub:
         self._user_tokens: dict[str, tuple[str, float]] = {}  # user token -> (login, expiry)
         self._server = self._thread = None
         self._manifest_codes: dict[str, tuple[dict[str, Any], str | None]] = {}  # code → (manifest, org)
-        self.registered_apps: list[dict[str, Any]] = []  # what the conversion answered, newest last
         self._flask = self._create_flask()
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -360,9 +357,6 @@ class FakeGitHub:
                 self._installations.pop(installation_id, None)
             for full_name in removed:
                 self._installations.get(installation_id, set()).discard(full_name)
-
-    def repo_id(self, full_name: str) -> int:
-        return self._repos[full_name]["id"]
 
     def set_private(self, full_name: str, private: bool = True) -> None:
         with self._lock:
@@ -549,7 +543,7 @@ class FakeGitHub:
             ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
             ("GET", f"{repo}/contents/<path:path>", self._contents),
             ("POST", "/settings/apps/new", self._new_app),
-            ("POST", "/organizations/<org>/settings/apps/new", self._new_org_app),
+            ("POST", "/organizations/<org>/settings/apps/new", self._new_app),
             ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion),
             ("GET", "/app/hook/deliveries", self._list_hook_deliveries),
             ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery),
@@ -639,13 +633,7 @@ class FakeGitHub:
         return _json(body, failure.status, failure.headers)
 
     # --- the manifest flow (github.com's new-App page, then the code conversion) --------------------
-    def _new_app(self) -> Response:
-        return self._register_manifest(None)
-
-    def _new_org_app(self, org: str) -> Response:
-        return self._register_manifest(org)
-
-    def _register_manifest(self, org: str | None) -> Response:
+    def _new_app(self, org: str | None = None) -> Response:
         """What the user's browser meets after pressing the button: GitHub registers and redirects back."""
         try:
             manifest = json.loads(request.form["manifest"])
@@ -675,7 +663,6 @@ class FakeGitHub:
                "events": manifest.get("default_events", []), "installations_count": 0,
                "client_id": f"Iv1.{secrets.token_hex(8)}", "client_secret": secrets.token_hex(20),
                "webhook_secret": secrets.token_hex(20), "pem": self.private_key_pem}
-        self.registered_apps.append(app | {"manifest": manifest})
         return _json(app, 201)
 
     def _is_app_jwt(self, token: str) -> bool:
@@ -689,11 +676,9 @@ class FakeGitHub:
 
     def _record(self, response: Response) -> Response:
         raw_path = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or request.path
-        conditional = {name: request.headers[name] for name in CONDITIONAL_HEADERS if name in request.headers}
         self._requests.append(RecordedRequest(request.method, request.path, request.args.to_dict(),
                                               request.get_json(silent=True), response.status_code,
-                                              raw_path.split("?")[0], request.environ["fake.received_at"],
-                                              conditional))
+                                              raw_path.split("?")[0], request.environ["fake.received_at"]))
         return response
 
     def _label(self, full_name: str, name: str, color: str = NEW_LABEL_COLOR,
@@ -735,8 +720,7 @@ class FakeGitHub:
         headers = {"X-GitHub-Event": attempt["event"], "X-GitHub-Delivery": attempt["guid"],
                    "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake"}
         if self.webhook_secret:
-            digest = hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Hub-Signature-256"] = f"sha256={digest}"
+            headers["X-Hub-Signature-256"] = sign_body(body, self.webhook_secret)
         try:
             return requests.post(self.webhook_url, data=body, headers=headers, timeout=10).status_code
         except requests.RequestException:
@@ -762,11 +746,7 @@ class FakeGitHub:
         iid = self._repos[f"{owner}/{name}"]["installation_id"]
         if f"{owner}/{name}" not in self._installations.get(iid, ()):
             return _error(404, "Not Found")  # taken out of the installation, or the App uninstalled
-        return self._installation(iid, owner)
-
-    def _installation(self, installation_id: int, owner: str) -> Response:
-        return _json(_installation_json(self.url, installation_id, owner, self.app_id,
-                                        self._single_files.get(installation_id, [CONFIG_FILE])))
+        return _json(_installation_json(self.url, iid, owner, self.app_id, self._single_files.get(iid, [CONFIG_FILE])))
 
     def _the_app(self) -> Response:
         """The App itself (GET /app), owned by the account of its first installation ("octo" without one)."""
@@ -1004,9 +984,8 @@ class FakeGitHub:
 
     def _oauth_access_token(self) -> Response:
         """Exchange a code for a user token; errors come back as 200 with `error`, as on GitHub."""
-        form = request.get_json(silent=True) if request.is_json else request.form.to_dict()
-        client_id, secret, code = (form or {}).get("client_id"), (form or {}).get("client_secret"), \
-            (form or {}).get("code")
+        form = (request.get_json(silent=True) if request.is_json else request.form.to_dict()) or {}
+        client_id, secret, code = form.get("client_id"), form.get("client_secret"), form.get("code")
         if client_id not in self._oauth_clients or self._oauth_clients[client_id] != secret:
             body = {"error": "incorrect_client_credentials",
                     "error_description": "The client_id and/or client_secret passed are incorrect."}
