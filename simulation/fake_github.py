@@ -48,16 +48,8 @@ DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
 CONTENTS_MAX_BYTES = 1024 * 1024  # the Contents API sends no content for a file bigger than this
 NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
-APP_ENDPOINTS = {"access_token", "repo_installation",  # authenticated by the App's JWT, not a token
-                 "list_hook_deliveries", "redeliver_hook_delivery", "list_installations", "the_app"}
 CONFIG_FILE = ".github/issue-sorter.yml"  # app.yml's one single file: what an installation may read by default
-# GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
-MANIFEST_ENDPOINTS = {"new_app", "manifest_conversion"}
 REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
-OAUTH_ENDPOINTS = {"oauth_authorize", "oauth_access_token"}  # github.com's web flow: no token yet
-ANONYMOUS_ENDPOINTS = {"public_repository"}  # what anyone may ask without a token
-USER_ENDPOINTS = {"user", "user_installations", "user_installation_repositories"}  # a user token's own
-USER_REPO_ENDPOINTS = {"list_labels"}  # repository endpoints the fake also answers for a user token
 USER_TOKEN_TTL = 28800  # seconds; GitHub's user tokens for an App expire after eight hours
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
@@ -308,6 +300,7 @@ class FakeGitHub:
         self._user_tokens: dict[str, tuple[str, float]] = {}  # user token -> (login, expiry)
         self._server = self._thread = None
         self._manifest_codes: dict[str, tuple[dict[str, Any], str | None]] = {}  # code → (manifest, org)
+        self._who: dict[str, str | None] = {}  # endpoint → who may call it (_create_flask's table)
         self._flask = self._create_flask()
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -521,41 +514,46 @@ class FakeGitHub:
     def _create_flask(self) -> Flask:
         app = Flask(__name__)
         repo, issue = "/repos/<owner>/<name>", "/repos/<owner>/<name>/issues/<int:number>"
+        # Who may call each route (GitHub's edge checks it before the handler): "app": the App's JWT; "web":
+        # github.com's pages of the manifest and OAuth flows, no token yet (a code is the credential); "anyone":
+        # also without a token; "user": a user token's own; "user+": an installation's or a user token;
+        # None: an installation token.
         routes = [
-            ("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token),
-            ("GET", f"{repo}/installation", self._repo_installation),
-            ("GET", "/app/installations", self._list_installations),
-            ("GET", "/app", self._the_app),
-            ("GET", repo, self._repository),
-            ("GET", f"{repo}/issues", self._list_issues),
-            ("GET", issue, self._issue),
-            ("PATCH", issue, self._update_issue),
-            ("GET", f"{repo}/issue-types", self._list_issue_types),
-            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id),
-            ("GET", "/repositories/<int:repo_id>", self._public_repository),
-            ("GET", f"{repo}/labels", self._list_labels),
-            ("POST", f"{repo}/labels", self._create_label),
-            ("POST", f"{issue}/labels", self._add_labels),
-            ("DELETE", f"{issue}/labels/<path:label>", self._remove_label),
-            ("POST", f"{issue}/comments", self._create_comment),
-            ("GET", f"{issue}/comments", self._list_comments),
-            ("POST", f"{repo}/issues/comments/<int:comment_id>/reactions", self._create_reaction),
-            ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
-            ("GET", f"{repo}/contents/<path:path>", self._contents),
-            ("POST", "/settings/apps/new", self._new_app),
-            ("POST", "/organizations/<org>/settings/apps/new", self._new_app),
-            ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion),
-            ("GET", "/app/hook/deliveries", self._list_hook_deliveries),
-            ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery),
-            ("GET", "/login/oauth/authorize", self._oauth_authorize),
-            ("POST", "/login/oauth/access_token", self._oauth_access_token),
-            ("GET", "/user", self._user),
-            ("GET", "/user/installations", self._user_installations),
-            ("GET", "/user/installations/<int:installation_id>/repositories",
-             self._user_installation_repositories),
+            ("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token, "app"),
+            ("GET", f"{repo}/installation", self._repo_installation, "app"),
+            ("GET", "/app/installations", self._list_installations, "app"),
+            ("GET", "/app", self._the_app, "app"),
+            ("GET", repo, self._repository, None),
+            ("GET", f"{repo}/issues", self._list_issues, None),
+            ("GET", issue, self._issue, None),
+            ("PATCH", issue, self._update_issue, None),
+            ("GET", f"{repo}/issue-types", self._list_issue_types, None),
+            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id, None),
+            ("GET", "/repositories/<int:repo_id>", self._public_repository, "anyone"),
+            ("GET", f"{repo}/labels", self._list_labels, "user+"),
+            ("POST", f"{repo}/labels", self._create_label, None),
+            ("POST", f"{issue}/labels", self._add_labels, None),
+            ("DELETE", f"{issue}/labels/<path:label>", self._remove_label, None),
+            ("POST", f"{issue}/comments", self._create_comment, None),
+            ("GET", f"{issue}/comments", self._list_comments, None),
+            ("POST", f"{repo}/issues/comments/<int:comment_id>/reactions", self._create_reaction, None),
+            ("GET", f"{repo}/collaborators/<login>/permission", self._permission, None),
+            ("GET", f"{repo}/contents/<path:path>", self._contents, None),
+            ("POST", "/settings/apps/new", self._new_app, "web"),
+            ("POST", "/organizations/<org>/settings/apps/new", self._new_app, "web"),
+            ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion, "web"),
+            ("GET", "/app/hook/deliveries", self._list_hook_deliveries, "app"),
+            ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery, "app"),
+            ("GET", "/login/oauth/authorize", self._oauth_authorize, "web"),
+            ("POST", "/login/oauth/access_token", self._oauth_access_token, "web"),
+            ("GET", "/user", self._user, "user"),
+            ("GET", "/user/installations", self._user_installations, "user"),
+            ("GET", "/user/installations/<int:installation_id>/repositories", self._user_installation_repositories,
+             "user"),
         ]
-        for method, rule, view in routes:
+        for method, rule, view, who in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
+            self._who[view.__name__.lstrip("_")] = who
         app.before_request(self._before_request)
         app.after_request(self._record)
         app.register_error_handler(HTTPException,
@@ -570,14 +568,12 @@ class FakeGitHub:
                 if failure.times <= 0:
                     self._failures.remove(failure)
                 return self._failure_response(failure)
-        if request.endpoint in MANIFEST_ENDPOINTS:
+        who, credentials = self._who.get(request.endpoint), request.headers.get("Authorization", "").partition(" ")[2]
+        if who == "web" or (who == "anyone" and not credentials):
             return None
-        credentials = request.headers.get("Authorization", "").partition(" ")[2]
-        if request.endpoint in OAUTH_ENDPOINTS or (request.endpoint in ANONYMOUS_ENDPOINTS and not credentials):
-            return None
-        if request.endpoint in USER_ENDPOINTS or credentials.startswith("ghu_"):
-            return self._check_user_token(credentials)
-        if request.endpoint in APP_ENDPOINTS:
+        if who == "user" or credentials.startswith("ghu_"):
+            return self._check_user_token(credentials, who)
+        if who == "app":
             if self._is_app_jwt(credentials):
                 return None
             return _error(401, "A JSON web token could not be decoded")
@@ -602,14 +598,14 @@ class FakeGitHub:
         """The full name of the repository with this id, None when there is none."""
         return next((name for name, repo in self._repos.items() if repo["id"] == repo_id), None)
 
-    def _check_user_token(self, credentials: str) -> Response | None:
+    def _check_user_token(self, credentials: str, who: str | None) -> Response | None:
         login, expires = self._user_tokens.get(credentials, (None, 0.0))
         if login is None or expires <= time.time():
             return _error(401, "Bad credentials")
-        if request.endpoint in USER_ENDPOINTS:
+        if who == "user":
             return None
         args = request.view_args or {}
-        if request.endpoint not in USER_REPO_ENDPOINTS or "owner" not in args:
+        if who != "user+" or "owner" not in args:
             return _error(403, "Resource not accessible by integration")
         if self._role(f"{args['owner']}/{args['name']}", login) == "none":
             return _error(404, "Not Found")
