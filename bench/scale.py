@@ -32,7 +32,7 @@ from bench.service import (
     send_at_rate,
     served_model,
 )
-from bench.serving import cpu_line
+from bench.serving import cpu_line, ms_each
 from simulation.fake_github import FakeGitHub
 
 TOKEN_POST = r"/app/installations/\d+/access_tokens"
@@ -112,12 +112,8 @@ def model_alone(model_dir: Path, texts: list[str], threads: int) -> float:
 
     classifier = load_classifier(model_dir, threads=threads)
     ask = getattr(classifier, "predict_and_embed", classifier.predict)
-    for text in texts[:5]:
-        ask([text])
-    started = time.perf_counter()
-    for text in texts:
-        ask([text])
-    return (time.perf_counter() - started) / len(texts)
+    ms_each(lambda text: ask([text]), texts[:5])  # warm-up
+    return sum(ms_each(lambda text: ask([text]), texts)) / 1000 / len(texts)
 
 
 @contextlib.contextmanager
