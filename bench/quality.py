@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 
 from bench.serving import cpu_line
-from tests.paths import NLBSE  # the shared data's location, one definition
+from tests.paths import NLBSE, REPO_ROOT
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # as retraining uses it
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 LABELS = ["bug", "feature", "question"]
 REPOS = ["facebook/react", "tensorflow/tensorflow", "microsoft/vscode", "bitcoin/bitcoin", "opencv/opencv"]
