@@ -352,7 +352,5 @@ def without_thresholds(model: Path) -> Path:
     return copy
 
 
-
-
 if __name__ == "__main__":
     sys.exit(main())
