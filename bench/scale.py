@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,11 +169,7 @@ def wait_for_feedback(service: Service, seconds: float = 300) -> None:
 
 def tokens_issued(fake: FakeGitHub) -> dict[int, int]:
     """Per installation, how many installation tokens GitHub has issued (one per worker that asked)."""
-    issued: dict[int, int] = {}
-    for call in fake.calls("POST", TOKEN_POST):
-        installation = int(call.path.split("/")[3])
-        issued[installation] = issued.get(installation, 0) + 1
-    return issued
+    return Counter(int(call.path.split("/")[3]) for call in fake.calls("POST", TOKEN_POST))
 
 
 def warm_every_worker(service, fake: FakeGitHub, spare: list[dict], repo_ids: dict[str, int], workers: int,
