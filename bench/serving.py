@@ -82,10 +82,8 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
             command = [sys.executable, "-m", "bench.serving", "--worker", engine, "--model", str(args.model),
                        "--issues", str(args.issues), "--single", str(args.single),
                        "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
-            command += ["--limit", str(args.limit)] if args.limit else []
-            command += ["--tfidf", str(args.tfidf)] if args.tfidf else []
-            if onnx:
-                command += ["--onnx", str(onnx)]
+            for option, value in (("--limit", args.limit), ("--tfidf", args.tfidf), ("--onnx", onnx)):
+                command += [option, str(value)] if value else []
             done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO_ROOT,
                                   env=os.environ | {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
             if done.returncode:
