@@ -792,11 +792,8 @@ class FakeGitHub:
         return _json({}, 202)
 
     def _repository(self, owner: str, name: str) -> Response:
-        full_name = f"{owner}/{name}"
-        if full_name not in self._repos:
-            return _error(404, "Not Found")
-        repo = self._repos[full_name]
-        return _json(_repo_json(self.url, full_name, repo["id"], repo.get("private", False)))
+        repo = self._repos[f"{owner}/{name}"]  # one the token cannot see was answered 404 before this
+        return _json(_repo_json(self.url, f"{owner}/{name}", repo["id"], repo.get("private", False)))
 
     def _public_repository(self, repo_id: int) -> Response:
         """GET /repositories/{id} without a token: a public repository; a private one is hidden (404)."""
@@ -914,8 +911,6 @@ class FakeGitHub:
         """POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions: 201 with the reaction, 200 when
         this user already reacted so. The fake keeps no users' comments, so any id of a known repo is one."""
         content = (request.get_json(silent=True) or {}).get("content")
-        if f"{owner}/{name}" not in self._repos:
-            return _error(404, "Not Found")
         if content not in REACTIONS:
             return _error(422, "Validation Failed", errors=[{"resource": "Reaction", "code": "invalid",
                                                              "field": "content"}])
