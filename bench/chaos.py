@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from bench.service import (
@@ -235,11 +236,7 @@ def check(fake: FakeGitHub, issues: list[dict], database_url: str, redis_url: st
 
     from core.tables import IssueRecord, ModelVersion, Prediction, Repository, WebhookDelivery
 
-    label_posts: dict[tuple[str, int], int] = {}
-    for call in fake.calls("POST", LABEL_POST):
-        owner, name, _, number, _ = call.path.split("/")[2:7]
-        key = (f"{owner}/{name}", int(number))
-        label_posts[key] = label_posts.get(key, 0) + 1
+    label_posts = Counter(call.path for call in fake.calls("POST", LABEL_POST))  # one path per issue
     labels = {(i["repo"], i["number"]): fake.issue_labels(i["repo"], i["number"]) for i in issues}
     engine = create_engine(database_url)
     with Session(engine) as session:

@@ -17,10 +17,9 @@ import os
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
-from bench.serving import cpu_line
+from bench.serving import cpu_line, ms_each
 from tests.paths import NLBSE
 
 
@@ -155,11 +154,7 @@ def engines_one_thread(directory: Path, test, single: int) -> list[dict]:
 def one_at_a_time(classifier, texts: list[str]) -> dict:
     """Milliseconds to score each text alone, as a labelling job does (the scores come back to the CPU as
     lists, so a GPU's work is done when `predict` returns)."""
-    latencies = []
-    for text in texts:
-        started = time.perf_counter()
-        classifier.predict([text])
-        latencies.append((time.perf_counter() - started) * 1000)
+    latencies = ms_each(lambda text: classifier.predict([text]), texts)
     return {"one_issue_ms_median": round(statistics.median(latencies), 2),
             "one_issue_ms_p90": round(statistics.quantiles(latencies, n=10)[-1], 2) if len(latencies) > 1 else None}
 
@@ -193,15 +188,8 @@ def same_on_cpu(trained, classifier, test) -> dict:
 
 def _shown(argv: list[str]) -> list[str]:
     """The command line without the machine's paths (they name where the data lay, not what it was)."""
-    shown, skip = [], False
-    for word in argv:
-        if skip:
-            shown.append(Path(word).name)
-            skip = False
-            continue
-        shown.append(word)
-        skip = word in ("--data", "--base-model", "--json", "--served")
-    return shown
+    paths = ("--data", "--base-model", "--json", "--served")
+    return [Path(word).name if before in paths else word for before, word in zip(["", *argv], argv, strict=False)]
 
 
 def table(results: dict) -> str:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 from bench.service import (
@@ -105,10 +106,7 @@ async def load(port: int, repo_id: int, rate: float, duration: float, sequential
 def summary(results: list, kind: str) -> dict:
     """Percentiles over the answered requests; `unanswered` counts refused or reset connections."""
     times = sorted(t * 1000 for k, status, t in results if k == kind and status)
-    statuses: dict[str, int] = {}
-    for k, status, _ in results:
-        if k == kind:
-            statuses[str(status)] = statuses.get(str(status), 0) + 1
+    statuses = dict(Counter(str(status) for k, status, _ in results if k == kind))
     if not times:
         return {"n": 0, "statuses": statuses}
     return {"n": len(times), "p50_ms": round(statistics.median(times), 2),

@@ -26,10 +26,9 @@ from bench.serving import cpu_line
 from core.card import MODEL_CARD, ModelCard
 from core.own_labels import OwnLabelMemory, OwnLabelParams, in_areas, is_candidate
 from core.own_labels.heads import fit_rules
-from tests.paths import NLBSE, SHARED
+from tests.paths import NLBSE, REPO_ROOT, SHARED
 from trainer.dataset import github_objects, parse_time
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 HF_FILE = SHARED / "data" / "huggingface-datasets-issues" / "datasets-issues.zip"
 CCIMS_DIR = SHARED / "data" / "ccims-issue-classification"
 NLBSE_FILES = [NLBSE / "issues_train.csv", NLBSE / "issues_test.csv"]

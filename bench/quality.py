@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 
 from bench.serving import cpu_line
-from tests.paths import NLBSE  # the shared data's location, one definition
+from tests.paths import NLBSE, REPO_ROOT
 from trainer.config import OTHER_REPOS_TFIDF_WEIGHT  # as retraining uses it
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 LABELS = ["bug", "feature", "question"]
 REPOS = ["facebook/react", "tensorflow/tensorflow", "microsoft/vscode", "bitcoin/bitcoin", "opencv/opencv"]
@@ -121,14 +119,6 @@ def bootstrap_interval(truth, predicted, repos, rounds: int = BOOTSTRAP_ROUNDS) 
     return [round(float(x), 4) for x in np.percentile(means, [2.5, 97.5])]
 
 
-def encoder(config, examples):
-    """A fine-tuned encoder as (classifier, seconds)."""
-    from trainer.train import fine_tune
-
-    trained = fine_tune(config, examples, LABELS, progress=False)
-    return trained.classifier("bench"), trained.seconds
-
-
 def tfidf(examples, seed: int):
     from trainer.baseline import train_tfidf
 
@@ -158,7 +148,8 @@ def run_recipe(bench: Bench, adapt: dict) -> None:
     bench.add_per_repo(OWN_TFIDF, lambda repo, issues: tfidf(issues, config.seed))  # the baseline
     bench.add_per_repo("per-repo tfidf",
                        lambda repo, issues: _scored(repo_tfidf(bench.train, repo, config.seed)))
-    bench.add_per_repo("per-repo adapted encoder", lambda repo, issues: encoder(adapted, issues))
+    bench.add_per_repo("per-repo adapted encoder",
+                       lambda repo, issues: _scored(fine_tune(adapted, issues, LABELS, progress=False)))
     bench.seconds["per-repo adapted encoder"] += bench.seconds["global encoder"]  # adaptation starts there
     bench.blend("per-repo blend", "per-repo adapted encoder", "per-repo tfidf", share)
 
@@ -196,15 +187,11 @@ RECIPE_ROWS = [  # (member, model, training data); {encoder} is the encoder's sh
 ]
 
 
-def encoder_name(base_model: str | None) -> str:
-    """How the tables name the encoder: MiniLM for the offline default, else the id's last part."""
-    return base_model.rstrip("/").rsplit("/", 1)[-1] if base_model else "MiniLM"
-
-
 def markdown(result: dict) -> str:
     """The protocol table with the published numbers beside ours."""
     rows = result["members"]
-    name = encoder_name(result["config"].get("base_model"))
+    base_model = result["config"].get("base_model")  # MiniLM: the offline default; else the id's last part
+    name = base_model.rstrip("/").rsplit("/", 1)[-1] if base_model else "MiniLM"
     head = "| model | models | " + " | ".join(r.split("/")[1] for r in REPOS)
     lines = [head + " | **mean** (95 % interval) | train min | issues/s |", "|---" * (len(REPOS) + 5) + "|"]
     for member, title, scope in RECIPE_ROWS:

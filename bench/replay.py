@@ -16,9 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.paths import NLBSE  # the shared data's location, one definition
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from simulation.replay import chart, save_chart
+from tests.paths import NLBSE, REPO_ROOT
 
 MODES = {"off": ["--no-learning"], "memory": ["--no-retrain"], "full": []}
 NAMES = {"off": "learning off", "memory": "memory alone", "full": "memory + retraining"}
@@ -207,22 +206,9 @@ def history_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def finish(figure, axes, path: Path, *, title: str, xlabel: str, ylabel: str) -> Path:
-    """The charts' one look: a 0–1 score axis, a light grid, the legend bottom right; the PNG at `path`."""
-    axes.set(title=title, xlabel=xlabel, ylabel=ylabel, ylim=(0, 1))
-    axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
-    return path
-
-
 def plot_history(summary: dict, path: Path) -> Path:
     """Accuracy (solid) and macro-F1 (dashed) on the new issues against the history's size, per mode."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 4), dpi=120)
-    axes = figure.add_subplot()
+    figure, axes = chart()
     histories = sorted({row["history"] for row in summary["rows"]})
     for mode in summary["modes"]:
         rows = {row["history"]: row for row in summary["rows"] if row["mode"] == mode}
@@ -232,25 +218,23 @@ def plot_history(summary: dict, path: Path) -> Path:
         axes.plot(positions, [rows[n]["macro_f1"] for n in histories], marker="s", linestyle="--",
                   color=COLOURS[mode], label=f"{NAMES[mode]}: macro-F1")
     axes.set_xticks(range(len(histories)), [str(n) for n in histories])
-    return finish(figure, axes, path, title=f"{summary['repo']}, {summary['order']} order: an install with history",
-                  xlabel="labelled issues on the repository when the App is installed",
-                  ylabel=f"on the next {summary['limit']} new issues (at most)")
+    return save_chart(figure, axes, path, title=f"{summary['repo']}, {summary['order']} order: an install with history",
+                      xlabel="labelled issues on the repository when the App is installed",
+                      ylabel=f"on the next {summary['limit']} new issues (at most)")
 
 
 def plot_modes(summary: dict, path: Path) -> Path:
     """The modes' curves on one chart: what the memory and the retraining each add to the frozen model."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 4), dpi=120)
-    axes = figure.add_subplot()
+    figure, axes = chart()
     for mode, accuracies in summary["windows"].items():
         seen = [summary["window"] * i for i in range(len(accuracies))]
         axes.plot(seen, accuracies, marker="o", color=COLOURS.get(mode), label=NAMES.get(mode, mode))
     for retrain in summary.get("retrains", {}).get("full", []):
         axes.axvline(retrain["seen"], color="#1a7f37", linestyle=":", linewidth=1)
-    return finish(figure, axes, path,
-                  title=f"Replay of {summary['repo']}, {summary['order']} order ({summary['issues']} issues)",
-                  xlabel="issues seen (dotted: a retraining)", ylabel=f"accuracy on the next {summary['window']} issues")
+    return save_chart(figure, axes, path,
+                      title=f"Replay of {summary['repo']}, {summary['order']} order ({summary['issues']} issues)",
+                      xlabel="issues seen (dotted: a retraining)",
+                      ylabel=f"accuracy on the next {summary['window']} issues")
 
 
 if __name__ == "__main__":

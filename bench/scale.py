@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from bench.service import (
     send_at_rate,
     served_model,
 )
-from bench.serving import cpu_line
+from bench.serving import cpu_line, ms_each
 from simulation.fake_github import FakeGitHub
 
 TOKEN_POST = r"/app/installations/\d+/access_tokens"
@@ -112,12 +113,8 @@ def model_alone(model_dir: Path, texts: list[str], threads: int) -> float:
 
     classifier = load_classifier(model_dir, threads=threads)
     ask = getattr(classifier, "predict_and_embed", classifier.predict)
-    for text in texts[:5]:
-        ask([text])
-    started = time.perf_counter()
-    for text in texts:
-        ask([text])
-    return (time.perf_counter() - started) / len(texts)
+    ms_each(lambda text: ask([text]), texts[:5])  # warm-up
+    return sum(ms_each(lambda text: ask([text]), texts)) / 1000 / len(texts)
 
 
 @contextlib.contextmanager
@@ -172,11 +169,7 @@ def wait_for_feedback(service: Service, seconds: float = 300) -> None:
 
 def tokens_issued(fake: FakeGitHub) -> dict[int, int]:
     """Per installation, how many installation tokens GitHub has issued (one per worker that asked)."""
-    issued: dict[int, int] = {}
-    for call in fake.calls("POST", TOKEN_POST):
-        installation = int(call.path.split("/")[3])
-        issued[installation] = issued.get(installation, 0) + 1
-    return issued
+    return Counter(int(call.path.split("/")[3]) for call in fake.calls("POST", TOKEN_POST))
 
 
 def warm_every_worker(service, fake: FakeGitHub, spare: list[dict], repo_ids: dict[str, int], workers: int,
@@ -354,8 +347,6 @@ def without_thresholds(model: Path) -> Path:
         fields["thresholds"] = {}
         card.write_text(json.dumps(fields, indent=2))
     return copy
-
-
 
 
 if __name__ == "__main__":

@@ -36,9 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.paths import NLBSE  # the shared data's location, one definition
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import NLBSE, REPO_ROOT
 
 ENGINES = ("pipeline", "pipeline-128", "pytorch", "pytorch-bf16", "ort-fp32", "ort-int8", "ov-bf16", "ov-int8", "fast")
 DEFAULT_ENGINES = "pipeline-128,pytorch,pytorch-bf16,ort-fp32,ort-int8,ov-bf16,ov-int8,fast"
@@ -84,10 +82,8 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
             command = [sys.executable, "-m", "bench.serving", "--worker", engine, "--model", str(args.model),
                        "--issues", str(args.issues), "--single", str(args.single),
                        "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
-            command += ["--limit", str(args.limit)] if args.limit else []
-            command += ["--tfidf", str(args.tfidf)] if args.tfidf else []
-            if onnx:
-                command += ["--onnx", str(onnx)]
+            for option, value in (("--limit", args.limit), ("--tfidf", args.tfidf), ("--onnx", onnx)):
+                command += [option, str(value)] if value else []
             done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO_ROOT,
                                   env=os.environ | {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
             if done.returncode:
@@ -95,7 +91,7 @@ def run_all(args: argparse.Namespace) -> dict[str, dict]:
             results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"{engine}: {results[engine]['backfill_per_s']:.1f} issues/s", file=sys.stderr)
     reference = results.get("pytorch", {}).get("top")
-    truth = issue_labels(args.issues)[:args.limit]
+    truth = issue_texts(args.issues, "label")[:args.limit]
     for result in results.values():
         top = result.pop("top")
         result["macro_f1"] = quality(truth, top)
@@ -140,11 +136,7 @@ def measure(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     top = predict_all(texts)
     backfill = time.perf_counter() - started
-    latencies = []
-    for text in texts[:args.single]:
-        started = time.perf_counter()
-        predict_one(text)
-        latencies.append((time.perf_counter() - started) * 1000)
+    latencies = ms_each(predict_one, texts[:args.single])
     single_per_s = len(latencies) * 1000 / sum(latencies)
     latencies.sort()
     result = {"load_s": load_seconds, "backfill_per_s": len(texts) / backfill, "issues": len(texts),
@@ -164,12 +156,7 @@ def breakdown(classifier, texts: list[str], tfidf_dir: Path | None) -> dict[str,
     from core.memory import MEMORY_SIZE, Memory
 
     def median_ms(step) -> float:
-        timings = []
-        for text in texts:
-            started = time.perf_counter()
-            step(text)
-            timings.append((time.perf_counter() - started) * 1000)
-        return statistics.median(timings)
+        return statistics.median(ms_each(step, texts))
 
     steps = {"tokenizer": median_ms(lambda text: classifier._encode([text], "np")),
              "tokenizer + engine": median_ms(lambda text: classifier.predict_and_embed([text]))}
@@ -193,16 +180,20 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def issue_texts(path: Path) -> list[str]:
+def ms_each(call, items: list) -> list[float]:
+    """Milliseconds `call` takes on each item, one after the other (one issue at a time, as a job asks)."""
+    timings = []
+    for item in items:
+        started = time.perf_counter()
+        call(item)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def issue_texts(path: Path, field: str = "text") -> list[str]:
     from trainer.dataset import load_file
 
-    return [example.text for example in load_file(path)]
-
-
-def issue_labels(path: Path) -> list[str]:
-    from trainer.dataset import load_file
-
-    return [example.label for example in load_file(path)]
+    return [getattr(example, field) for example in load_file(path)]
 
 
 def load_engine(args: argparse.Namespace):

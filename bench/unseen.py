@@ -17,10 +17,8 @@ import time
 from pathlib import Path
 
 from bench.quality import REPOS, bootstrap_interval, run_record, write_report
-from tests.paths import SHARED
+from tests.paths import REPO_ROOT, SHARED
 from trainer.config import BOOTSTRAP_RECIPE
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 QUICK = {"folds": 2, "per_group_kind": 6, "eval_per_group_kind": 4, "max_length": 32, "max_steps": 4}
 

@@ -22,7 +22,6 @@ import base64
 import dataclasses
 import datetime
 import hashlib
-import hmac
 import itertools
 import json
 import math
@@ -42,21 +41,15 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import WSGIRequestHandler, make_server
 
+from bot.intake.signatures import sign_body
+
 WEB_URL = "https://github.com"
 DOCS_URL = "https://docs.github.com/rest"
 DEFAULT_INSTALLATION_ID = 1
 CONTENTS_MAX_BYTES = 1024 * 1024  # the Contents API sends no content for a file bigger than this
 NEW_LABEL_COLOR = "ededed"  # what GitHub gives a label created by adding it to an issue
-APP_ENDPOINTS = {"access_token", "repo_installation",  # authenticated by the App's JWT, not a token
-                 "list_hook_deliveries", "redeliver_hook_delivery", "list_installations", "the_app"}
 CONFIG_FILE = ".github/issue-sorter.yml"  # app.yml's one single file: what an installation may read by default
-# GitHub's web pages of the manifest flow and the code conversion: no token (the code is the credential)
-MANIFEST_ENDPOINTS = {"new_app", "new_org_app", "manifest_conversion"}
 REDELIVERY_WINDOW = 3 * 24 * 3600  # seconds: GitHub redelivers only what it delivered in the past three days
-OAUTH_ENDPOINTS = {"oauth_authorize", "oauth_access_token"}  # github.com's web flow: no token yet
-ANONYMOUS_ENDPOINTS = {"public_repository"}  # what anyone may ask without a token
-USER_ENDPOINTS = {"user", "user_installations", "user_installation_repositories"}  # a user token's own
-USER_REPO_ENDPOINTS = {"list_labels"}  # repository endpoints the fake also answers for a user token
 USER_TOKEN_TTL = 28800  # seconds; GitHub's user tokens for an App expire after eight hours
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
@@ -69,7 +62,6 @@ FAILURE_MESSAGES = {
     422: "Validation Failed",
     429: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 }
-CONDITIONAL_HEADERS = ("If-None-Match",)  # recorded with each request: a 304 costs GitHub no rate limit
 RATE_LIMIT_MESSAGE = "API rate limit exceeded for installation. Check out the documentation for more."
 REPO_URLS = {  # key -> suffix of the repository's API URL, as GitHub writes them
     "forks_url": "/forks", "keys_url": "/keys{/key_id}", "collaborators_url": "/collaborators{/collaborator}",
@@ -121,7 +113,6 @@ class RecordedRequest:
     status: int  # what the fake answered
     raw_path: str  # as sent on the wire: ".../labels/needs%20triage"
     received_at: float = dataclasses.field(default=0.0, compare=False)  # time.time() on arrival
-    headers: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)  # conditional ones only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,8 +147,7 @@ REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 
 
 def _reactions(url: str) -> dict[str, Any]:
-    counts = ("total_count", "+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
-    return {"url": url, **dict.fromkeys(counts, 0)}
+    return {"url": url, **dict.fromkeys(("total_count", *REACTIONS), 0)}
 
 
 def _user_json(api: str, login: str, kind: str = "User") -> dict[str, Any]:
@@ -310,7 +300,7 @@ class FakeGitHub:
         self._user_tokens: dict[str, tuple[str, float]] = {}  # user token -> (login, expiry)
         self._server = self._thread = None
         self._manifest_codes: dict[str, tuple[dict[str, Any], str | None]] = {}  # code → (manifest, org)
-        self.registered_apps: list[dict[str, Any]] = []  # what the conversion answered, newest last
+        self._who: dict[str, str | None] = {}  # endpoint → who may call it (_create_flask's table)
         self._flask = self._create_flask()
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -360,9 +350,6 @@ class FakeGitHub:
                 self._installations.pop(installation_id, None)
             for full_name in removed:
                 self._installations.get(installation_id, set()).discard(full_name)
-
-    def repo_id(self, full_name: str) -> int:
-        return self._repos[full_name]["id"]
 
     def set_private(self, full_name: str, private: bool = True) -> None:
         with self._lock:
@@ -527,41 +514,46 @@ class FakeGitHub:
     def _create_flask(self) -> Flask:
         app = Flask(__name__)
         repo, issue = "/repos/<owner>/<name>", "/repos/<owner>/<name>/issues/<int:number>"
+        # Who may call each route (GitHub's edge checks it before the handler): "app": the App's JWT; "web":
+        # github.com's pages of the manifest and OAuth flows, no token yet (a code is the credential); "anyone":
+        # also without a token; "user": a user token's own; "user+": an installation's or a user token;
+        # None: an installation token.
         routes = [
-            ("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token),
-            ("GET", f"{repo}/installation", self._repo_installation),
-            ("GET", "/app/installations", self._list_installations),
-            ("GET", "/app", self._the_app),
-            ("GET", repo, self._repository),
-            ("GET", f"{repo}/issues", self._list_issues),
-            ("GET", issue, self._issue),
-            ("PATCH", issue, self._update_issue),
-            ("GET", f"{repo}/issue-types", self._list_issue_types),
-            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id),
-            ("GET", "/repositories/<int:repo_id>", self._public_repository),
-            ("GET", f"{repo}/labels", self._list_labels),
-            ("POST", f"{repo}/labels", self._create_label),
-            ("POST", f"{issue}/labels", self._add_labels),
-            ("DELETE", f"{issue}/labels/<path:label>", self._remove_label),
-            ("POST", f"{issue}/comments", self._create_comment),
-            ("GET", f"{issue}/comments", self._list_comments),
-            ("POST", f"{repo}/issues/comments/<int:comment_id>/reactions", self._create_reaction),
-            ("GET", f"{repo}/collaborators/<login>/permission", self._permission),
-            ("GET", f"{repo}/contents/<path:path>", self._contents),
-            ("POST", "/settings/apps/new", self._new_app),
-            ("POST", "/organizations/<org>/settings/apps/new", self._new_org_app),
-            ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion),
-            ("GET", "/app/hook/deliveries", self._list_hook_deliveries),
-            ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery),
-            ("GET", "/login/oauth/authorize", self._oauth_authorize),
-            ("POST", "/login/oauth/access_token", self._oauth_access_token),
-            ("GET", "/user", self._user),
-            ("GET", "/user/installations", self._user_installations),
-            ("GET", "/user/installations/<int:installation_id>/repositories",
-             self._user_installation_repositories),
+            ("POST", "/app/installations/<int:installation_id>/access_tokens", self._access_token, "app"),
+            ("GET", f"{repo}/installation", self._repo_installation, "app"),
+            ("GET", "/app/installations", self._list_installations, "app"),
+            ("GET", "/app", self._the_app, "app"),
+            ("GET", repo, self._repository, None),
+            ("GET", f"{repo}/issues", self._list_issues, None),
+            ("GET", issue, self._issue, None),
+            ("PATCH", issue, self._update_issue, None),
+            ("GET", f"{repo}/issue-types", self._list_issue_types, None),
+            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id, None),
+            ("GET", "/repositories/<int:repo_id>", self._public_repository, "anyone"),
+            ("GET", f"{repo}/labels", self._list_labels, "user+"),
+            ("POST", f"{repo}/labels", self._create_label, None),
+            ("POST", f"{issue}/labels", self._add_labels, None),
+            ("DELETE", f"{issue}/labels/<path:label>", self._remove_label, None),
+            ("POST", f"{issue}/comments", self._create_comment, None),
+            ("GET", f"{issue}/comments", self._list_comments, None),
+            ("POST", f"{repo}/issues/comments/<int:comment_id>/reactions", self._create_reaction, None),
+            ("GET", f"{repo}/collaborators/<login>/permission", self._permission, None),
+            ("GET", f"{repo}/contents/<path:path>", self._contents, None),
+            ("POST", "/settings/apps/new", self._new_app, "web"),
+            ("POST", "/organizations/<org>/settings/apps/new", self._new_app, "web"),
+            ("POST", "/app-manifests/<code>/conversions", self._manifest_conversion, "web"),
+            ("GET", "/app/hook/deliveries", self._list_hook_deliveries, "app"),
+            ("POST", "/app/hook/deliveries/<int:delivery_id>/attempts", self._redeliver_hook_delivery, "app"),
+            ("GET", "/login/oauth/authorize", self._oauth_authorize, "web"),
+            ("POST", "/login/oauth/access_token", self._oauth_access_token, "web"),
+            ("GET", "/user", self._user, "user"),
+            ("GET", "/user/installations", self._user_installations, "user"),
+            ("GET", "/user/installations/<int:installation_id>/repositories", self._user_installation_repositories,
+             "user"),
         ]
-        for method, rule, view in routes:
+        for method, rule, view, who in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
+            self._who[view.__name__.lstrip("_")] = who
         app.before_request(self._before_request)
         app.after_request(self._record)
         app.register_error_handler(HTTPException,
@@ -576,14 +568,12 @@ class FakeGitHub:
                 if failure.times <= 0:
                     self._failures.remove(failure)
                 return self._failure_response(failure)
-        if request.endpoint in MANIFEST_ENDPOINTS:
+        who, credentials = self._who.get(request.endpoint), request.headers.get("Authorization", "").partition(" ")[2]
+        if who == "web" or (who == "anyone" and not credentials):
             return None
-        credentials = request.headers.get("Authorization", "").partition(" ")[2]
-        if request.endpoint in OAUTH_ENDPOINTS or (request.endpoint in ANONYMOUS_ENDPOINTS and not credentials):
-            return None
-        if request.endpoint in USER_ENDPOINTS or credentials.startswith("ghu_"):
-            return self._check_user_token(credentials)
-        if request.endpoint in APP_ENDPOINTS:
+        if who == "user" or credentials.startswith("ghu_"):
+            return self._check_user_token(credentials, who)
+        if who == "app":
             if self._is_app_jwt(credentials):
                 return None
             return _error(401, "A JSON web token could not be decoded")
@@ -608,14 +598,14 @@ class FakeGitHub:
         """The full name of the repository with this id, None when there is none."""
         return next((name for name, repo in self._repos.items() if repo["id"] == repo_id), None)
 
-    def _check_user_token(self, credentials: str) -> Response | None:
+    def _check_user_token(self, credentials: str, who: str | None) -> Response | None:
         login, expires = self._user_tokens.get(credentials, (None, 0.0))
         if login is None or expires <= time.time():
             return _error(401, "Bad credentials")
-        if request.endpoint in USER_ENDPOINTS:
+        if who == "user":
             return None
         args = request.view_args or {}
-        if request.endpoint not in USER_REPO_ENDPOINTS or "owner" not in args:
+        if who != "user+" or "owner" not in args:
             return _error(403, "Resource not accessible by integration")
         if self._role(f"{args['owner']}/{args['name']}", login) == "none":
             return _error(404, "Not Found")
@@ -639,13 +629,7 @@ class FakeGitHub:
         return _json(body, failure.status, failure.headers)
 
     # --- the manifest flow (github.com's new-App page, then the code conversion) --------------------
-    def _new_app(self) -> Response:
-        return self._register_manifest(None)
-
-    def _new_org_app(self, org: str) -> Response:
-        return self._register_manifest(org)
-
-    def _register_manifest(self, org: str | None) -> Response:
+    def _new_app(self, org: str | None = None) -> Response:
         """What the user's browser meets after pressing the button: GitHub registers and redirects back."""
         try:
             manifest = json.loads(request.form["manifest"])
@@ -675,7 +659,6 @@ class FakeGitHub:
                "events": manifest.get("default_events", []), "installations_count": 0,
                "client_id": f"Iv1.{secrets.token_hex(8)}", "client_secret": secrets.token_hex(20),
                "webhook_secret": secrets.token_hex(20), "pem": self.private_key_pem}
-        self.registered_apps.append(app | {"manifest": manifest})
         return _json(app, 201)
 
     def _is_app_jwt(self, token: str) -> bool:
@@ -689,11 +672,9 @@ class FakeGitHub:
 
     def _record(self, response: Response) -> Response:
         raw_path = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or request.path
-        conditional = {name: request.headers[name] for name in CONDITIONAL_HEADERS if name in request.headers}
         self._requests.append(RecordedRequest(request.method, request.path, request.args.to_dict(),
                                               request.get_json(silent=True), response.status_code,
-                                              raw_path.split("?")[0], request.environ["fake.received_at"],
-                                              conditional))
+                                              raw_path.split("?")[0], request.environ["fake.received_at"]))
         return response
 
     def _label(self, full_name: str, name: str, color: str = NEW_LABEL_COLOR,
@@ -735,8 +716,7 @@ class FakeGitHub:
         headers = {"X-GitHub-Event": attempt["event"], "X-GitHub-Delivery": attempt["guid"],
                    "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake"}
         if self.webhook_secret:
-            digest = hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Hub-Signature-256"] = f"sha256={digest}"
+            headers["X-Hub-Signature-256"] = sign_body(body, self.webhook_secret)
         try:
             return requests.post(self.webhook_url, data=body, headers=headers, timeout=10).status_code
         except requests.RequestException:
@@ -762,11 +742,7 @@ class FakeGitHub:
         iid = self._repos[f"{owner}/{name}"]["installation_id"]
         if f"{owner}/{name}" not in self._installations.get(iid, ()):
             return _error(404, "Not Found")  # taken out of the installation, or the App uninstalled
-        return self._installation(iid, owner)
-
-    def _installation(self, installation_id: int, owner: str) -> Response:
-        return _json(_installation_json(self.url, installation_id, owner, self.app_id,
-                                        self._single_files.get(installation_id, [CONFIG_FILE])))
+        return _json(_installation_json(self.url, iid, owner, self.app_id, self._single_files.get(iid, [CONFIG_FILE])))
 
     def _the_app(self) -> Response:
         """The App itself (GET /app), owned by the account of its first installation ("octo" without one)."""
@@ -816,11 +792,8 @@ class FakeGitHub:
         return _json({}, 202)
 
     def _repository(self, owner: str, name: str) -> Response:
-        full_name = f"{owner}/{name}"
-        if full_name not in self._repos:
-            return _error(404, "Not Found")
-        repo = self._repos[full_name]
-        return _json(_repo_json(self.url, full_name, repo["id"], repo.get("private", False)))
+        repo = self._repos[f"{owner}/{name}"]  # one the token cannot see was answered 404 before this
+        return _json(_repo_json(self.url, f"{owner}/{name}", repo["id"], repo.get("private", False)))
 
     def _public_repository(self, repo_id: int) -> Response:
         """GET /repositories/{id} without a token: a public repository; a private one is hidden (404)."""
@@ -938,8 +911,6 @@ class FakeGitHub:
         """POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions: 201 with the reaction, 200 when
         this user already reacted so. The fake keeps no users' comments, so any id of a known repo is one."""
         content = (request.get_json(silent=True) or {}).get("content")
-        if f"{owner}/{name}" not in self._repos:
-            return _error(404, "Not Found")
         if content not in REACTIONS:
             return _error(422, "Validation Failed", errors=[{"resource": "Reaction", "code": "invalid",
                                                              "field": "content"}])
@@ -1004,9 +975,8 @@ class FakeGitHub:
 
     def _oauth_access_token(self) -> Response:
         """Exchange a code for a user token; errors come back as 200 with `error`, as on GitHub."""
-        form = request.get_json(silent=True) if request.is_json else request.form.to_dict()
-        client_id, secret, code = (form or {}).get("client_id"), (form or {}).get("client_secret"), \
-            (form or {}).get("code")
+        form = (request.get_json(silent=True) if request.is_json else request.form.to_dict()) or {}
+        client_id, secret, code = form.get("client_id"), form.get("client_secret"), form.get("code")
         if client_id not in self._oauth_clients or self._oauth_clients[client_id] != secret:
             body = {"error": "incorrect_client_credentials",
                     "error_description": "The client_id and/or client_secret passed are incorrect."}
