@@ -440,6 +440,10 @@ class GitHubApp:
                 return None
             raise
 
+    def repository(self, installation_id: int, repo: str) -> dict[str, Any] | None:
+        """{"repo", "repo_id", "private"} as the installation sees `repo` now (bot.lifecycle.repositories)."""
+        return self.writer_for(installation_id).get_repository(repo)
+
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to send one delivery again (POST /app/hook/deliveries/{id}/attempts, 202)."""
         with _github_errors():

@@ -168,9 +168,13 @@ def _filtered(query: Select, which: str, view: View = View()) -> Select:
     return query
 
 
-def _of_repository(query: Select, repo: str) -> Select:
+def _joined(query: Select) -> Select:
     return query.join(IssueRecord, Prediction.issue_id == IssueRecord.id) \
-        .join(Repository, IssueRecord.repository_id == Repository.id).where(Repository.full_name == repo)
+        .join(Repository, IssueRecord.repository_id == Repository.id)
+
+
+def _of_repository(query: Select, repo: str) -> Select:
+    return _joined(query).where(Repository.full_name == repo)
 
 
 def decisions_page(session: Session, repo: str, which: str = "waiting", page: int = 1,
@@ -229,9 +233,7 @@ def _titles(session: Session, found) -> dict[tuple[int, int], str]:
 
 def waiting_counts(session: Session, repos: Iterable[str]) -> dict[str, int]:
     """How many predictions wait for review in each repository (missing: none)."""
-    query = _filtered(select(Repository.full_name, func.count(Prediction.id))
-                      .join(IssueRecord, Prediction.issue_id == IssueRecord.id)
-                      .join(Repository, IssueRecord.repository_id == Repository.id)
+    query = _filtered(_joined(select(Repository.full_name, func.count(Prediction.id)))
                       .where(Repository.full_name.in_(list(repos))), "waiting").group_by(Repository.full_name)
     return dict(session.execute(query).all())
 
@@ -239,17 +241,21 @@ def waiting_counts(session: Session, repos: Iterable[str]) -> dict[str, int]:
 def is_shadow_mode(session: Session, repo: str) -> bool:
     """Whether the repository is in shadow mode, as its newest prediction was made (the config file is
     GitHub's; the page reads none): the bot writes nothing there, and its choices wait for a human."""
-    newest = session.scalar(_of_repository(select(Prediction.outcome), repo)
-                            .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1))
-    return newest == "shadow"
+    newest = _newest(session, repo)
+    return newest is not None and newest.outcome == "shadow"
 
 
 def held_reason(session: Session, repo: str) -> str | None:
     """Why the repository is held, as its newest prediction was made (its config file is broken or cannot be
     read: bot.labeling.config), with what to do; None when it is not held."""
-    newest = session.execute(_of_repository(select(Prediction.outcome, Prediction.reason), repo)
-                             .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1)).first()
+    newest = _newest(session, repo)
     return newest.reason if newest is not None and newest.outcome == "held" else None
+
+
+def _newest(session: Session, repo: str):
+    """The outcome and reason of the repository's newest prediction, or None."""
+    return session.execute(_of_repository(select(Prediction.outcome, Prediction.reason), repo)
+                           .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1)).first()
 
 
 def prediction_in(session: Session, repo: str, prediction_id: int) -> DecisionRow | None:

@@ -12,18 +12,7 @@ import logging
 import secrets
 import uuid
 
-from flask import (
-    Blueprint,
-    abort,
-    current_app,
-    flash,
-    g,
-    redirect,
-    render_template,
-    request,
-    session,
-    url_for,
-)
+from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
@@ -118,7 +107,7 @@ def http_error(error: HTTPException):
         return error
     custom = error.description if error.description != type(error).description else None
     message = custom or ERROR_MESSAGES.get(error.code, error.name)
-    if request.accept_mimetypes.best_match(["text/html", "application/json"]) == "application/json":
+    if _wants_json():
         return {"error": f"{error.name}: {message}"}, error.code
     back = g.get("repo")
     return render_template("review/error.html", title=error.name, message=message, back=back), error.code
