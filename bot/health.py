@@ -9,7 +9,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.metrics import has_metrics_token, live_processes_by_queue, live_workers
+from bot.metrics import has_metrics_token, live_processes_by_queue
 from core.engines import WARMED_KEY
 
 blueprint = Blueprint("health", __name__)
@@ -27,8 +27,7 @@ def healthz():
                    **({"database_error": database} if database else {}),
                    **({"redis_error": redis} if redis else {})}
         if redis is None:  # informative: the receiver still takes deliveries while workers restart
-            report["workers"] = _check_workers(services["redis"])
-            report["warmed_up"] = _check_warmed_up(services["redis"])
+            report |= _check_workers(services["redis"])
     return report, 200 if healthy else 503
 
 
@@ -42,22 +41,16 @@ def _check_database(engine) -> str | None:
         return type(error).__name__
 
 
-def _check_workers(redis) -> dict[str, bool]:
-    """For each queue, whether any worker with a recent heartbeat serves it."""
-    try:
-        return {queue: count > 0 for queue, count in live_workers(redis).items()}
-    except RedisError:
-        return {}
-
-
-def _check_warmed_up(redis) -> dict[str, bool]:
-    """For each queue, whether a worker with a recent heartbeat serves it with its model warmed up."""
+def _check_workers(redis) -> dict[str, dict[str, bool]]:
+    """For each queue, whether a worker with a recent heartbeat serves it ("workers"), and one with its model
+    warmed up ("warmed_up")."""
     try:
         warmed = {process.decode() for process in redis.hkeys(WARMED_KEY)}
-        return {queue: any(process in warmed for process in processes)
-                for queue, processes in live_processes_by_queue(redis).items()}
+        live = live_processes_by_queue(redis)
     except RedisError:
-        return {}
+        return {"workers": {}, "warmed_up": {}}
+    return {"workers": {queue: bool(processes) for queue, processes in live.items()},
+            "warmed_up": {queue: any(process in warmed for process in processes) for queue, processes in live.items()}}
 
 
 def _check_redis(redis) -> str | None:

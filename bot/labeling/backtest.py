@@ -30,7 +30,7 @@ from pathlib import Path
 
 from redis import Redis
 from sklearn.metrics import f1_score
-from sqlalchemy import exists, or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.decisions import act as decisions_act
@@ -104,10 +104,8 @@ def labelled_history(github, repo: str, max_issues: int = MAX_ISSUES) -> list[Is
 
 def stored_history(session: Session, repo: str, max_issues: int = MAX_ISSUES) -> list[IssueSnapshot]:
     """The issues the backfill stored for `repo` (its history at install), as it read them, oldest first."""
-    by_backfill = exists().where(OwnLabelExample.issue_id == IssueRecord.id,
-                                 OwnLabelExample.confirmed_by == backfill.BACKFILL_ACTOR)
     rows = session.scalars(select(IssueRecord).join(Repository).where(
-        Repository.full_name == repo, or_(IssueRecord.confirmed_by == backfill.BACKFILL_ACTOR, by_backfill))
+        Repository.full_name == repo, backfill.stored_by_backfill())
         .order_by(IssueRecord.opened_at.asc().nulls_first(), IssueRecord.number).limit(max_issues)).all()
     own: dict[int, list[str]] = {}
     for issue_id, label in session.execute(select(OwnLabelExample.issue_id, OwnLabelExample.label).where(

@@ -173,7 +173,7 @@ def _joined(query: Select) -> Select:
         .join(Repository, IssueRecord.repository_id == Repository.id)
 
 
-def _of_repository(query: Select, repo: str) -> Select:
+def of_repository(query: Select, repo: str) -> Select:
     return _joined(query).where(Repository.full_name == repo)
 
 
@@ -182,7 +182,7 @@ def decisions_page(session: Session, repo: str, which: str = "waiting", page: in
     """One page of the repository's predictions under a tab and a view: newest first, or by confidence."""
     newest = (Prediction.created_at.desc(), Prediction.id.desc())
     if view.by_score:  # the top score is the JSON's largest value: compared here, not in SQL
-        candidates = session.execute(_filtered(_of_repository(select(Prediction.id, Prediction.scores), repo),
+        candidates = session.execute(_filtered(of_repository(select(Prediction.id, Prediction.scores), repo),
                                                which, view).order_by(*newest)).all()
         ranked = [(max((scores or {}).values(), default=0.0), pid) for pid, scores in candidates]
         ranked = [(score, pid) for score, pid in ranked if view.keeps(score)]
@@ -190,11 +190,11 @@ def decisions_page(session: Session, repo: str, which: str = "waiting", page: in
             ranked.sort(key=lambda item: item[0])  # stable: equal scores stay newest first
         total = len(ranked)
     else:
-        total = session.scalar(_filtered(_of_repository(select(func.count(Prediction.id)), repo),
+        total = session.scalar(_filtered(of_repository(select(func.count(Prediction.id)), repo),
                                          which, view)) or 0
     pages = max(math.ceil(total / PER_PAGE), 1)
     page = min(max(page, 1), pages)
-    query = _filtered(_of_repository(select(Prediction, IssueRecord), repo), which, view)
+    query = _filtered(of_repository(select(Prediction, IssueRecord), repo), which, view)
     if view.by_score:
         ids = [pid for _, pid in ranked[(page - 1) * PER_PAGE:page * PER_PAGE]]
         found = sorted(session.execute(query.where(Prediction.id.in_(ids))).all(),
@@ -254,13 +254,13 @@ def held_reason(session: Session, repo: str) -> str | None:
 
 def _newest(session: Session, repo: str):
     """The outcome and reason of the repository's newest prediction, or None."""
-    return session.execute(_of_repository(select(Prediction.outcome, Prediction.reason), repo)
+    return session.execute(of_repository(select(Prediction.outcome, Prediction.reason), repo)
                            .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1)).first()
 
 
 def prediction_in(session: Session, repo: str, prediction_id: int) -> DecisionRow | None:
     """The prediction as a row, when it belongs to `repo` (None otherwise: the caller answers 404)."""
-    found = session.execute(_of_repository(select(Prediction, IssueRecord), repo)
+    found = session.execute(of_repository(select(Prediction, IssueRecord), repo)
                             .where(Prediction.id == prediction_id)).first()
     return _row(found[0], found[1], []) if found else None
 

@@ -11,6 +11,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from bot.decisions.stats import as_utc, summarize
+from bot.review.decisions import of_repository
 from core import store
 from core.kinds import kind_of_label
 from core.repository_thresholds import ThresholdStats, last_target, repository_thresholds
@@ -67,7 +68,7 @@ class ModelRow:
 def weekly(session: Session, repo: str) -> list[Week]:
     """One row per ISO week with predictions, oldest first."""
     weeks: dict[dt.date, list[Prediction]] = {}
-    for prediction in session.scalars(_repo_predictions(repo)):
+    for prediction in session.scalars(of_repository(select(Prediction), repo)):
         day = as_utc(prediction.created_at).date()
         weeks.setdefault(day - dt.timedelta(days=day.weekday()), []).append(prediction)
     return [_week(start, found) for start, found in sorted(weeks.items())]
@@ -105,7 +106,7 @@ def precision_target(session: Session, repo: str, *, default_threshold: float) -
 
 def decided_pairs(session: Session, repo: str) -> list[tuple[str, str]]:
     """(what the bot predicted, the kind a human confirmed) for every issue a human decided."""
-    rows = session.execute(_repo_predictions(repo).with_only_columns(Prediction.predicted,
+    rows = session.execute(of_repository(select(Prediction), repo).with_only_columns(Prediction.predicted,
                                                                       IssueRecord.confirmed_label)
                            .where(IssueRecord.confirmed_label.is_not(None), Prediction.predicted.is_not(None)))
     return [(predicted, kind_of_label(confirmed) or confirmed) for predicted, confirmed in rows]
@@ -154,7 +155,7 @@ class OwnLabelQuality:
 
 def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
     """Each own label's precision (applied and judged) and coverage (confirmed issues it was applied to)."""
-    predicted = _repo_predictions(repo).with_only_columns(Prediction.id, Prediction.issue_id)
+    predicted = of_repository(select(Prediction), repo).with_only_columns(Prediction.id, Prediction.issue_id)
     issue_of = dict(session.execute(predicted).all())
     rows = session.scalars(select(OwnLabelDecision).where(
         OwnLabelDecision.prediction_id.in_(list(issue_of)))) if issue_of else []
@@ -183,7 +184,3 @@ def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
 def may_manage(role: str) -> bool:
     return role in MANAGING_ROLES
 
-
-def _repo_predictions(repo: str):
-    return (select(Prediction).join(IssueRecord, Prediction.issue_id == IssueRecord.id)
-            .join(Repository, IssueRecord.repository_id == Repository.id).where(Repository.full_name == repo))
