@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from bot.decisions.stats import as_utc
 from core.tables import IssueRecord, LabelEvent, ModelVersion, Prediction, Repository
 
 PER_PAGE = 20
@@ -205,7 +206,7 @@ def decisions_page(session: Session, repo: str, which: str = "waiting", page: in
     versions = _versions(session, {prediction.model_version_id for prediction, _ in found})
     titles = _titles(session, found)
     rows = [_row(prediction, issue,
-                 [action for at, action in since.get(issue.id, []) if at >= _aware(prediction.created_at)],
+                 [action for at, action in since.get(issue.id, []) if at >= as_utc(prediction.created_at)],
                  versions=versions, titles=titles)
             for prediction, issue in found]
     return DecisionPage(rows, page, pages, total)
@@ -272,7 +273,7 @@ def _human_actions(session: Session, issue_ids: list[int]) -> dict[int, _Timelin
                              .order_by(LabelEvent.occurred_at, LabelEvent.id)) if issue_ids else []
     found: dict[int, _Timeline] = {}
     for event in events:
-        at = _aware(event.occurred_at)
+        at = as_utc(event.occurred_at)
         action = HumanAction(event.actor_login, event.action, event.label, at)
         found.setdefault(event.issue_id, []).append((at, action))
     return found
@@ -291,14 +292,10 @@ def _row(prediction: Prediction, issue: IssueRecord, since: list[HumanAction], *
     excerpt = body if len(body) <= EXCERPT_CHARS else body[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
     return DecisionRow(prediction.id, issue.number, issue.title, prediction.predicted, scores,
                        prediction.label, prediction.outcome, prediction.reason, prediction.decision,
-                       issue.confirmed_label, issue.confirmed_by, _aware(prediction.created_at), since,
+                       issue.confirmed_label, issue.confirmed_by, as_utc(prediction.created_at), since,
                        model_scores=model, voters=voters, threshold=prediction.threshold,
                        model_version=(versions or {}).get(prediction.model_version_id),
                        author=issue.author_login, excerpt=excerpt,
                        own=[OwnRow(own.label, own.score, own.outcome, own.decision)
                             for own in prediction.own_labels])
 
-
-def _aware(moment: dt.datetime) -> dt.datetime:
-    # SQLite hands back naive datetimes; every timestamp we write is UTC
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
