@@ -18,7 +18,7 @@ blueprint = Blueprint("health", __name__)
 @blueprint.get("/healthz")
 def healthz():
     services = current_app.extensions["bot"]
-    database, redis = _check_database(services["engine"]), _check_redis(services["redis"])
+    database, redis = _failure(lambda: _select_one(services["engine"])), _failure(services["redis"].ping)
     healthy = database is None and redis is None
     report = {"database": "ok" if database is None else "unavailable",
               "redis": "ok" if redis is None else "unavailable"}
@@ -31,14 +31,18 @@ def healthz():
     return report, 200 if healthy else 503
 
 
-def _check_database(engine) -> str | None:
-    """None when the database answers, else the error's class name."""
+def _failure(check) -> str | None:
+    """None when `check()` answers, else its error's class name."""
     try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        return None
-    except SQLAlchemyError as error:
+        check()
+    except (SQLAlchemyError, RedisError) as error:
         return type(error).__name__
+    return None
+
+
+def _select_one(engine) -> None:
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
 
 
 def _check_workers(redis) -> dict[str, dict[str, bool]]:
@@ -51,11 +55,3 @@ def _check_workers(redis) -> dict[str, dict[str, bool]]:
         return {"workers": {}, "warmed_up": {}}
     return {"workers": {queue: bool(processes) for queue, processes in live.items()},
             "warmed_up": {queue: any(process in warmed for process in processes) for queue, processes in live.items()}}
-
-
-def _check_redis(redis) -> str | None:
-    try:
-        redis.ping()
-        return None
-    except RedisError as error:
-        return type(error).__name__

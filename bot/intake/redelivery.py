@@ -6,7 +6,8 @@ of whose attempts succeeded and that we neither processed (core.tables.WebhookDe
 receiver's marker, bot.intake.queueing.DELIVERY_KEY), and asks GitHub to redeliver the newest attempt of each:
 once per attempt (a marker in Redis that lives as long as the window), so a redelivery that failed too
 (the fault was not over) is asked for again, up to MAX_REDELIVERIES a guid (a receiver that fails every
-delivery is not fed forever); at most one ask a second and `limit` a sweep. `failed_deliveries` decides and is pure; `sweep` does the I/O through the objects passed in.
+delivery is not fed forever); at most one ask a second and `limit` a sweep. `failed_deliveries` decides and is
+pure; `sweep` does the I/O through the objects passed in.
 """
 
 from __future__ import annotations
@@ -109,13 +110,7 @@ class Ledger:
     """
 
     def __init__(self, redis: Redis, sessions: sessionmaker[Session], *, again: bool = False):
-        self._redis = redis
-        self._sessions = sessions
-        self._again = again
-
-    @property
-    def again(self) -> bool:
-        return self._again
+        self._redis, self._sessions, self.again = redis, sessions, again
 
     def handled(self, newest: Collection[Delivery]) -> set[str]:
         """The guids processed, queued, or whose newest attempt was already asked for: none needs asking."""
@@ -124,12 +119,12 @@ class Ledger:
             found = store.processed_deliveries(session, guids)
         pipe = self._redis.pipeline(transaction=False)
         for delivery in newest:
-            pipe.exists(DELIVERY_KEY.format(delivery.guid), *(() if self._again else (_asked_key(delivery),)))
+            pipe.exists(DELIVERY_KEY.format(delivery.guid), *(() if self.again else (_asked_key(delivery),)))
         return found | {delivery.guid for delivery, count in zip(newest, pipe.execute()) if count}
 
     def claim(self, delivery: Delivery, now: dt.datetime) -> bool:
         """Note that we ask for this attempt again now; False when a sweep already did."""
-        return bool(self._redis.set(_asked_key(delivery), now.isoformat(), nx=not self._again,
+        return bool(self._redis.set(_asked_key(delivery), now.isoformat(), nx=not self.again,
                                     ex=ASKED_TTL_SECONDS))
 
     def release(self, delivery: Delivery) -> None:
