@@ -25,6 +25,7 @@ from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.github_api.client import GitHubError, PermanentGitHubError, TransientGitHubError
+from bot.github_api.issues import parse_github_time
 from bot.intake.queueing import DELIVERY_KEY
 from core import store
 from core.db import session_scope
@@ -67,7 +68,7 @@ class Delivery:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Delivery:
         """From one item of GET /app/hook/deliveries (GitHub's "Simple webhook delivery")."""
-        return cls(id=int(data["id"]), guid=str(data["guid"]), delivered_at=_utc(data["delivered_at"]),
+        return cls(id=int(data["id"]), guid=str(data["guid"]), delivered_at=parse_github_time(data["delivered_at"]),
                    status_code=int(data.get("status_code") or 0), status=data.get("status") or "",
                    event=data.get("event") or "", action=data.get("action"),
                    redelivery=bool(data.get("redelivery")))
@@ -149,7 +150,7 @@ def parse_since(text: str, now: dt.datetime) -> dt.datetime:
         days, hours, minutes, seconds = (int(group or 0) for group in match.groups())
         return now - dt.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
     try:
-        moment = _utc(text.strip())
+        moment = parse_github_time(text.strip())
     except ValueError:
         raise ValueError("--since takes a duration such as 90m, 6h or 2d, or an ISO 8601 time; "
                          f"got {text!r}") from None
@@ -229,8 +230,3 @@ def _ask(github: HookDeliveries, ledger: Ledger, todo: list[Delivery], result: S
             result.refused.append((delivery, str(error)))
         else:
             result.asked.append(delivery)
-
-
-def _utc(text: str) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections import Counter
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
@@ -159,23 +160,21 @@ def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
     issue_of = dict(session.execute(predicted).all())
     rows = session.scalars(select(OwnLabelDecision).where(
         OwnLabelDecision.prediction_id.in_(list(issue_of)))) if issue_of else []
-    counts: dict[str, dict[str, int]] = {}
+    counts: Counter[tuple[str, str]] = Counter()  # (label, one of OWN_COUNTS)
     applied_on: set[tuple[int, str]] = set()
     for row in rows:
-        count = counts.setdefault(row.label, dict.fromkeys(OWN_COUNTS, 0))
-        count[row.outcome] = count.get(row.outcome, 0) + 1
+        counts[row.label, row.outcome] += 1
         if row.outcome == "applied":
             applied_on.add((issue_of[row.prediction_id], row.label))
             if row.decision in ("accepted", "rejected"):
-                count[row.decision] += 1
+                counts[row.label, row.decision] += 1
     carried: dict[str, list[int]] = {}
     if issue_of:
         for issue_id, label in session.execute(select(OwnLabelExample.issue_id, OwnLabelExample.label).where(
                 OwnLabelExample.issue_id.in_(set(issue_of.values())))):
             carried.setdefault(label, []).append(issue_id)
-    labels = sorted(set(counts) | set(carried))
-    empty = dict.fromkeys(OWN_COUNTS, 0)
-    return [OwnLabelQuality(label, **{key: counts.get(label, empty)[key] for key in empty},
+    labels = sorted({label for label, _ in counts} | set(carried))
+    return [OwnLabelQuality(label, **{key: counts[label, key] for key in OWN_COUNTS},
                             carried=len(carried.get(label, [])),
                             found=sum((issue, label) in applied_on for issue in carried.get(label, [])))
             for label in labels]
