@@ -387,24 +387,19 @@ class GitHubApp:
         GET /app/hook/deliveries; PyGithub 2.10 does not wrap it, so its requester calls it with the JWT.
         """
         params: dict[str, Any] = {"per_page": per_page, **({"cursor": cursor} if cursor else {})}
-        with _github_errors():
-            headers, data = self._as_app().requester.requestJsonAndCheck("GET", "/app/hook/deliveries",
-                                                                         parameters=params)
+        headers, data = self._app_request("GET", "/app/hook/deliveries", parameters=params)
         return list(data or []), _next_cursor(headers)
 
     def app(self) -> dict:
         """The App as GitHub describes it (GET /app, as the App): id, slug, owner, permissions."""
-        with _github_errors():
-            return self._as_app().requester.requestJsonAndCheck("GET", "/app")[1] or {}
+        return self._app_request("GET", "/app")[1] or {}
 
     def installations(self, *, max_pages: int = 10) -> list[dict]:
         """The App's installations as GitHub describes them (GET /app/installations, as the App): each with its
         account, permissions and single file's paths; at most `max_pages` pages of 100."""
         found: list[dict] = []
         for page in range(1, max_pages + 1):
-            with _github_errors():
-                _, data = self._as_app().requester.requestJsonAndCheck(
-                    "GET", "/app/installations", parameters={"per_page": 100, "page": page})
+            _, data = self._app_request("GET", "/app/installations", parameters={"per_page": 100, "page": page})
             found.extend(data or [])
             if len(data or []) < 100:
                 break
@@ -433,9 +428,12 @@ class GitHubApp:
 
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to send one delivery again (POST /app/hook/deliveries/{id}/attempts, 202)."""
+        self._app_request("POST", f"/app/hook/deliveries/{int(delivery_id)}/attempts")
+
+    def _app_request(self, verb: str, path: str, **options) -> tuple[dict, Any]:
+        """(headers, JSON) of one REST call as the App that PyGithub does not wrap."""
         with _github_errors():
-            self._as_app().requester.requestJsonAndCheck("POST",
-                                                         f"/app/hook/deliveries/{int(delivery_id)}/attempts")
+            return self._as_app().requester.requestJsonAndCheck(verb, path, **options)
 
     def writer_for(self, installation_id: int) -> PyGithubWriter:
         """The writer acting as this installation (created on first use, then reused)."""
