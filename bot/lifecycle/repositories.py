@@ -60,11 +60,8 @@ class Purged:
     refused: list[str] = dataclasses.field(default_factory=list)  # what GitHub contradicted: kept
 
     def add(self, other: Purged) -> None:
-        for name in ("repositories", "issues", "predictions", "label_events", "model_versions"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.directories += other.directories
-        self.names += other.names
-        self.refused += other.refused
+        for field in dataclasses.fields(self):  # counts summed, lists joined
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
     def summary(self) -> str:
         purged = (f"purged {self.repositories} repositories: {self.issues} issues, {self.predictions} "
