@@ -128,25 +128,25 @@ def backtest_repository(*, repo: str) -> str:
 
 def update_repository(**event) -> str:
     """repository.renamed / transferred / privatized / publicized: the repository's name and visibility."""
-    return _once(queues.UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: repositories.update_repository(
+    return _once(queues.UPDATE_REPOSITORY, event, _lifecycle(lambda session, ctx, e: repositories.update_repository(
         session, e, ctx.github_app)))
 
 
 def remove_installation(**event) -> str:
     """installation.deleted: purge the installation's data and models."""
-    return _once(queues.REMOVE_INSTALLATION, event, _purging(lambda session, ctx, e: repositories.remove_installation(
+    return _once(queues.REMOVE_INSTALLATION, event, _lifecycle(lambda session, ctx, e: repositories.remove_installation(
         session, e["installation_id"], ctx.settings.model_dir, ctx.github_app)))
 
 
 def remove_repositories(**event) -> str:
     """installation_repositories.removed: purge those repositories' data and models."""
-    return _once(queues.REMOVE_REPOSITORIES, event, _purging(lambda session, ctx, e: repositories.remove_repositories(
+    return _once(queues.REMOVE_REPOSITORIES, event, _lifecycle(lambda session, ctx, e: repositories.remove_repositories(
         session, e["installation_id"], e["repositories"], ctx.settings.model_dir, ctx.github_app)))
 
 
 def suspend_installation(**event) -> str:
     """installation.suspend / unsuspend: freeze (nothing labelled, data kept) or thaw the installation."""
-    return _once(queues.SUSPEND_INSTALLATION, event, _in_session(
+    return _once(queues.SUSPEND_INSTALLATION, event, _lifecycle(
         lambda session, ctx, e: repositories.suspend_installation(
             session, e["installation_id"], suspended=e["action"] == "suspend", github=ctx.github_app)))
 
@@ -161,20 +161,16 @@ def clear_unconfirmed() -> str:
         return f"cleared {repositories.clear_unconfirmed(session, older_than_days=days)} unconfirmed issues"
 
 
-def _in_session(work: Callable) -> Callable[[WorkerContext, dict], str]:
+def _lifecycle(work: Callable) -> Callable[[WorkerContext, dict], str]:
+    """An installation or repository event's work in one transaction; a purge's model directories and Redis
+    copies go after the commit, so that no row is left pointing at a missing model or a Redis copy."""
     def run(ctx: WorkerContext, event: dict) -> str:
         with session_scope(ctx.sessionmaker) as session:
-            return work(session, ctx, event)
-    return run
-
-
-def _purging(work: Callable) -> Callable[[WorkerContext, dict], str]:
-    def run(ctx: WorkerContext, event: dict) -> str:
-        with session_scope(ctx.sessionmaker) as session:
-            purged = work(session, ctx, event)
-        # after the commit: no row is left pointing at a missing model or a Redis copy
-        repositories.delete_directories(purged, ctx.redis)
-        return purged.summary()
+            done = work(session, ctx, event)
+        if isinstance(done, repositories.Purged):
+            repositories.delete_directories(done, ctx.redis)
+            return done.summary()
+        return done
     return run
 
 
