@@ -340,11 +340,10 @@ def _operator() -> None:
 def operator_page():
     _operator()
     with _db() as db:
-        runs, serving = operator.training_runs(db), operator.serving_models(db)
-        page = render_template("review/operator.html", queues=operator.queue_rows(_redis()),
+        return render_template("review/operator.html", queues=operator.queue_rows(_redis()),
                                alive=live_workers(_redis()), failed=operator.failed_jobs(_redis()),
-                               workers=operator.worker_rows(_redis()), runs=runs, serving=serving)
-    return page
+                               workers=operator.worker_rows(_redis()), runs=operator.training_runs(db),
+                               serving=operator.serving_models(db))
 
 
 @blueprint.post("/operator/jobs/<queue>/<job_id>/retry")
