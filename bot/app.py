@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 from flask import Flask
 from redis import Redis
@@ -49,7 +50,5 @@ def _http_error(error: HTTPException):
 
 def create_app_from_env() -> Flask:
     """gunicorn entry point: `gunicorn 'bot.app:create_app_from_env()'`."""
-    import os
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return create_app(Settings.from_env(os.environ))

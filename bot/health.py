@@ -9,7 +9,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.metrics import has_metrics_token, live_processes_by_queue, live_workers
+from bot.metrics import has_metrics_token, live_processes_by_queue
 from core.engines import WARMED_KEY
 
 blueprint = Blueprint("health", __name__)
@@ -18,7 +18,7 @@ blueprint = Blueprint("health", __name__)
 @blueprint.get("/healthz")
 def healthz():
     services = current_app.extensions["bot"]
-    database, redis = _check_database(services["engine"]), _check_redis(services["redis"])
+    database, redis = _failure(lambda: _select_one(services["engine"])), _failure(services["redis"].ping)
     healthy = database is None and redis is None
     report = {"database": "ok" if database is None else "unavailable",
               "redis": "ok" if redis is None else "unavailable"}
@@ -27,42 +27,31 @@ def healthz():
                    **({"database_error": database} if database else {}),
                    **({"redis_error": redis} if redis else {})}
         if redis is None:  # informative: the receiver still takes deliveries while workers restart
-            report["workers"] = _check_workers(services["redis"])
-            report["warmed_up"] = _check_warmed_up(services["redis"])
+            report |= _check_workers(services["redis"])
     return report, 200 if healthy else 503
 
 
-def _check_database(engine) -> str | None:
-    """None when the database answers, else the error's class name."""
+def _failure(check) -> str | None:
+    """None when `check()` answers, else its error's class name."""
     try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        return None
-    except SQLAlchemyError as error:
+        check()
+    except (SQLAlchemyError, RedisError) as error:
         return type(error).__name__
+    return None
 
 
-def _check_workers(redis) -> dict[str, bool]:
-    """For each queue, whether any worker with a recent heartbeat serves it."""
-    try:
-        return {queue: count > 0 for queue, count in live_workers(redis).items()}
-    except RedisError:
-        return {}
+def _select_one(engine) -> None:
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
 
 
-def _check_warmed_up(redis) -> dict[str, bool]:
-    """For each queue, whether a worker with a recent heartbeat serves it with its model warmed up."""
+def _check_workers(redis) -> dict[str, dict[str, bool]]:
+    """For each queue, whether a worker with a recent heartbeat serves it ("workers"), and one with its model
+    warmed up ("warmed_up")."""
     try:
         warmed = {process.decode() for process in redis.hkeys(WARMED_KEY)}
-        return {queue: any(process in warmed for process in processes)
-                for queue, processes in live_processes_by_queue(redis).items()}
+        live = live_processes_by_queue(redis)
     except RedisError:
-        return {}
-
-
-def _check_redis(redis) -> str | None:
-    try:
-        redis.ping()
-        return None
-    except RedisError as error:
-        return type(error).__name__
+        return {"workers": {}, "warmed_up": {}}
+    return {"workers": {queue: bool(processes) for queue, processes in live.items()},
+            "warmed_up": {queue: any(process in warmed for process in processes) for queue, processes in live.items()}}

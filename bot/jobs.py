@@ -34,23 +34,6 @@ from bot.review import decide as review_decide
 from bot.review import model_jobs, pending
 from core import metrics, own_labels, queues, store
 from core.db import session_scope
-from core.queues import (
-    BACKFILL_REPOSITORY,
-    CRASH_RETRY,
-    HANDLE_COMMENT,
-    LABEL_ISSUE,
-    RECORD_ISSUE_EVENT,
-    REFRESH_LABELS,
-    REMOVE_INSTALLATION,
-    REMOVE_REPOSITORIES,
-    REPLY_TO_RETRAIN,
-    REVIEW_PREDICTION,
-    SUSPEND_INSTALLATION,
-    TAKE_OFF_ABSTAIN_MARK,
-    UPDATE_REPOSITORY,
-    JobSpec,
-    enqueue,
-)
 from core.repository_thresholds import refresh_stored
 from core.tables import WebhookDelivery
 
@@ -61,22 +44,22 @@ SKIPPED_PROCESSED = "skipped: delivery already processed"
 
 def label_issue(**event) -> str:
     """issues.opened: classify the issue and put the matching label on it."""
-    return _once(LABEL_ISSUE, event, _label_issue, records_itself=True)
+    return _once(queues.LABEL_ISSUE, event, _label_issue, records_itself=True)
 
 
 def refresh_labels(**event) -> str:
     """label.created/edited/deleted: the repository's cached labels are stale; the next job lists them."""
-    return _once(REFRESH_LABELS, event, _forget_labels)
+    return _once(queues.REFRESH_LABELS, event, _forget_labels)
 
 
 def record_issue_event(**event) -> str:
     """issues.labeled/unlabeled/edited/closed/...: store the event and the decision it implies."""
-    return _once(RECORD_ISSUE_EVENT, event, _record_issue_event)
+    return _once(queues.RECORD_ISSUE_EVENT, event, _record_issue_event)
 
 
 def handle_comment(**event) -> str:
     """issue_comment.created: `/issue-sorter retrain` from someone with admin or maintain permission."""
-    return _once(HANDLE_COMMENT, event, _handle_comment)
+    return _once(queues.HANDLE_COMMENT, event, _handle_comment)
 
 
 def backfill_installation(**event) -> str:
@@ -86,8 +69,8 @@ def backfill_installation(**event) -> str:
         backfill.register_installation(session, event["installation_id"], event.get("account_login"),
                                        event.get("repositories") or [{"repo": repo} for repo in event["repos"]])
     for repo in event["repos"]:
-        enqueue(ctx.redis, BACKFILL_REPOSITORY, {"installation_id": event["installation_id"], "repo": repo},
-                retry=CRASH_RETRY)
+        queues.enqueue(ctx.redis, queues.BACKFILL_REPOSITORY, {"installation_id": event["installation_id"],
+                                                                "repo": repo}, retry=queues.CRASH_RETRY)
     return f"backfill queued for {len(event['repos'])} repositories"
 
 
@@ -102,11 +85,13 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
         outcome = backfill.backfill(ctx.sessionmaker, github, repo, installation_id=installation_id,
                                     max_issues=max_issues or ctx.backfill_max_issues)
     except TransientGitHubError as error:  # resumes from the saved page
-        return _reschedule(ctx, BACKFILL_REPOSITORY, kwargs, error)
+        return _reschedule(ctx, queues.BACKFILL_REPOSITORY, kwargs, error)
     except GitHubError as error:
         log.warning("backfill of %s stopped: %s", repo, error)
         outcome = f"stopped: {error}"
-    _queue_memory_fill(ctx, repo)  # what was stored, stopped or not, goes into the memory
+    if ctx.settings.memory:  # what was stored, stopped or not, goes into the memory
+        memory_fill.queue_fill_by_serving(ctx.redis, ctx.sessionmaker, repo,
+                                          limit=ctx.settings.max_queued_memory_fills)
     queue_backtest(ctx.redis, repo)
     return outcome
 
@@ -143,26 +128,27 @@ def backtest_repository(*, repo: str) -> str:
 
 def update_repository(**event) -> str:
     """repository.renamed / transferred / privatized / publicized: the repository's name and visibility."""
-    return _once(UPDATE_REPOSITORY, event, _in_session(lambda session, ctx, e: repositories.update_repository(
-        session, e, _github_now(ctx))))
+    return _once(queues.UPDATE_REPOSITORY, event, _lifecycle(lambda session, ctx, e: repositories.update_repository(
+        session, e, ctx.github_app)))
 
 
 def remove_installation(**event) -> str:
     """installation.deleted: purge the installation's data and models."""
-    return _once(REMOVE_INSTALLATION, event, _purging(lambda session, ctx, e: repositories.remove_installation(
-        session, e["installation_id"], ctx.settings.model_dir, _github_now(ctx))))
+    return _once(queues.REMOVE_INSTALLATION, event, _lifecycle(lambda session, ctx, e: repositories.remove_installation(
+        session, e["installation_id"], ctx.settings.model_dir, ctx.github_app)))
 
 
 def remove_repositories(**event) -> str:
     """installation_repositories.removed: purge those repositories' data and models."""
-    return _once(REMOVE_REPOSITORIES, event, _purging(lambda session, ctx, e: repositories.remove_repositories(
-        session, e["installation_id"], e["repositories"], ctx.settings.model_dir, _github_now(ctx))))
+    return _once(queues.REMOVE_REPOSITORIES, event, _lifecycle(lambda session, ctx, e: repositories.remove_repositories(
+        session, e["installation_id"], e["repositories"], ctx.settings.model_dir, ctx.github_app)))
 
 
 def suspend_installation(**event) -> str:
     """installation.suspend / unsuspend: freeze (nothing labelled, data kept) or thaw the installation."""
-    return _once(SUSPEND_INSTALLATION, event, _in_session(lambda session, ctx, e: repositories.suspend_installation(
-        session, e["installation_id"], suspended=e["action"] == "suspend", github=_github_now(ctx))))
+    return _once(queues.SUSPEND_INSTALLATION, event, _lifecycle(
+        lambda session, ctx, e: repositories.suspend_installation(
+            session, e["installation_id"], suspended=e["action"] == "suspend", github=ctx.github_app)))
 
 
 def clear_unconfirmed() -> str:
@@ -175,25 +161,16 @@ def clear_unconfirmed() -> str:
         return f"cleared {repositories.clear_unconfirmed(session, older_than_days=days)} unconfirmed issues"
 
 
-def _github_now(ctx: WorkerContext):
-    """What an installation or repository event claims is checked with GitHub (bot.lifecycle.repositories)."""
-    return repositories.github_now(ctx.github_app, ctx.github_for)
-
-
-def _in_session(work: Callable) -> Callable[[WorkerContext, dict], str]:
+def _lifecycle(work: Callable) -> Callable[[WorkerContext, dict], str]:
+    """An installation or repository event's work in one transaction; a purge's model directories and Redis
+    copies go after the commit, so that no row is left pointing at a missing model or a Redis copy."""
     def run(ctx: WorkerContext, event: dict) -> str:
         with session_scope(ctx.sessionmaker) as session:
-            return work(session, ctx, event)
-    return run
-
-
-def _purging(work: Callable) -> Callable[[WorkerContext, dict], str]:
-    def run(ctx: WorkerContext, event: dict) -> str:
-        with session_scope(ctx.sessionmaker) as session:
-            purged = work(session, ctx, event)
-        # after the commit: no row is left pointing at a missing model or a Redis copy
-        repositories.delete_directories(purged, ctx.redis)
-        return purged.summary()
+            done = work(session, ctx, event)
+        if isinstance(done, repositories.Purged):
+            repositories.delete_directories(done, ctx.redis)
+            return done.summary()
+        return done
     return run
 
 
@@ -206,7 +183,7 @@ def reply_to_retrain(*, reply_to: dict, result: dict) -> str:
         try:
             github.create_comment(reply_to["repo"], reply_to["number"], reply)
         except TransientGitHubError as error:  # the write spacing's deferral too: the reply comes later
-            return _reschedule(ctx, REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": result}, error)
+            return _reschedule(ctx, queues.REPLY_TO_RETRAIN, {"reply_to": reply_to, "result": result}, error)
     return reply
 
 
@@ -233,7 +210,7 @@ def review_prediction(**review) -> str:
     if not pending.is_turn(ctx.redis, review["prediction_id"], review["review_id"]):
         job = get_current_job()  # an earlier click on the prediction is still queued: this one comes after it
         wait = pending.NotItsTurn(pending.turn_wait(int(job.meta.get("deferrals", 0)) if job else 0))
-        return _reschedule(ctx, REVIEW_PREDICTION, review, wait)
+        return _reschedule(ctx, queues.REVIEW_PREDICTION, review, wait)
     if github is None:
         outcome = "skipped: dry-run cannot write to GitHub"
     else:
@@ -243,7 +220,7 @@ def review_prediction(**review) -> str:
                 embedder=_embedder(ctx, review["repo"]))
             _refresh_thresholds(ctx, review["repo"])
         except TransientGitHubError as error:
-            outcome = _reschedule(ctx, REVIEW_PREDICTION, review, error)
+            outcome = _reschedule(ctx, queues.REVIEW_PREDICTION, review, error)
             if not outcome.startswith("failed"):
                 return outcome  # the page keeps saying "queued" until the retry
         except PermanentGitHubError as error:
@@ -266,53 +243,49 @@ def preview_repository(*, repo: str) -> str:
     return f"preview of {repo}: {result['issues']} issues, agreement {result['agreement']}"
 
 
-def _once(spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str], *,
+def _once(spec: queues.JobSpec, event: dict, work: Callable[[WorkerContext, dict], str], *,
           records_itself: bool = False) -> str:
+    """`work` once per delivery. With `records_itself`, the work checks and records the delivery in its own
+    transaction (_label_issue: two transactions fewer a job, and the record commits with the decision);
+    here only what it could not record, a permanent error, is."""
     ctx = context.current()
     started = time.perf_counter()
     job = get_current_job()  # None when a test calls the job directly, with its text in `event`
     try:
         if job is not None and spec.text:
             event = queues.job_text(ctx.redis, spec, job.id, event)
-        return _once_timed(ctx, spec, event, work, records_itself=records_itself)
+        if not records_itself:
+            with session_scope(ctx.sessionmaker) as session:
+                if store.is_delivery_processed(session, event["delivery_id"]):
+                    return SKIPPED_PROCESSED
+        try:
+            outcome = work(ctx, event)
+            if records_itself:
+                return outcome
+        except TransientGitHubError as error:
+            if not getattr(error, "deferral", False):  # a write spaced by write_spacing never reached GitHub
+                metrics.count_github_error(ctx.redis, error.status)
+            return _reschedule(ctx, spec, event, error)
+        except PermanentGitHubError as error:
+            metrics.count_github_error(ctx.redis, error.status)
+            outcome = f"dropped: GitHub answered {error.status} ({error})"
+            log.warning("%s#%s (delivery %s) %s", event.get("repo"), event.get("number"), event["delivery_id"],
+                        outcome)
+        with session_scope(ctx.sessionmaker) as session:
+            _record_delivery(session, spec, event, outcome)
+        return outcome
     finally:
         if job is not None and spec.text:
             queues.forget_text(ctx.redis, job.id)  # done, failed or rescheduled: the text leaves Redis
         metrics.observe_job(ctx.redis, spec.short_name, time.perf_counter() - started)
 
 
-def _once_timed(ctx: WorkerContext, spec: JobSpec, event: dict, work: Callable[[WorkerContext, dict], str], *,
-                records_itself: bool = False) -> str:
-    """`work` once per delivery. With `records_itself`, the work checks and records the delivery in its own
-    transaction (_label_issue: two transactions fewer a job, and the record commits with the decision);
-    here only what it could not record, a permanent error, is."""
-    if not records_itself:
-        with session_scope(ctx.sessionmaker) as session:
-            if store.is_delivery_processed(session, event["delivery_id"]):
-                return SKIPPED_PROCESSED
-    try:
-        outcome = work(ctx, event)
-        if records_itself:
-            return outcome
-    except TransientGitHubError as error:
-        if not getattr(error, "deferral", False):  # a write spaced by bot.github_api.write_spacing never reached GitHub
-            metrics.count_github_error(ctx.redis, error.status)
-        return _reschedule(ctx, spec, event, error)
-    except PermanentGitHubError as error:
-        metrics.count_github_error(ctx.redis, error.status)
-        outcome = f"dropped: GitHub answered {error.status} ({error})"
-        log.warning("%s#%s (delivery %s) %s", event.get("repo"), event.get("number"), event["delivery_id"], outcome)
-    with session_scope(ctx.sessionmaker) as session:
-        _record_delivery(session, spec, event, outcome)
-    return outcome
-
-
-def _record_delivery(session, spec: JobSpec, event: dict, outcome: str) -> None:
+def _record_delivery(session, spec: queues.JobSpec, event: dict, outcome: str) -> None:
     store.mark_delivery_processed(session, event["delivery_id"], spec.short_name, event.get("action"),
                                   outcome[:OUTCOME_CHARS])
 
 
-def _reschedule(ctx: WorkerContext, spec: JobSpec, kwargs: dict, error: TransientGitHubError) -> str:
+def _reschedule(ctx: WorkerContext, spec: queues.JobSpec, kwargs: dict, error: TransientGitHubError) -> str:
     return queueing.reschedule(ctx.redis, spec, kwargs, delay=error.retry_after, base_seconds=ctx.retry_base_seconds,
                                max_attempts=ctx.max_attempts, why=error)
 
@@ -324,7 +297,7 @@ def _label_issue(ctx: WorkerContext, event: dict) -> str:
         if store.is_delivery_processed(session, event["delivery_id"]):
             return SKIPPED_PROCESSED
         outcome = _label_in(session, ctx, event)
-        _record_delivery(session, LABEL_ISSUE, event, outcome)
+        _record_delivery(session, queues.LABEL_ISSUE, event, outcome)
     return outcome
 
 
@@ -368,9 +341,9 @@ def _after_decision(ctx: WorkerContext, recorded: decisions_act.Recorded) -> str
     if recorded.changed:
         _refresh_thresholds(ctx, recorded.repo)
     if recorded.take_off:
-        enqueue(ctx.redis, TAKE_OFF_ABSTAIN_MARK, {
+        queues.enqueue(ctx.redis, queues.TAKE_OFF_ABSTAIN_MARK, {
             "installation_id": recorded.installation_id, "repo": recorded.repo, "number": recorded.number,
-            "label": recorded.take_off, "prediction_id": recorded.prediction_id}, retry=CRASH_RETRY)
+            "label": recorded.take_off, "prediction_id": recorded.prediction_id}, retry=queues.CRASH_RETRY)
     return recorded.outcome
 
 
@@ -385,7 +358,7 @@ def take_off_abstain_mark(*, installation_id: int, repo: str, number: int, label
     try:
         github.remove_label(repo, number, label)
     except TransientGitHubError as error:  # the write spacing's deferral too: the mark comes off later
-        return _reschedule(ctx, TAKE_OFF_ABSTAIN_MARK, args, error)
+        return _reschedule(ctx, queues.TAKE_OFF_ABSTAIN_MARK, args, error)
     except PermanentGitHubError as error:
         if error.status != 404:  # 404: it is off already
             raise
@@ -453,8 +426,3 @@ def fill_memory(*, repo: str, version: str) -> str:
     _refresh_thresholds(ctx, repo)
     return outcome
 
-
-def _queue_memory_fill(ctx: WorkerContext, repo: str) -> None:
-    if ctx.settings.memory:
-        memory_fill.queue_fill_by_serving(ctx.redis, ctx.sessionmaker, repo,
-                                          limit=ctx.settings.max_queued_memory_fills)

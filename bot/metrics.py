@@ -1,6 +1,7 @@
 """GET /metrics in Prometheus's text format (the maintained prometheus-client): deliveries by event and
 outcome, queue depths, failed jobs, live workers, the engine each live bot worker serves with, job durations,
-labels applied and abstained, GitHub API errors. Read at scrape time from Redis (core.metrics) and the database, so it counts every process.
+labels applied and abstained, GitHub API errors. Read at scrape time from Redis (core.metrics) and the database,
+so it counts every process.
 
 The web process faces the internet: /metrics answers only a request bearing ISSUE_SORTER_METRICS_TOKEN
 (404 when none is set), and the slow figures (a GROUP BY over every prediction, the list of workers) are
@@ -109,16 +110,9 @@ def live_processes_by_queue(redis, now: dt.datetime | None = None) -> dict[str, 
     return alive
 
 
-def live_processes(redis, now: dt.datetime | None = None) -> set[str]:
-    """host:pid of every worker with a recent heartbeat (core.engines.process_name's form)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    return {f"{worker.hostname}:{worker.pid}" for worker in Worker.all(connection=redis)
-            if worker.last_heartbeat is not None and (now - worker.last_heartbeat.replace(
-                tzinfo=worker.last_heartbeat.tzinfo or dt.timezone.utc)).total_seconds() <= WORKER_ALIVE_SECONDS}
-
-
-def serving_engines(redis, live: set[str]) -> list[tuple[str, str, str, str]]:
+def serving_engines(redis) -> list[tuple[str, str, str, str]]:
     """(worker, scope, version, engine) of each live worker's loaded models (core.engines.ENGINES_KEY)."""
+    live = {process for processes in live_processes_by_queue(redis).values() for process in processes}
     rows = []
     for field, value in redis.hgetall(engines.ENGINES_KEY).items():
         process, _, scope = field.decode().partition("|")
@@ -168,7 +162,7 @@ class Collector:
         serving = GaugeMetricFamily("issue_sorter_serving_engine", "1 for each engine a live bot worker serves a "
                                     "model with (chosen on its machine: core.engines)",
                                     labels=["worker", "scope", "version", "engine"])
-        for row in self.cache.get("engines", lambda: serving_engines(self.redis, live_processes(self.redis))):
+        for row in self.cache.get("engines", lambda: serving_engines(self.redis)):
             serving.add_metric(list(row), 1)
         yield serving
         yield self._job_durations()

@@ -1,10 +1,8 @@
-"""`issue-sorter compose-secrets [DIR]`: what `issue-sorter setup` wrote (`.env` and the App's key file) turned into
-the files docker-compose.yml mounts as secrets, in one step: the App's key, the webhook secret, the review page's
-OAuth client secret and session key (empty files while the page is off), the metrics token (empty: /metrics
-off), and Redis's per-service passwords and ACL file (issue_sorter.redis_credentials). Each file is readable by
-its owner only, and owned by the user of the container that reads it (uid 10001, Redis's 999) when this runs
-as root; otherwise the command prints the one `chown` to run. Compose reads GITHUB_APP_ID and GITHUB_CLIENT_ID
-from the same `.env`, which it never overwrites; tuning goes in issue-sorter.env (docs/CONFIG.md).
+"""`issue-sorter compose-secrets [DIR]`: what `issue-sorter setup` wrote (`.env` and the App's key file) turned
+into the secret files docker-compose.yml mounts, in one step (an empty file turns its feature off). Each is
+readable by its owner only, and owned by the user of the container that reads it when this runs as root;
+otherwise the command prints the one `chown` to run. Compose reads GITHUB_APP_ID and GITHUB_CLIENT_ID from the
+same `.env`, which it never overwrites; tuning goes in issue-sorter.env (docs/CONFIG.md).
 """
 
 from __future__ import annotations

@@ -11,13 +11,11 @@ import re
 from pathlib import Path
 
 from bot.github_api.client import NotAFile, RepoFile
-from bot.labeling.config import RepoConfig, load_config, parse_file, unreadable
+from bot.labeling.config import CHECKS, RepoConfig, load_config, parse_file, unreadable
 from core.settings import Settings
 from issue_sorter.command import add
 
 REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+")
-SHOWN = ("mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template", "skip_authors",
-         "abstain_label", "remove_abstain_label", "areas", "min_examples")
 
 
 def add_commands(commands) -> None:
@@ -79,7 +77,7 @@ def describe(config: RepoConfig, problems: tuple[str, ...] | list[str]) -> str:
     lines = [head, *(f"  - {problem}" for problem in problems[1 if config.held and len(problems) == 1 else 0:])]
     values = dataclasses.asdict(config)
     lines.append("in force:" if not config.held else "the settings read (nothing is applied while it is held):")
-    lines.extend(f"  {key}: {_shown(key, values[key])}" for key in SHOWN)
+    lines.extend(f"  {key}: {_shown(key, values[key])}" for key in CHECKS)
     lines.append(f"  own labels: {_own_labels(config)}")
     return "\n".join(lines)
 

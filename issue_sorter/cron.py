@@ -14,15 +14,7 @@ from rq.defaults import DEFAULT_CRON_JOB_HISTORY_LIMIT, DEFAULT_CRON_JOB_HISTORY
 from rq.job import Job
 
 from bot.jobs import clear_unconfirmed, redeliver_failed
-from core.queues import (
-    CLEAR_UNCONFIRMED,
-    CRASH_RETRY,
-    JOB_TIMEOUT,
-    REDELIVER_FAILED,
-    RETRAIN_DUE,
-    job_options,
-    make_queue,
-)
+from core import queues
 from core.settings import Settings
 from trainer.jobs import retrain_due
 
@@ -34,12 +26,12 @@ class ContractCronJob(CronJob):
 
     def enqueue(self, connection: Redis) -> Job:
         """RQ 3.0's CronJob.enqueue with our queue: the job, its history and the registry in one round trip."""
-        queue = make_queue(connection, self.queue_name)
+        queue = queues.make_queue(connection, self.queue_name)
         with connection.pipeline() as pipeline:
             # retried like the bot's jobs: a sweep or the weekly retraining check a worker died under runs
             # again now, not one interval later (RQ's cron gives its jobs no retries)
             job = queue.enqueue(self.func, args=self.args, kwargs=self.kwargs, pipeline=pipeline,
-                                **job_options(retry=CRASH_RETRY, **self.job_options))
+                                **queues.job_options(retry=queues.CRASH_RETRY, **self.job_options))
             enqueued = job.enqueued_at.timestamp()
             pipeline.zadd(self.job_history_key, {job.id: enqueued})
             pipeline.zremrangebyrank(self.job_history_key, 0, -(DEFAULT_CRON_JOB_HISTORY_LIMIT + 1))
@@ -61,13 +53,12 @@ class ContractCronScheduler(CronScheduler):
 def make_scheduler(redis: Redis, settings: Settings) -> ContractCronScheduler:
     """The scheduler with every periodic job at its configured interval."""
     scheduler = ContractCronScheduler(connection=redis)
-    scheduler.register(retrain_due, RETRAIN_DUE.queue, interval=settings.retrain_interval,
-                       job_timeout=JOB_TIMEOUT[RETRAIN_DUE.queue])
-    scheduler.register(redeliver_failed, REDELIVER_FAILED.queue, interval=settings.redelivery_interval,
-                       job_timeout=JOB_TIMEOUT[REDELIVER_FAILED.queue])
+    periodic = [(retrain_due, queues.RETRAIN_DUE, settings.retrain_interval),
+                (redeliver_failed, queues.REDELIVER_FAILED, settings.redelivery_interval)]
     if settings.unconfirmed_retention_days is not None:
-        scheduler.register(clear_unconfirmed, CLEAR_UNCONFIRMED.queue, interval=RETENTION_INTERVAL,
-                           job_timeout=JOB_TIMEOUT[CLEAR_UNCONFIRMED.queue])
+        periodic.append((clear_unconfirmed, queues.CLEAR_UNCONFIRMED, RETENTION_INTERVAL))
+    for func, spec, interval in periodic:
+        scheduler.register(func, spec.queue, interval=interval, job_timeout=queues.JOB_TIMEOUT[spec.queue])
     return scheduler
 
 

@@ -50,20 +50,6 @@ def web_healthy(port: int, timeout: float = 5.0) -> bool:
         return False
 
 
-def worker_registered(redis: Redis, hostname: str) -> bool:
-    """An RQ worker of this host is registered: its key lives only while it sends heartbeats."""
-    from rq import Worker
-
-    return any(worker.hostname == hostname for worker in Worker.all(connection=redis))
-
-
-def cron_registered(redis: Redis, hostname: str) -> bool:
-    """RQ's cron scheduler of this host is registered: its hash expires 2 minutes after its last heartbeat."""
-    from rq.cron import CronScheduler
-
-    return any(scheduler.hostname == hostname for scheduler in CronScheduler.all(redis, cleanup=False))
-
-
 def check(role: str, settings: Settings, hostname: str | None = None) -> str | None:
     """None when `role` is healthy here, else what is wrong."""
     if role == "web":
@@ -71,10 +57,13 @@ def check(role: str, settings: Settings, hostname: str | None = None) -> str | N
     if not settings.redis_url:
         return "REDIS_URL is not set"
     hostname = hostname or socket.gethostname()
+    from rq import Worker
+    from rq.cron import CronScheduler
+
     redis = Redis.from_url(settings.redis_url, socket_connect_timeout=3, socket_timeout=5)
-    try:
-        registered = worker_registered if role == "worker" else cron_registered
-        if registered(redis, hostname):
+    try:  # a worker's key lives only while it sends heartbeats; the cron scheduler's expires 2 minutes after
+        registered = Worker.all(connection=redis) if role == "worker" else CronScheduler.all(redis, cleanup=False)
+        if any(process.hostname == hostname for process in registered):
             return None
         return f"no RQ {role} of host {hostname} is registered in Redis"
     except RedisError as error:

@@ -54,7 +54,8 @@ def add_commands(subparsers) -> None:
             ("rollback", rollback, "serve again the version that served before the current one", _scope_argument),
             ("convert-tfidf", convert_tfidf, ("rewrite registered TF-IDF models pickled by older versions as "
                                               "data (runs the pickles: only for models you trust)"),
-             _convert_parser),
+             lambda parser: parser.add_argument("versions", nargs="*",
+                                                help="registered versions (default: every one)")),
             ("gc-models", gc_models, ("delete the files of versions neither serving nor kept for rollback "
                                       "(the training worker does it after each retraining)"), _gc_parser),
             ("push-model", push_model, "publish a registered version to the Hugging Face hub or a directory",
@@ -162,10 +163,6 @@ def _promote_parser(parser: argparse.ArgumentParser) -> None:
 
 
 # ---- commands ----
-
-def _convert_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("versions", nargs="*", help="registered versions (default: every one)")
-
 
 def _gc_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", type=int, default=KEEP_PROMOTED,
@@ -281,7 +278,8 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
         source = choose_source(None, os.environ, hub_reachable=lambda: False, hub_cached=lambda: False)
         sources = load_sources(source) if Path(source).is_dir() else {str(source): load_file(source)}
     with open_registry(settings) as registry:
-        selection = select_encoder(_split_names(args.candidates), sources,
+        names = [name.strip() for name in args.candidates.split(",") if name.strip()]
+        selection = select_encoder(names, sources,
                                    train_config_from(args, BOOTSTRAP_RECIPE), folds=args.folds,
                                    budget_minutes=args.budget_minutes, registry=registry, scope=args.scope,
                                    progress=not args.no_progress)
@@ -302,10 +300,6 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
         print(f"best: {selection.best['candidate']}, registered as {selection.registered.version}; "
               f"serve it with `issue-sorter promote {selection.registered.version}`")
     return 0
-
-
-def _split_names(text: str | None) -> list[str]:
-    return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:

@@ -91,20 +91,17 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     sessions = make_sessionmaker(settings.database_url)
     print(backfill(sessions, app.writer_for(installation_id), args.repo, installation_id=installation_id,
                    max_issues=args.max_issues))
-    if settings.memory and settings.redis_url:  # the bot's feedback worker embeds the history
+    if settings.redis_url:
         from redis import Redis
 
         from bot.decisions.memory_fill import queue_fill_by_serving
-
-        if queue_fill_by_serving(Redis.from_url(settings.redis_url), sessions, args.repo,
-                                 limit=settings.max_queued_memory_fills) is not None:
-            print(f"the memory's fill of {args.repo} is queued on the feedback queue")
-    if settings.redis_url:  # the dry run on the history, as after an installation's backfill
-        from redis import Redis
-
         from bot.jobs import queue_backtest
 
-        queue_backtest(Redis.from_url(settings.redis_url), args.repo)
+        redis = Redis.from_url(settings.redis_url)
+        if settings.memory and queue_fill_by_serving(redis, sessions, args.repo,  # the feedback worker embeds it
+                                                     limit=settings.max_queued_memory_fills) is not None:
+            print(f"the memory's fill of {args.repo} is queued on the feedback queue")
+        queue_backtest(redis, args.repo)  # the dry run on the history, as after an installation's backfill
     return 0
 
 

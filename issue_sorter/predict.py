@@ -42,16 +42,13 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
     title, body = read_issue(args.title, args.body, sys.stdin)
     repo = args.repo or NO_REPOSITORY
     config = args.config.read_bytes() if args.config else None
-    session = make_sessionmaker(settings.database_url)()
-    try:
+    with make_sessionmaker(settings.database_url)() as session:  # closed, never committed: what_if rolls back
         serving = store.serving_model_for(session, repo)
         if serving is None:
             raise SystemExit("predict: no model is promoted: run `issue-sorter bootstrap-model`")
         classifier = load_classifier(serving.path, threads=settings.worker_threads, engine=settings.engine)
         labels = args.labels.split(",") if args.labels else known_labels(session, repo)
         answer = what_if(session, repo, title, body, classifier, settings, OfflineRepository(repo, config, labels))
-    finally:
-        session.close()
     report = to_report(answer, repo=args.repo, config=str(args.config) if args.config else None)
     print(json.dumps(report, indent=2) if args.json else describe(report))
     return 0

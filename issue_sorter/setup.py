@@ -1,14 +1,10 @@
 """`issue-sorter setup`: register the GitHub App through GitHub's manifest flow, as Probot does.
 
-A page on 127.0.0.1 holds a button that POSTs the manifest (app.yml, pointed at this deployment) to
-GitHub; GitHub registers the App and redirects back with a one-time code; the code is exchanged
-(`POST /app-manifests/{code}/conversions`) for the App's id, secrets and private key, which are written
-to `.env` and a key file of their own, both readable by the owner only. Every command reads `.env`.
-
-GitHub must reach the webhook URL: it is refused unless it is https, or a webhook proxy channel (smee.io, or
-`--channel`), which `.env` then keeps for `run` to relay. The review page needs the App's sign-in callback on
-this deployment's public URL: without `--public-url` the App is registered without one, `.env` gets no OAuth
-client, and the page is off (said so at the end).
+A page on 127.0.0.1 POSTs the manifest (app.yml, pointed at this deployment) to GitHub, which registers the App
+and redirects back with a one-time code, exchanged for the App's id, secrets and private key: written to `.env`
+and a key file of their own, both readable by the owner only. GitHub must reach the webhook URL: https, or a
+webhook proxy channel (smee.io, or `--channel`) that `.env` keeps for `run` to relay. Without `--public-url` the
+App has no sign-in callback, `.env` no OAuth client, and the review page is off (said so at the end).
 """
 
 from __future__ import annotations

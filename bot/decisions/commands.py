@@ -1,12 +1,10 @@
 """Slash commands in issue comments: `/issue-sorter retrain` from a maintainer or an admin.
 
-The command queues a retraining of the repository's model on the training queue (the trainer runs
-it) and acknowledges; when training is done, the trainer queues `reply_to_retrain` with the result,
-which answers in the same issue with both scores (`retrain_reply`). One retraining per repository at a
-time, and at most one an hour: each writes a model version of about 95 MB. A command from someone without
-admin or maintain permission gets no answer at all (nothing written: a stranger's comments cost the
-installation nothing but, for a collaborator, one permission read); a refused maintainer's gets a reaction on
-the comment, never a reply: a reply would @-mention its sender.
+The command queues a retraining of the repository's model on the training queue and acknowledges; the trainer
+answers in the same issue with both scores (`reply_to_retrain`, `retrain_reply`). One retraining per repository
+at a time, and at most one an hour: each writes a model version of about 95 MB. A command from anyone else is
+not answered at all (a stranger's comments cost the installation nothing but, for a collaborator, one permission
+read); a refused maintainer's gets a reaction on the comment, never a reply: a reply would @-mention its sender.
 """
 
 from __future__ import annotations

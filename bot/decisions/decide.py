@@ -102,15 +102,12 @@ def _own_labels(inputs: DecisionInputs) -> Decision:
 # ---- the kind ---------------------------------------------------------------------------------------------
 
 def _kind(inputs: DecisionInputs) -> Decision:
-    action, label, prediction = inputs.action, inputs.label, inputs.prediction
+    action, label = inputs.action, inputs.label
     if action in ADDED and label:
         return _added(inputs, label)
     if action in REMOVED and label:
         return _removed(inputs, label)
-    if action == "closed" and prediction is not None and prediction.applied and prediction.decision is None \
-            and prediction.label in inputs.current_labels:
-        return _judged("accepted", prediction.label)
-    return Decision("recorded")
+    return _kept_if_reviewed(inputs) if action == "closed" else Decision("recorded")
 
 
 def _added(inputs: DecisionInputs, label: str) -> Decision:

@@ -1,12 +1,8 @@
-"""A repository's memory filled from its confirmed issues, off the labelling path.
-
-The fill (core.memory.fill) runs as bot.jobs.fill_memory on the feedback queue. It is queued after a
-backfill has stored a repository's labelled history, and when the fleet first serves a repository with a
-version (after a promotion; once, however many workers): at most one fill of a repository by a version
-waits in the queue at a time. A running one does not count, since it may already have passed the issues stored since.
-The confirmed issues are those of a kind and those that carry only the repository's own labels (the backfill
-keeps them; core.memory stores them under NO_KIND, outside every kind's vote). After each decision, the
-decided issue's row follows it at once (bot.decisions.act).
+"""A repository's memory filled from its confirmed issues (core.memory.fill), off the labelling path: the feedback
+queue's bot.jobs.fill_memory, queued after a backfill stored a repository's history and when the fleet first
+serves a repository with a version (once, however many workers). At most one fill of a repository by a version
+waits in the queue; a running one does not count, since it may already have passed the issues stored since.
+After each decision the decided issue's row follows at once (bot.decisions.act).
 
 An installation has at most its quota of fills in the queue at once (core.quotas.Quotas.queued_memory_fills):
 one more waits in its installation's line in Redis, and each fill that starts lets the next one in, so fifty

@@ -173,6 +173,16 @@ def _github_errors() -> Iterator[None]:
         raise TransientGitHubError(f"no answer from GitHub: {type(error).__name__}") from error
 
 
+def _unless(statuses: tuple[int, ...], answer: T, request: Callable[[], T]) -> T:
+    """`request()`, or `answer` where GitHub's permanent error has one of `statuses` (a 404 that means none)."""
+    try:
+        return request()
+    except PermanentGitHubError as error:
+        if error.status in statuses:
+            return answer
+        raise
+
+
 class NotAFile(PermanentGitHubError):
     """The path names a folder, a symlink or a submodule, not a file: a config there cannot be read."""
 
@@ -212,6 +222,11 @@ class PyGithubWriter:
     def _repo(self, repo: str) -> Repository:
         return self._github.get_repo(repo)  # lazy: no request until a method needs one
 
+    def _request(self, verb: str, repo: str, path: str, **options):
+        """One REST call under the repository's URL that PyGithub does not wrap as we need; its JSON."""
+        return self._call(lambda: self._github.requester.requestJsonAndCheck(
+            verb, f"{self._repo(repo).url}{path}", **options))[1]
+
     def get_issue(self, repo: str, number: int) -> IssueSnapshot:
         """The issue; IssueTransferred when its URL redirects to another repository's issue."""
         data = self._call(lambda: self._repo(repo).get_issue(number).raw_data)
@@ -228,13 +243,9 @@ class PyGithubWriter:
     def get_repository(self, repo: str) -> dict[str, Any] | None:
         """{"repo", "repo_id", "private"} as GitHub says now (a renamed repository's old name is followed),
         or None when this installation cannot see it."""
-        try:
-            data = self._call(lambda: self._repo(repo).raw_data)  # lazy: raw_data makes the one GET
-        except PermanentGitHubError as error:
-            if error.status in (403, 404):
-                return None
-            raise
-        return {"repo": data["full_name"], "repo_id": int(data["id"]), "private": bool(data.get("private"))}
+        data = _unless((403, 404), None, lambda: self._call(lambda: self._repo(repo).raw_data))  # the one GET
+        return None if data is None else {"repo": data["full_name"], "repo_id": int(data["id"]),
+                                          "private": bool(data.get("private"))}
 
     def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> list[str] | None:
         """Add `labels`; the issue's labels after the write, as GitHub's answer lists them (None: none added).
@@ -243,30 +254,22 @@ class PyGithubWriter:
         the meantime shows there (bot.labeling.act)."""
         if not labels:
             return None
-        _, data = self._call(lambda: self._github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/issues/{number}/labels", input=list(labels)))  # a bare list
+        data = self._request("POST", repo, f"/issues/{number}/labels", input=list(labels))  # a bare list
         return [label["name"] for label in data or ()]
 
     def list_issue_types(self, repo: str) -> list[str]:
         """The issue types the repository offers (its organisation's); none where types are off (404)."""
-        try:
-            _, data = self._call(lambda: self._github.requester.requestJsonAndCheck(
-                "GET", f"{self._repo(repo).url}/issue-types"))
-        except PermanentGitHubError as error:
-            if error.status == 404:  # a user's repository, or an organisation without issue types
-                return []
-            raise
+        # 404: a user's repository, or an organisation without issue types
+        data = _unless((404,), [], lambda: self._request("GET", repo, "/issue-types"))
         return [item["name"] for item in data if item.get("is_enabled", True)]
 
     def set_issue_type(self, repo: str, number: int, issue_type: str) -> None:
         """PATCH the issue's type by name (PyGithub 2.10's Issue.edit has no `type`)."""
-        self._call(lambda: self._github.requester.requestJsonAndCheck(
-            "PATCH", f"{self._repo(repo).url}/issues/{number}", input={"type": issue_type}))
+        self._request("PATCH", repo, f"/issues/{number}", input={"type": issue_type})
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         # PyGithub's remove_from_labels leaves "/" unescaped, which breaks names like "area/api".
-        self._call(lambda: self._github.requester.requestJsonAndCheck(
-            "DELETE", f"{self._repo(repo).url}/issues/{number}/labels/{quote(label, safe='')}"))
+        self._request("DELETE", repo, f"/issues/{number}/labels/{quote(label, safe='')}")
 
     def create_label(self, repo: str, name: str, color: str, description: str) -> None:
         self._call(lambda: self._repo(repo).create_label(name, color, description))
@@ -281,19 +284,12 @@ class PyGithubWriter:
 
     def react_to_comment(self, repo: str, comment_id: int, content: str) -> None:
         """Put a reaction ("-1", "confused", ...) on an issue comment: an answer that pings nobody."""
-        self._call(lambda: self._github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/issues/comments/{int(comment_id)}/reactions",
-            input={"content": content}))
+        self._request("POST", repo, f"/issues/comments/{int(comment_id)}/reactions", input={"content": content})
 
     def get_permission(self, repo: str, login: str) -> str:
         """The login's role on the repository: admin|maintain|write|triage|read|none (also for 404)."""
-        try:
-            return role_of(self._call(lambda: self._github.requester.requestJsonAndCheck(
-                "GET", f"{self._repo(repo).url}/collaborators/{quote(login, safe='')}/permission")[1]))
-        except PermanentGitHubError as error:
-            if error.status == 404:
-                return "none"
-            raise
+        return _unless((404,), "none", lambda: role_of(
+            self._request("GET", repo, f"/collaborators/{quote(login, safe='')}/permission")))
 
     def get_file(self, repo: str, path: str, *, etag: str | None = None) -> RepoFile | Unchanged | None:
         """A file on the default branch (Contents API); None when it is missing, NotAFile for a folder (GitHub
@@ -303,12 +299,10 @@ class PyGithubWriter:
         """
         url = f"{self._repo(repo).url}/contents/{quote(path)}"
         conditional = {"If-None-Match": etag} if etag else None
-        try:
-            status, headers, data = self._call(lambda: self._get_with_status(url, conditional))
-        except PermanentGitHubError as error:
-            if error.status == 404:
-                return None
-            raise
+        answer = _unless((404,), None, lambda: self._call(lambda: self._get_with_status(url, conditional)))
+        if answer is None:
+            return None
+        status, headers, data = answer
         if status == 304:
             return UNCHANGED
         if not isinstance(data, dict) or data.get("type") != "file":
@@ -331,9 +325,7 @@ class PyGithubWriter:
     def list_issues_page(self, repo: str, page: int, per_page: int = 100) -> list[IssueSnapshot]:
         """One page (1-based) of all issues and pull requests, oldest first."""
         params = {"state": "all", "sort": "created", "direction": "asc", "per_page": per_page, "page": page}
-        _, data = self._call(lambda: self._github.requester.requestJsonAndCheck(
-            "GET", f"{self._repo(repo).url}/issues", parameters=params))
-        return [IssueSnapshot.from_json(item) for item in data]
+        return [IssueSnapshot.from_json(item) for item in self._request("GET", repo, "/issues", parameters=params)]
 
 
 def _jwt_signer(private_key: str) -> Callable[[dict], str]:
@@ -395,24 +387,19 @@ class GitHubApp:
         GET /app/hook/deliveries; PyGithub 2.10 does not wrap it, so its requester calls it with the JWT.
         """
         params: dict[str, Any] = {"per_page": per_page, **({"cursor": cursor} if cursor else {})}
-        with _github_errors():
-            headers, data = self._as_app().requester.requestJsonAndCheck("GET", "/app/hook/deliveries",
-                                                                         parameters=params)
+        headers, data = self._app_request("GET", "/app/hook/deliveries", parameters=params)
         return list(data or []), _next_cursor(headers)
 
     def app(self) -> dict:
         """The App as GitHub describes it (GET /app, as the App): id, slug, owner, permissions."""
-        with _github_errors():
-            return self._as_app().requester.requestJsonAndCheck("GET", "/app")[1] or {}
+        return self._app_request("GET", "/app")[1] or {}
 
     def installations(self, *, max_pages: int = 10) -> list[dict]:
         """The App's installations as GitHub describes them (GET /app/installations, as the App): each with its
         account, permissions and single file's paths; at most `max_pages` pages of 100."""
         found: list[dict] = []
         for page in range(1, max_pages + 1):
-            with _github_errors():
-                _, data = self._as_app().requester.requestJsonAndCheck(
-                    "GET", "/app/installations", parameters={"per_page": 100, "page": page})
+            _, data = self._app_request("GET", "/app/installations", parameters={"per_page": 100, "page": page})
             found.extend(data or [])
             if len(data or []) < 100:
                 break
@@ -426,25 +413,27 @@ class GitHubApp:
             with _github_errors():
                 self._as_app().get_access_token(installation_id)
         except PermanentGitHubError as error:
-            if error.status in (403, 404):
-                return "suspended" if error.status == 403 else None
-            raise
+            if error.status not in (403, 404):
+                raise
+            return "suspended" if error.status == 403 else None
         return "active"
 
     def repository_installation(self, repo: str) -> int | None:
         """The installation that covers `repo` now, or None when none of ours does (GitHub's 404)."""
-        try:
-            return self.installation_id_for(repo)
-        except PermanentGitHubError as error:
-            if error.status == 404:
-                return None
-            raise
+        return _unless((404,), None, lambda: self.installation_id_for(repo))
+
+    def repository(self, installation_id: int, repo: str) -> dict[str, Any] | None:
+        """{"repo", "repo_id", "private"} as the installation sees `repo` now (bot.lifecycle.repositories)."""
+        return self.writer_for(installation_id).get_repository(repo)
 
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to send one delivery again (POST /app/hook/deliveries/{id}/attempts, 202)."""
+        self._app_request("POST", f"/app/hook/deliveries/{int(delivery_id)}/attempts")
+
+    def _app_request(self, verb: str, path: str, **options) -> tuple[dict, Any]:
+        """(headers, JSON) of one REST call as the App that PyGithub does not wrap."""
         with _github_errors():
-            self._as_app().requester.requestJsonAndCheck("POST",
-                                                         f"/app/hook/deliveries/{int(delivery_id)}/attempts")
+            return self._as_app().requester.requestJsonAndCheck(verb, path, **options)
 
     def writer_for(self, installation_id: int) -> PyGithubWriter:
         """The writer acting as this installation (created on first use, then reused)."""

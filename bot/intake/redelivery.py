@@ -6,7 +6,8 @@ of whose attempts succeeded and that we neither processed (core.tables.WebhookDe
 receiver's marker, bot.intake.queueing.DELIVERY_KEY), and asks GitHub to redeliver the newest attempt of each:
 once per attempt (a marker in Redis that lives as long as the window), so a redelivery that failed too
 (the fault was not over) is asked for again, up to MAX_REDELIVERIES a guid (a receiver that fails every
-delivery is not fed forever); at most one ask a second and `limit` a sweep. `failed_deliveries` decides and is pure; `sweep` does the I/O through the objects passed in.
+delivery is not fed forever); at most one ask a second and `limit` a sweep. `failed_deliveries` decides and is
+pure; `sweep` does the I/O through the objects passed in.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.github_api.client import GitHubError, PermanentGitHubError, TransientGitHubError
+from bot.github_api.issues import parse_github_time
 from bot.intake.queueing import DELIVERY_KEY
 from core import store
 from core.db import session_scope
@@ -66,7 +68,7 @@ class Delivery:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Delivery:
         """From one item of GET /app/hook/deliveries (GitHub's "Simple webhook delivery")."""
-        return cls(id=int(data["id"]), guid=str(data["guid"]), delivered_at=_utc(data["delivered_at"]),
+        return cls(id=int(data["id"]), guid=str(data["guid"]), delivered_at=parse_github_time(data["delivered_at"]),
                    status_code=int(data.get("status_code") or 0), status=data.get("status") or "",
                    event=data.get("event") or "", action=data.get("action"),
                    redelivery=bool(data.get("redelivery")))
@@ -109,13 +111,7 @@ class Ledger:
     """
 
     def __init__(self, redis: Redis, sessions: sessionmaker[Session], *, again: bool = False):
-        self._redis = redis
-        self._sessions = sessions
-        self._again = again
-
-    @property
-    def again(self) -> bool:
-        return self._again
+        self._redis, self._sessions, self.again = redis, sessions, again
 
     def handled(self, newest: Collection[Delivery]) -> set[str]:
         """The guids processed, queued, or whose newest attempt was already asked for: none needs asking."""
@@ -124,12 +120,12 @@ class Ledger:
             found = store.processed_deliveries(session, guids)
         pipe = self._redis.pipeline(transaction=False)
         for delivery in newest:
-            pipe.exists(DELIVERY_KEY.format(delivery.guid), *(() if self._again else (_asked_key(delivery),)))
+            pipe.exists(DELIVERY_KEY.format(delivery.guid), *(() if self.again else (_asked_key(delivery),)))
         return found | {delivery.guid for delivery, count in zip(newest, pipe.execute()) if count}
 
     def claim(self, delivery: Delivery, now: dt.datetime) -> bool:
         """Note that we ask for this attempt again now; False when a sweep already did."""
-        return bool(self._redis.set(_asked_key(delivery), now.isoformat(), nx=not self._again,
+        return bool(self._redis.set(_asked_key(delivery), now.isoformat(), nx=not self.again,
                                     ex=ASKED_TTL_SECONDS))
 
     def release(self, delivery: Delivery) -> None:
@@ -154,7 +150,7 @@ def parse_since(text: str, now: dt.datetime) -> dt.datetime:
         days, hours, minutes, seconds = (int(group or 0) for group in match.groups())
         return now - dt.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
     try:
-        moment = _utc(text.strip())
+        moment = parse_github_time(text.strip())
     except ValueError:
         raise ValueError("--since takes a duration such as 90m, 6h or 2d, or an ISO 8601 time; "
                          f"got {text!r}") from None
@@ -234,8 +230,3 @@ def _ask(github: HookDeliveries, ledger: Ledger, todo: list[Delivery], result: S
             result.refused.append((delivery, str(error)))
         else:
             result.asked.append(delivery)
-
-
-def _utc(text: str) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)

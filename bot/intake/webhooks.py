@@ -22,8 +22,7 @@ blueprint = Blueprint("webhooks", __name__)
 ROUTES: dict[tuple[type, str | None], JobSpec] = {
     (events.IssueEvent, "opened"): queues.LABEL_ISSUE,
     **{(events.IssueEvent, action): queues.RECORD_ISSUE_EVENT
-       for action in ("labeled", "unlabeled", "edited", "closed", "reopened", "transferred", "deleted", "typed",
-                      "untyped")},
+       for action in events.ISSUE_ACTIONS - {"opened"}},
     (events.CommentEvent, None): queues.HANDLE_COMMENT,
     (events.InstallationEvent, "created"): queues.BACKFILL_INSTALLATION,
     (events.InstallationEvent, "added"): queues.BACKFILL_INSTALLATION,

@@ -82,13 +82,8 @@ def carry_out(session: Session, gathered: Gathered, plan: Plan, github, *, deliv
     return prediction
 
 
-def _no_check(write: Write, answer: object) -> None:
-    return None
-
-
-def _write_all(github, writes: tuple[Write, ...], claim: Callable[[str], bool],
-               attempted: list[Write] | None = None, check: Callable[[Write, object], str | None] = _no_check
-               ) -> str | None:
+def _write_all(github, writes: tuple[Write, ...], claim: Callable[[str], bool], attempted: list[Write] | None = None,
+               check: Callable[[Write, object], str | None] = lambda write, answer: None) -> str | None:
     """Make the writes in order; stop at the first answer `check` objects to, and return its reason."""
     for write in writes:
         if github is None or (write.once_key is not None and not claim(write.once_key)):

@@ -4,16 +4,11 @@ The repository's labelled issues (read as the backfill reads them) are replayed 
 own code, in a scratch database of their own (a temporary SQLite file): the first `history` of them are stored
 as the backfill stores them and embedded as the memory's fill does; each later one is decided by the labelling
 job's gather and decide (bot.labeling: its writes only counted, never made) under the repository's config, then
-judged by a simulated maintainer: a right label kept, a wrong one replaced, one put on where the bot abstained,
-each recorded by bot.decisions as a maintainer's event is. So the memory, the per-kind thresholds of the
-repository's target precision and the own labels' fits grow as they would have, and the issue after sees them.
-Nothing reaches GitHub or the service's database. The same engine (`Replay`) runs `issue-sorter replay`
-(simulation.replay), which retrains between issues.
-
-The report: how many issues would have been labelled, the precision per kind and per own label, what it would
-have abstained on, and per window of issues the share labelled and the precision (bot.review.charts draws it).
-`issue-sorter backtest owner/name` prints it; after an installation's backfill a feedback job stores it for the
-review page (`BACKTEST_KEY`).
+judged by a simulated maintainer, recorded by bot.decisions as a maintainer's event is. So the memory, the
+per-kind thresholds and the own labels' fits grow as they would have, and the issue after sees them. Nothing
+reaches GitHub or the service's database. The same engine (`Replay`) runs `issue-sorter replay`
+(simulation.replay), which retrains between issues. `issue-sorter backtest owner/name` prints the report; after
+an installation's backfill a feedback job stores it for the review page (`BACKTEST_KEY`).
 """
 
 from __future__ import annotations
@@ -30,7 +25,7 @@ from pathlib import Path
 
 from redis import Redis
 from sklearn.metrics import f1_score
-from sqlalchemy import exists, or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.decisions import act as decisions_act
@@ -104,10 +99,8 @@ def labelled_history(github, repo: str, max_issues: int = MAX_ISSUES) -> list[Is
 
 def stored_history(session: Session, repo: str, max_issues: int = MAX_ISSUES) -> list[IssueSnapshot]:
     """The issues the backfill stored for `repo` (its history at install), as it read them, oldest first."""
-    by_backfill = exists().where(OwnLabelExample.issue_id == IssueRecord.id,
-                                 OwnLabelExample.confirmed_by == backfill.BACKFILL_ACTOR)
     rows = session.scalars(select(IssueRecord).join(Repository).where(
-        Repository.full_name == repo, or_(IssueRecord.confirmed_by == backfill.BACKFILL_ACTOR, by_backfill))
+        Repository.full_name == repo, backfill.stored_by_backfill())
         .order_by(IssueRecord.opened_at.asc().nulls_first(), IssueRecord.number).limit(max_issues)).all()
     own: dict[int, list[str]] = {}
     for issue_id, label in session.execute(select(OwnLabelExample.issue_id, OwnLabelExample.label).where(

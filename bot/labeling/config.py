@@ -33,8 +33,6 @@ from core.thresholds import DEFAULT_TARGET_PRECISION
 CONFIG_PATH = ".github/issue-sorter.yml"
 MODES = ("label", "comment", "suggest", "shadow", "off")  # shadow: classify and record, write nothing
 APPLY = ("label", "type", "both")  # what the predicted kind sets: a label, the issue type, or both
-KNOWN_KEYS = {"mode", "apply", "labels", "allow", "threshold", "target_precision", "comment_template",
-              "skip_authors", "abstain_label", "remove_abstain_label", "areas", "min_examples"}
 # Broken, they would let the bot do what they forbid. abstain_label is not one: it only adds a label, so a
 # broken one is dropped (the App's ISSUE_SORTER_ABSTAIN_LABEL applies) and reported like any other.
 GUARDS = ("mode", "apply", "labels", "allow", "skip_authors")
@@ -193,19 +191,19 @@ def _held_reason(source: str, broken: list[str]) -> str:
 
 def _meant(key: object) -> str | None:
     """The known setting an unknown key most likely misspells ("alow", "Allow", "thresold"), if any."""
-    guesses = difflib.get_close_matches(key.lower(), KNOWN_KEYS, n=1) if isinstance(key, str) else []
+    guesses = difflib.get_close_matches(key.lower(), CHECKS, n=1) if isinstance(key, str) else []
     return guesses[0] if guesses else None
 
 
 def _unknown_setting(key: object) -> str:
     meant = _meant(key)
-    hint = f"did you mean {code_span(meant)}?" if meant else f"known: {', '.join(sorted(KNOWN_KEYS))}"
+    hint = f"did you mean {code_span(meant)}?" if meant else f"known: {', '.join(sorted(CHECKS))}"
     return f"unknown setting {code_span(_short_key.repr(key))} ({hint})"
 
 
 def _meant_guard(key: object, data: dict) -> bool:
     """A misspelt guard is a broken guard, unless the file sets the guard itself too."""
-    meant = None if key in KNOWN_KEYS else _meant(key)
+    meant = None if key in CHECKS else _meant(key)
     return meant in GUARDS and meant not in data
 
 
@@ -298,8 +296,9 @@ def _min_examples(key: str, value: object) -> tuple[object, str | None]:
                   f"label is applied), not {describe(value)}")
 
 
-CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "skip_authors": _names,
-          "threshold": _fraction, "target_precision": _target_precision, "comment_template": _template,
+# every setting the file may hold, in the order `issue-sorter check-config` shows them
+CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "threshold": _fraction,
+          "target_precision": _target_precision, "comment_template": _template, "skip_authors": _names,
           "abstain_label": _label_name, "remove_abstain_label": _boolean, "areas": _areas,
           "min_examples": _min_examples}
 

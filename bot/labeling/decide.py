@@ -66,8 +66,8 @@ def policy_for(settings: Settings, config: RepoConfig, *, dry_run: bool,
     return LabelingPolicy(threshold=config.threshold if config.threshold is not None else settings.threshold,
                           # an organisation's issue types are its own: the bot creates labels, never types
                           create_labels=settings.create_labels and config.apply != "type",
-                          dry_run=dry_run, mode=config.mode,
-                          apply=config.apply, label_names=config.labels, allow=config.allow, per_label_thresholds=dict(thresholds or {}),
+                          dry_run=dry_run, mode=config.mode, apply=config.apply, label_names=config.labels,
+                          allow=config.allow, per_label_thresholds=dict(thresholds or {}),
                           comment_template=config.comment_template, skip_authors=config.skip_authors,
                           held=config.held, memory=settings.memory, never_again=never_again,
                           abstain_label=settings.abstain_label if config.abstain_label is None
@@ -280,16 +280,14 @@ def _one_label_write(writes: tuple[Write, ...], inputs: LabelingInputs, own: tup
                      ) -> tuple[Write, ...]:
     """Every label of the plan in one add_labels call (the kind's, or the abstention mark's, and the own
     labels): GitHub takes a list, so a job costs one write however many labels it applies."""
-    adds = [i for i, write in enumerate(writes) if write.call == "add_labels"]
     if not own:
         return writes
+    adds = [i for i, write in enumerate(writes) if write.call == "add_labels"]
+    merged = Write("add_labels", (inputs.repo, inputs.number, [label for i in adds for label in writes[i].args[2]]
+                                  + list(own)))
     if not adds:
-        return writes + (Write("add_labels", (inputs.repo, inputs.number, list(own))),)
-    last = adds[-1]
-    labels = [label for i in adds for label in writes[i].args[2]] + list(own)
-    merged = Write("add_labels", (inputs.repo, inputs.number, labels))
-    return tuple(merged if i == last else write for i, write in enumerate(writes)
-                 if i == last or i not in adds)
+        return writes + (merged,)
+    return tuple(merged if i == adds[-1] else write for i, write in enumerate(writes) if i not in adds[:-1])
 
 
 def _resume(inputs: LabelingInputs, warning: tuple[Write, ...]) -> Plan:

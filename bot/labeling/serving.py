@@ -28,16 +28,13 @@ class ServingModels:
     """Per-process cache of the serving model of each scope; reloads only when the registry switches.
 
     It holds at most `max_loaded` models (core.quotas.Quotas.loaded_models): loading another sends the least
-    recently served away, to be read again from disk when its repository next has an issue, so an
-    installation with many repositories of their own cannot fill a worker's memory.
+    recently served away, so an installation with many repositories of their own cannot fill a worker's memory.
 
-    `resolve(repo)` names the version serving that repository (its own, else the global one; see
-    `core.store.serving_model_for`); it is a cheap DB query, so every job asks it and a `promote` or
-    `rollback` reaches running workers without a restart. A job with a session open passes it on
-    (`resolve(repo, session)`): the query then runs in the job's transaction, not in one of its own.
-    `on_serve(repo, version)` is called the first time this process serves a repository with a version
-    (bot.worker queues the memory's fill there); `on_load(served, classifier)` each time a model is read
-    from disk (bot.worker records its engine).
+    `resolve(repo[, session])` names the version serving that repository (core.store.serving_model_for, in the
+    job's transaction when it passes one); it is a cheap query, so every job asks it and a `promote` or
+    `rollback` reaches running workers without a restart. `on_serve(repo, version)` is called the first time
+    this process serves a repository with a version (bot.worker queues the memory's fill there);
+    `on_load(served, classifier)` each time a model is read from disk (bot.worker records its engine).
     """
 
     def __init__(self, resolve: Callable[[str | None], Served | None],

@@ -75,10 +75,14 @@ def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation
 
 
 def _backfilled_count(session: Session, repository) -> int:
-    own = exists().where(OwnLabelExample.issue_id == IssueRecord.id,
-                         OwnLabelExample.confirmed_by == BACKFILL_ACTOR)
-    return session.scalar(select(func.count(IssueRecord.id)).where(
-        IssueRecord.repository_id == repository.id, or_(IssueRecord.confirmed_by == BACKFILL_ACTOR, own)))
+    return session.scalar(select(func.count(IssueRecord.id)).where(IssueRecord.repository_id == repository.id,
+                                                                   stored_by_backfill()))
+
+
+def stored_by_backfill():
+    """The issues the backfill stored: its kind's label, or one of its own labels, read from the history."""
+    return or_(IssueRecord.confirmed_by == BACKFILL_ACTOR, exists().where(
+        OwnLabelExample.issue_id == IssueRecord.id, OwnLabelExample.confirmed_by == BACKFILL_ACTOR))
 
 
 def is_history(issue) -> bool:

@@ -60,11 +60,8 @@ class Purged:
     refused: list[str] = dataclasses.field(default_factory=list)  # what GitHub contradicted: kept
 
     def add(self, other: Purged) -> None:
-        for name in ("repositories", "issues", "predictions", "label_events", "model_versions"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.directories += other.directories
-        self.names += other.names
-        self.refused += other.refused
+        for field in dataclasses.fields(self):  # counts summed, lists joined
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
     def summary(self) -> str:
         purged = (f"purged {self.repositories} repositories: {self.issues} issues, {self.predictions} "
@@ -73,7 +70,8 @@ class Purged:
 
 
 class GitHubNow(Protocol):
-    """What GitHub says now, asked as the App before an installation or repository event is acted on."""
+    """What GitHub says now, asked as the App before an installation or repository event is acted on
+    (bot.github_api.client.GitHubApp; None in dry-run, where events are believed as sent)."""
 
     def installation_state(self, installation_id: int) -> str | None:
         """"active", "suspended", or None when GitHub has no such installation."""
@@ -83,28 +81,6 @@ class GitHubNow(Protocol):
 
     def repository(self, installation_id: int, repo: str) -> dict[str, Any] | None:
         """{"repo", "repo_id", "private"} as the installation sees it now; None when it cannot."""
-
-
-@dataclasses.dataclass(frozen=True)
-class AppGitHubNow:
-    """GitHubNow over the App (bot.github_api.client.GitHubApp) and its installations' writers."""
-
-    app: Any
-    writer_for: Any  # installation id → PyGithubWriter
-
-    def installation_state(self, installation_id: int) -> str | None:
-        return self.app.installation_state(installation_id)
-
-    def repository_installation(self, repo: str) -> int | None:
-        return self.app.repository_installation(repo)
-
-    def repository(self, installation_id: int, repo: str) -> dict[str, Any] | None:
-        return self.writer_for(installation_id).get_repository(repo)
-
-
-def github_now(github_app, writer_for) -> GitHubNow | None:
-    """The check for a worker with App credentials; None in dry-run, where events are believed as sent."""
-    return AppGitHubNow(github_app, writer_for) if github_app is not None and writer_for is not None else None
 
 
 def update_repository(session: Session, event: dict, github: GitHubNow | None = None) -> str:

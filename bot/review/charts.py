@@ -25,14 +25,21 @@ def _figure(width: float = 7.0, height: float = 3.2):
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _nothing(message: str, width: float = 7.0, height: float = 3.2) -> bytes:
+    """A picture that says there is nothing to draw yet."""
+    figure = _figure(width, height)
+    axes = figure.add_subplot()
+    axes.text(0.5, 0.5, message, ha="center", va="center", color=GREY)
+    axes.set_axis_off()
+    return _png(figure)
+
+
 def weekly_quality(weeks: Sequence[Week]) -> bytes:
     """Coverage (labelled share) and live precision (kept share of judged labels), week by week."""
+    if not weeks:
+        return _nothing("no predictions yet")
     figure = _figure()
     axes = figure.add_subplot()
-    if not weeks:
-        axes.text(0.5, 0.5, "no predictions yet", ha="center", va="center", color=GREY)
-        axes.set_axis_off()
-        return _png(figure)
     labels = [week.start.strftime("%b %d") for week in weeks]
     axes.plot(labels, [w.coverage for w in weeks], marker="o", color=BLUE, label="coverage: issues labelled")
     precision = [(label, w.precision) for label, w in zip(labels, weeks, strict=True) if w.precision is not None]
@@ -59,11 +66,7 @@ def decisions_matrix(pairs: Sequence[tuple[str, str]]) -> bytes:
     """Humans' decisions (rows) against the bot's predictions (columns), counts and shares of each row."""
     kinds = sorted({kind for pair in pairs for kind in pair})
     if not kinds:
-        figure = _figure(5.0, 4.0)
-        axes = figure.add_subplot()
-        axes.text(0.5, 0.5, "no human decision yet", ha="center", va="center", color=GREY)
-        axes.set_axis_off()
-        return _png(figure)
+        return _nothing("no human decision yet", 5.0, 4.0)
     counts = Counter((truth, predicted) for predicted, truth in pairs)
     matrix = [[counts[(truth, predicted)] for predicted in kinds] for truth in kinds]
     return _png(confusion_figure(matrix, kinds, xlabel="the bot predicted", ylabel="maintainers confirmed"))
@@ -71,13 +74,11 @@ def decisions_matrix(pairs: Sequence[tuple[str, str]]) -> bytes:
 
 def model_history(rows: Sequence[ModelRow]) -> bytes:
     """Each model's score when it was registered, in time order; the serving one marked."""
-    figure = _figure()
-    axes = figure.add_subplot()
     scored = [row for row in rows if row.macro_f1 is not None]  # the table's macro-F1, never another figure
     if not scored:
-        axes.text(0.5, 0.5, "no scored model yet", ha="center", va="center", color=GREY)
-        axes.set_axis_off()
-        return _png(figure)
+        return _nothing("no scored model yet")
+    figure = _figure()
+    axes = figure.add_subplot()
     for index, row in enumerate(scored):
         score = row.macro_f1
         color = GREEN if row.serving else (AMBER if row.scope != "global" else BLUE)
@@ -95,12 +96,10 @@ def model_history(rows: Sequence[ModelRow]) -> bytes:
 def backtest_curve(report: dict | None) -> bytes:
     """The dry run on the repository's history (bot.labeling.backtest): per window of issues in time order, the
     share the App would have labelled and the precision of those labels; the target dashed."""
+    if not report or not report.get("curve"):
+        return _nothing("no dry run yet")
     figure = _figure()
     axes = figure.add_subplot()
-    if not report or not report.get("curve"):
-        axes.text(0.5, 0.5, "no dry run yet", ha="center", va="center", color=GREY)
-        axes.set_axis_off()
-        return _png(figure)
     seen = [point["seen"] + point["issues"] for point in report["curve"]]
     axes.plot(seen, [point["coverage"] for point in report["curve"]], marker="o", color=BLUE,
               label="labelled: share of the window's issues")

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from bot.decisions.stats import as_utc
 from core.tables import IssueRecord, LabelEvent, ModelVersion, Prediction, Repository
 
 PER_PAGE = 20
@@ -168,9 +169,13 @@ def _filtered(query: Select, which: str, view: View = View()) -> Select:
     return query
 
 
-def _of_repository(query: Select, repo: str) -> Select:
+def _joined(query: Select) -> Select:
     return query.join(IssueRecord, Prediction.issue_id == IssueRecord.id) \
-        .join(Repository, IssueRecord.repository_id == Repository.id).where(Repository.full_name == repo)
+        .join(Repository, IssueRecord.repository_id == Repository.id)
+
+
+def of_repository(query: Select, repo: str) -> Select:
+    return _joined(query).where(Repository.full_name == repo)
 
 
 def decisions_page(session: Session, repo: str, which: str = "waiting", page: int = 1,
@@ -178,7 +183,7 @@ def decisions_page(session: Session, repo: str, which: str = "waiting", page: in
     """One page of the repository's predictions under a tab and a view: newest first, or by confidence."""
     newest = (Prediction.created_at.desc(), Prediction.id.desc())
     if view.by_score:  # the top score is the JSON's largest value: compared here, not in SQL
-        candidates = session.execute(_filtered(_of_repository(select(Prediction.id, Prediction.scores), repo),
+        candidates = session.execute(_filtered(of_repository(select(Prediction.id, Prediction.scores), repo),
                                                which, view).order_by(*newest)).all()
         ranked = [(max((scores or {}).values(), default=0.0), pid) for pid, scores in candidates]
         ranked = [(score, pid) for score, pid in ranked if view.keeps(score)]
@@ -186,11 +191,11 @@ def decisions_page(session: Session, repo: str, which: str = "waiting", page: in
             ranked.sort(key=lambda item: item[0])  # stable: equal scores stay newest first
         total = len(ranked)
     else:
-        total = session.scalar(_filtered(_of_repository(select(func.count(Prediction.id)), repo),
+        total = session.scalar(_filtered(of_repository(select(func.count(Prediction.id)), repo),
                                          which, view)) or 0
     pages = max(math.ceil(total / PER_PAGE), 1)
     page = min(max(page, 1), pages)
-    query = _filtered(_of_repository(select(Prediction, IssueRecord), repo), which, view)
+    query = _filtered(of_repository(select(Prediction, IssueRecord), repo), which, view)
     if view.by_score:
         ids = [pid for _, pid in ranked[(page - 1) * PER_PAGE:page * PER_PAGE]]
         found = sorted(session.execute(query.where(Prediction.id.in_(ids))).all(),
@@ -201,7 +206,7 @@ def decisions_page(session: Session, repo: str, which: str = "waiting", page: in
     versions = _versions(session, {prediction.model_version_id for prediction, _ in found})
     titles = _titles(session, found)
     rows = [_row(prediction, issue,
-                 [action for at, action in since.get(issue.id, []) if at >= _aware(prediction.created_at)],
+                 [action for at, action in since.get(issue.id, []) if at >= as_utc(prediction.created_at)],
                  versions=versions, titles=titles)
             for prediction, issue in found]
     return DecisionPage(rows, page, pages, total)
@@ -229,9 +234,7 @@ def _titles(session: Session, found) -> dict[tuple[int, int], str]:
 
 def waiting_counts(session: Session, repos: Iterable[str]) -> dict[str, int]:
     """How many predictions wait for review in each repository (missing: none)."""
-    query = _filtered(select(Repository.full_name, func.count(Prediction.id))
-                      .join(IssueRecord, Prediction.issue_id == IssueRecord.id)
-                      .join(Repository, IssueRecord.repository_id == Repository.id)
+    query = _filtered(_joined(select(Repository.full_name, func.count(Prediction.id)))
                       .where(Repository.full_name.in_(list(repos))), "waiting").group_by(Repository.full_name)
     return dict(session.execute(query).all())
 
@@ -239,22 +242,26 @@ def waiting_counts(session: Session, repos: Iterable[str]) -> dict[str, int]:
 def is_shadow_mode(session: Session, repo: str) -> bool:
     """Whether the repository is in shadow mode, as its newest prediction was made (the config file is
     GitHub's; the page reads none): the bot writes nothing there, and its choices wait for a human."""
-    newest = session.scalar(_of_repository(select(Prediction.outcome), repo)
-                            .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1))
-    return newest == "shadow"
+    newest = _newest(session, repo)
+    return newest is not None and newest.outcome == "shadow"
 
 
 def held_reason(session: Session, repo: str) -> str | None:
     """Why the repository is held, as its newest prediction was made (its config file is broken or cannot be
     read: bot.labeling.config), with what to do; None when it is not held."""
-    newest = session.execute(_of_repository(select(Prediction.outcome, Prediction.reason), repo)
-                             .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1)).first()
+    newest = _newest(session, repo)
     return newest.reason if newest is not None and newest.outcome == "held" else None
+
+
+def _newest(session: Session, repo: str):
+    """The outcome and reason of the repository's newest prediction, or None."""
+    return session.execute(of_repository(select(Prediction.outcome, Prediction.reason), repo)
+                           .order_by(Prediction.created_at.desc(), Prediction.id.desc()).limit(1)).first()
 
 
 def prediction_in(session: Session, repo: str, prediction_id: int) -> DecisionRow | None:
     """The prediction as a row, when it belongs to `repo` (None otherwise: the caller answers 404)."""
-    found = session.execute(_of_repository(select(Prediction, IssueRecord), repo)
+    found = session.execute(of_repository(select(Prediction, IssueRecord), repo)
                             .where(Prediction.id == prediction_id)).first()
     return _row(found[0], found[1], []) if found else None
 
@@ -266,7 +273,7 @@ def _human_actions(session: Session, issue_ids: list[int]) -> dict[int, _Timelin
                              .order_by(LabelEvent.occurred_at, LabelEvent.id)) if issue_ids else []
     found: dict[int, _Timeline] = {}
     for event in events:
-        at = _aware(event.occurred_at)
+        at = as_utc(event.occurred_at)
         action = HumanAction(event.actor_login, event.action, event.label, at)
         found.setdefault(event.issue_id, []).append((at, action))
     return found
@@ -285,14 +292,10 @@ def _row(prediction: Prediction, issue: IssueRecord, since: list[HumanAction], *
     excerpt = body if len(body) <= EXCERPT_CHARS else body[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
     return DecisionRow(prediction.id, issue.number, issue.title, prediction.predicted, scores,
                        prediction.label, prediction.outcome, prediction.reason, prediction.decision,
-                       issue.confirmed_label, issue.confirmed_by, _aware(prediction.created_at), since,
+                       issue.confirmed_label, issue.confirmed_by, as_utc(prediction.created_at), since,
                        model_scores=model, voters=voters, threshold=prediction.threshold,
                        model_version=(versions or {}).get(prediction.model_version_id),
                        author=issue.author_login, excerpt=excerpt,
                        own=[OwnRow(own.label, own.score, own.outcome, own.decision)
                             for own in prediction.own_labels])
 
-
-def _aware(moment: dt.datetime) -> dt.datetime:
-    # SQLite hands back naive datetimes; every timestamp we write is UTC
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)

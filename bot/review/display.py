@@ -7,6 +7,8 @@ import datetime as dt
 
 from markupsafe import Markup, escape
 
+from bot.github_api.issues import parse_github_time
+
 # GitHub's API keys → the names its settings page shows
 PERMISSION_NAMES = {"admin": "Admin", "maintain": "Maintain", "push": "Write", "triage": "Triage",
                     "pull": "Read"}
@@ -30,15 +32,12 @@ def when(value, now: dt.datetime | None = None) -> Markup:
     """A <time>: relative, the absolute UTC time as its title (on hover) and machine-readable datetime."""
     if value in (None, ""):
         return Markup("")
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value)
-        except ValueError:
-            return escape(value)
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         value = dt.datetime.combine(value, dt.time(), dt.UTC)
-    moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)  # every timestamp we store is UTC
-    moment = moment.astimezone(dt.UTC)
+    try:  # naive: UTC, as every timestamp we store is
+        moment = parse_github_time(value).astimezone(dt.UTC)
+    except ValueError:
+        return escape(value)
     absolute = moment.strftime("%Y-%m-%d %H:%M UTC")
     text = relative(moment, now or dt.datetime.now(dt.UTC))
     return Markup('<time datetime="{}" title="{}">{}</time>').format(moment.isoformat(), absolute, text)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections import Counter
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from bot.decisions.stats import as_utc, summarize
+from bot.review.decisions import of_repository
 from core import store
 from core.kinds import kind_of_label
 from core.repository_thresholds import ThresholdStats, last_target, repository_thresholds
@@ -67,7 +69,7 @@ class ModelRow:
 def weekly(session: Session, repo: str) -> list[Week]:
     """One row per ISO week with predictions, oldest first."""
     weeks: dict[dt.date, list[Prediction]] = {}
-    for prediction in session.scalars(_repo_predictions(repo)):
+    for prediction in session.scalars(of_repository(select(Prediction), repo)):
         day = as_utc(prediction.created_at).date()
         weeks.setdefault(day - dt.timedelta(days=day.weekday()), []).append(prediction)
     return [_week(start, found) for start, found in sorted(weeks.items())]
@@ -105,7 +107,7 @@ def precision_target(session: Session, repo: str, *, default_threshold: float) -
 
 def decided_pairs(session: Session, repo: str) -> list[tuple[str, str]]:
     """(what the bot predicted, the kind a human confirmed) for every issue a human decided."""
-    rows = session.execute(_repo_predictions(repo).with_only_columns(Prediction.predicted,
+    rows = session.execute(of_repository(select(Prediction), repo).with_only_columns(Prediction.predicted,
                                                                       IssueRecord.confirmed_label)
                            .where(IssueRecord.confirmed_label.is_not(None), Prediction.predicted.is_not(None)))
     return [(predicted, kind_of_label(confirmed) or confirmed) for predicted, confirmed in rows]
@@ -154,27 +156,25 @@ class OwnLabelQuality:
 
 def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
     """Each own label's precision (applied and judged) and coverage (confirmed issues it was applied to)."""
-    predicted = _repo_predictions(repo).with_only_columns(Prediction.id, Prediction.issue_id)
+    predicted = of_repository(select(Prediction), repo).with_only_columns(Prediction.id, Prediction.issue_id)
     issue_of = dict(session.execute(predicted).all())
     rows = session.scalars(select(OwnLabelDecision).where(
         OwnLabelDecision.prediction_id.in_(list(issue_of)))) if issue_of else []
-    counts: dict[str, dict[str, int]] = {}
+    counts: Counter[tuple[str, str]] = Counter()  # (label, one of OWN_COUNTS)
     applied_on: set[tuple[int, str]] = set()
     for row in rows:
-        count = counts.setdefault(row.label, dict.fromkeys(OWN_COUNTS, 0))
-        count[row.outcome] = count.get(row.outcome, 0) + 1
+        counts[row.label, row.outcome] += 1
         if row.outcome == "applied":
             applied_on.add((issue_of[row.prediction_id], row.label))
             if row.decision in ("accepted", "rejected"):
-                count[row.decision] += 1
+                counts[row.label, row.decision] += 1
     carried: dict[str, list[int]] = {}
     if issue_of:
         for issue_id, label in session.execute(select(OwnLabelExample.issue_id, OwnLabelExample.label).where(
                 OwnLabelExample.issue_id.in_(set(issue_of.values())))):
             carried.setdefault(label, []).append(issue_id)
-    labels = sorted(set(counts) | set(carried))
-    empty = dict.fromkeys(OWN_COUNTS, 0)
-    return [OwnLabelQuality(label, **{key: counts.get(label, empty)[key] for key in empty},
+    labels = sorted({label for label, _ in counts} | set(carried))
+    return [OwnLabelQuality(label, **{key: counts[label, key] for key in OWN_COUNTS},
                             carried=len(carried.get(label, [])),
                             found=sum((issue, label) in applied_on for issue in carried.get(label, [])))
             for label in labels]
@@ -183,7 +183,3 @@ def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
 def may_manage(role: str) -> bool:
     return role in MANAGING_ROLES
 
-
-def _repo_predictions(repo: str):
-    return (select(Prediction).join(IssueRecord, Prediction.issue_id == IssueRecord.id)
-            .join(Repository, IssueRecord.repository_id == Repository.id).where(Repository.full_name == repo))

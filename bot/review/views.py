@@ -12,22 +12,12 @@ import logging
 import secrets
 import uuid
 
-from flask import (
-    Blueprint,
-    abort,
-    current_app,
-    flash,
-    g,
-    redirect,
-    render_template,
-    request,
-    session,
-    url_for,
-)
+from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from bot.review import admins, display, pending
+from bot.metrics import live_workers
+from bot.review import admins, charts, display, model_jobs, operator, pending, quality
 from bot.review.access import RepositoryAccess, ReviewStore
 from bot.review.decisions import (
     CHOICES,
@@ -118,7 +108,7 @@ def http_error(error: HTTPException):
         return error
     custom = error.description if error.description != type(error).description else None
     message = custom or ERROR_MESSAGES.get(error.code, error.name)
-    if request.accept_mimetypes.best_match(["text/html", "application/json"]) == "application/json":
+    if _wants_json():
         return {"error": f"{error.name}: {message}"}, error.code
     back = g.get("repo")
     return render_template("review/error.html", title=error.name, message=message, back=back), error.code
@@ -348,22 +338,16 @@ def _operator() -> None:
 
 @blueprint.get("/operator")
 def operator_page():
-    from bot.metrics import live_workers
-    from bot.review import operator
-
     _operator()
     with _db() as db:
-        runs, serving = operator.training_runs(db), operator.serving_models(db)
-        page = render_template("review/operator.html", queues=operator.queue_rows(_redis()),
+        return render_template("review/operator.html", queues=operator.queue_rows(_redis()),
                                alive=live_workers(_redis()), failed=operator.failed_jobs(_redis()),
-                               workers=operator.worker_rows(_redis()), runs=runs, serving=serving)
-    return page
+                               workers=operator.worker_rows(_redis()), runs=operator.training_runs(db),
+                               serving=operator.serving_models(db))
 
 
 @blueprint.post("/operator/jobs/<queue>/<job_id>/retry")
 def operator_retry(queue: str, job_id: str):
-    from bot.review import operator
-
     _operator()
     retried = operator.retry_failed(_redis(), queue, job_id)
     flash(f"{job_id} is queued again." if retried else f"{job_id} is no longer among the failed jobs.")
@@ -375,9 +359,8 @@ def operator_retry(queue: str, job_id: str):
 
 @blueprint.get("/<owner>/<name>/quality")
 def quality_page(owner: str, name: str):
-    from bot.labeling import backtest
+    from bot.labeling import backtest  # these load the model code: not for every page
     from bot.lifecycle import preview
-    from bot.review import model_jobs, quality
 
     repo = _reviewable(owner, name)
     with _db() as db:
@@ -398,7 +381,6 @@ def quality_page(owner: str, name: str):
 @blueprint.get("/<owner>/<name>/charts/<which>.png")
 def chart(owner: str, name: str, which: str):
     from bot.labeling import backtest
-    from bot.review import charts, quality
 
     repo = _reviewable(owner, name)
     with _db() as db:
@@ -416,8 +398,6 @@ def chart(owner: str, name: str, which: str):
 def manage_models(owner: str, name: str, action: str):
     """Retrain, promote (through the gate), roll back: admin or maintain permission, as for the command;
     the preview: triage. One job per repository and action at a time, then a cooldown (model_jobs)."""
-    from bot.review import model_jobs, quality
-
     repo = _reviewable(owner, name)
     managing = action in model_jobs.MANAGING
     if action not in model_jobs.ACTIONS or (managing and not quality.may_manage(repo.role)):
