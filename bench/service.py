@@ -40,9 +40,11 @@ LABELLING_WORKER = r"issue_sorter\.cli worker --queues labeling"
 LABEL_POST = r"/repos/[^/]+/[^/]+/issues/\d+/labels"  # a label written, as the fake GitHub records it
 
 
-def arguments(doc: str, *, model: bool = True) -> argparse.ArgumentParser:
-    """The options the service benchmarks share: the model it serves and where the report also goes."""
-    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+def arguments(doc: str, *, model: bool = True,
+              parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The options the service benchmarks share (on `parser`, a subcommand's): the model it serves and where the
+    report also goes."""
+    parser = parser or argparse.ArgumentParser(description=doc.split("\n")[0])
     if model:
         parser.add_argument("--model", type=Path, help="a trained model folder (default: train a small one)")
     parser.add_argument("--json", type=Path, help="also write the report here")
@@ -208,16 +210,6 @@ def started(commands: dict[str, list[str]], env: dict[str, str], workdir: Path) 
             process.terminate()
         for process in processes:
             process.wait(timeout=60)
-
-
-def wait_up(url: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with contextlib.suppress(requests.RequestException):
-            if requests.get(url, timeout=1).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise SystemExit(f"{url} did not answer")
 
 
 def real_issues(n: int, installations: int = 1, *, together: int | None = None) -> list[dict]:
