@@ -32,9 +32,8 @@ from bot.labeling.serving import NO_MODEL
 from bot.lifecycle import backfill, preview, repositories
 from bot.review import decide as review_decide
 from bot.review import model_jobs, pending
-from core import metrics, own_labels, queues, store
+from core import metrics, queues, store
 from core.db import session_scope
-from core.repository_thresholds import refresh_stored
 from core.tables import WebhookDelivery
 
 log = logging.getLogger(__name__)
@@ -99,7 +98,7 @@ def backfill_repository(*, installation_id: int, repo: str, max_issues: int | No
 def queue_backtest(redis, repo: str) -> None:
     """After a backfill, the dry run on the repository's history, once: a report already stored is run again
     from the review page's button (one at a time, with its cooldown: bot.review.model_jobs)."""
-    if backtest.last_report(redis, repo) is None:
+    if backtest.REPORTS.last(redis, repo) is None:
         with contextlib.suppress(model_jobs.Refused):
             model_jobs.queue_action(redis, "backtest", repo, backfill.BACKFILL_ACTOR, {"repo": repo})
 
@@ -122,7 +121,7 @@ def backtest_repository(*, repo: str) -> str:
         return f"skipped: {NO_MODEL}"
     result = backtest.backtest(issues, repo=repo, classifier=classifier, settings=ctx.settings,
                                github=backtest.Remembering(github))
-    backtest.store_report(ctx.redis, result)
+    backtest.REPORTS.store(ctx.redis, result)
     return backtest.summary(result)
 
 
@@ -218,7 +217,7 @@ def review_prediction(**review) -> str:
             outcome = review_decide.carry_out(ctx.sessionmaker, github, review_decide.Review(
                 **{key: review[key] for key in review_decide.Review.__dataclass_fields__}),
                 embedder=_embedder(ctx, review["repo"]))
-            _refresh_thresholds(ctx, review["repo"])
+            decisions_act.refresh_after_decision(ctx.sessionmaker, review["repo"])
         except TransientGitHubError as error:
             outcome = _reschedule(ctx, queues.REVIEW_PREDICTION, review, error)
             if not outcome.startswith("failed"):
@@ -239,7 +238,7 @@ def preview_repository(*, repo: str) -> str:
         return f"skipped: {NO_MODEL}"
     with session_scope(ctx.sessionmaker) as session:
         result = preview.preview(session, classifier, repo)
-    preview.store_preview(ctx.redis, result)
+    preview.REPORTS.store(ctx.redis, result)
     return f"preview of {repo}: {result['issues']} issues, agreement {result['agreement']}"
 
 
@@ -339,7 +338,7 @@ def _after_decision(ctx: WorkerContext, recorded: decisions_act.Recorded) -> str
     """The repository's thresholds follow a decision that changed what is confirmed; an abstain label a
     maintainer's decision made stale is taken off by a job of its own (its write may wait for its slot)."""
     if recorded.changed:
-        _refresh_thresholds(ctx, recorded.repo)
+        decisions_act.refresh_after_decision(ctx.sessionmaker, recorded.repo)
     if recorded.take_off:
         queues.enqueue(ctx.redis, queues.TAKE_OFF_ABSTAIN_MARK, {
             "installation_id": recorded.installation_id, "repo": recorded.repo, "number": recorded.number,
@@ -379,17 +378,6 @@ def _cached(ctx: WorkerContext, installation_id: int | None) -> CachedGitHub | N
                         permission_seconds=settings.permission_cache_seconds)
 
 
-def _refresh_thresholds(ctx: WorkerContext, repo: str) -> None:
-    """After a decision or a fill, the repository's stored thresholds follow: here on the feedback queue, so
-    that the labelling job only reads them (core.repository_thresholds)."""
-    with session_scope(ctx.sessionmaker) as session:
-        repository = store.find_repository(session, full_name=repo)
-        if repository is not None:
-            refresh_stored(session, repository.id)
-            serving = store.serving_model_for(session, repo)  # the own labels' heads follow a promotion
-            own_labels.refresh_stored(session, repository.id, serving.version if serving else None)
-
-
 def _embedder(ctx: WorkerContext, repo: str):
     """The model that embeds confirmed issues into the repository's memory; None when the memory is off or
     the serving model cannot be loaded: a decision is recorded all the same, the memory catches up later."""
@@ -423,6 +411,6 @@ def fill_memory(*, repo: str, version: str) -> str:
     if embedder is None:
         return f"skipped: {NO_MODEL}"
     outcome = memory_fill.fill_repository(ctx.sessionmaker, repo, embedder)
-    _refresh_thresholds(ctx, repo)
+    decisions_act.refresh_after_decision(ctx.sessionmaker, repo)
     return outcome
 

@@ -244,17 +244,18 @@ def choose(card: ModelCard, load: Loader, *, forced: str = AUTO, hardware: Hardw
     raise AssertionError("unreachable: fp32 PyTorch is always tried")
 
 
-def _allowed(card: ModelCard, load: Loader, candidates: Iterable[str], passed_over: dict[str, str]
-             ) -> Iterator[tuple[str, Any]]:
+def _allowed(card: ModelCard, load: Loader, candidates: Iterable[str], passed_over: dict[str, str], *,
+             fp32_may_fail: bool = False) -> Iterator[tuple[str, Any]]:
     """(engine, loaded classifier) of each candidate the card allows and that loads here, in turn; each other
-    one goes into `passed_over` with why, and is logged. fp32 PyTorch, always allowed, raises its failure."""
+    one goes into `passed_over` with why, and is logged. fp32 PyTorch, always allowed, raises its failure
+    (unless `fp32_may_fail`)."""
     for engine in candidates:
         why = refusal(card, engine)
         if why is None:
             try:
                 classifier = load(engine)
             except Exception as error:  # noqa: BLE001 - a missing library, a corrupt file, ORT's own errors
-                if engine == TORCH_FP32:
+                if engine == TORCH_FP32 and not fp32_may_fail:
                     raise
                 why = f"it could not be loaded ({type(error).__name__}: {error})"
             else:
@@ -268,16 +269,10 @@ def _choose_by_measuring(card: ModelCard, load: Loader, flags: frozenset[str],
                          clock: Callable[[], float]) -> Choice:
     """Load every engine the card allows (a failure is passed over, fp32 PyTorch's too while another
     loads); more than one: a MeasuredChoice decides at first use, after RQ's fork (no inference here)."""
-    loaded: dict[str, Any] = {}
     passed_over: dict[str, str] = {}
-    try:
-        for engine, classifier in _allowed(card, load, order(MEASURE, flags), passed_over):
-            loaded[engine] = classifier
-    except Exception as error:  # fp32 PyTorch's, tried last: fatal only when nothing else loaded
-        if not loaded:
-            raise
-        passed_over[TORCH_FP32] = f"it could not be loaded ({type(error).__name__}: {error})"
-        log.warning("%s does not serve %s: %s", TORCH_FP32, card.version, passed_over[TORCH_FP32])
+    loaded = dict(_allowed(card, load, order(MEASURE, flags)[:-1], passed_over))
+    # fp32 PyTorch, tried last: its failure is fatal only when nothing else loaded
+    loaded.update(_allowed(card, load, [TORCH_FP32], passed_over, fp32_may_fail=bool(loaded)))
     if len(loaded) == 1:
         ((engine, classifier),) = loaded.items()
         log.info("serving %s with %s (the only engine allowed and loaded here: nothing to measure; CPU %s)",

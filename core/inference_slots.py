@@ -73,9 +73,6 @@ class InferenceSlots:
         if count:
             _private_folder(self.folder)
 
-    def _paths(self) -> list[Path]:
-        return [self.folder / f"slot-{index}" for index in range(self.count)]
-
     @contextlib.contextmanager
     def held(self) -> Iterator[int | None]:
         """Hold a free slot for the block (its number; None when slots are off). Each call opens its own
@@ -83,7 +80,7 @@ class InferenceSlots:
         if not self.count:
             yield None
             return
-        paths = self._paths()
+        paths = [self.folder / f"slot-{index}" for index in range(self.count)]
         start = random.randrange(self.count)  # spread the waiters over the slots
         order = paths[start:] + paths[:start]
         deadline = time.monotonic() + self.wait_seconds
@@ -95,16 +92,13 @@ class InferenceSlots:
                 except BlockingIOError:
                     os.close(handle)
                     continue
-                yield from _holding(handle, (start + index) % self.count)
+                try:
+                    yield (start + index) % self.count
+                finally:
+                    os.close(handle)  # closing the last descriptor of the open file releases its lock
                 return
             if time.monotonic() >= deadline:
                 raise SlotsError(f"no inference slot came free in {self.wait_seconds:g} s (all {self.count} in "
                                  f"{self.folder} held): the machine's cores are saturated; the job is retried")
             time.sleep(POLL_SECONDS)
 
-
-def _holding(handle: int, number: int) -> Iterator[int]:
-    try:
-        yield number
-    finally:
-        os.close(handle)  # closing the last descriptor of the open file releases its lock

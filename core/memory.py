@@ -56,7 +56,7 @@ class MemoryRule:
 class Neighbour:
     label: str  # a class of the model
     similarity: float  # cosine similarity to the issue being scored
-    number: int | None = None  # the confirmed issue's number, when the memory knows it (recall does)
+    number: int | None = None  # the confirmed issue's number, when the memory knows it (read_rows does)
 
 
 def adjust_scores(scores: Mapping[str, float], neighbours: Sequence[Neighbour],
@@ -139,7 +139,7 @@ class Memory:
 
     vectors: np.ndarray  # (n, d) float32, rows L2-normalised
     labels: list[str]  # the model class of each row
-    numbers: list[int] = field(default_factory=list)  # each row's issue number (recall's; empty: unknown)
+    numbers: list[int] = field(default_factory=list)  # each row's issue number (read_rows'; empty: unknown)
     # each row's class by the model's own scores stored with it (None: not stored; empty: none known)
     model_labels: list[str | None] = field(default_factory=list)
     rule: MemoryRule = MemoryRule()
@@ -242,13 +242,6 @@ def read_rows(session: Session, repository_id: int, version: str, *, exclude_iss
                else np.zeros((0, 0), dtype=np.float32))
     return MemoryRows([row[0] for row in rows], [row[1] for row in rows], vectors, [row[3] for row in rows],
                       [row[4] for row in rows])
-
-
-def recall(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
-           exclude_issue: int | None = None) -> Memory:
-    """The repository's memory as `version` embedded it, labels mapped onto `classes` (others left out), in
-    the order its issues were confirmed (the self-check's "latest" are the last rows)."""
-    return read_rows(session, repository_id, version, exclude_issue=exclude_issue).to_memory(classes)
 
 
 def model_label(scores: Mapping[str, float] | None, classes: Sequence[str]) -> str | None:

@@ -255,16 +255,12 @@ def _read_installation_ids(environ: Mapping[str, str], problems: list[str]) -> f
 
 
 def _read_webhook_secret(environ: Mapping[str, str], problems: list[str], *, required: bool) -> str:
-    secret = environ.get("GITHUB_WEBHOOK_SECRET", "")
-    path = environ.get("GITHUB_WEBHOOK_SECRET_PATH", "")
-    if not secret and path:
-        unreadable = len(problems)
-        secret = _read_file(environ, "GITHUB_WEBHOOK_SECRET_PATH", problems).strip()  # `echo` adds a newline
-        unreadable = len(problems) > unreadable
-        if not secret and required and not unreadable:
-            problems.append(f"GITHUB_WEBHOOK_SECRET_PATH names an empty file ({path})")
-    elif not secret and required:
-        problems.append("GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks; "
+    unreadable = len(problems)
+    secret = _secret(environ, "GITHUB_WEBHOOK_SECRET", problems) or ""  # a file's: `echo` adds a newline
+    if not secret and required and len(problems) == unreadable:
+        path = environ.get("GITHUB_WEBHOOK_SECRET_PATH", "")
+        problems.append(f"GITHUB_WEBHOOK_SECRET_PATH names an empty file ({path})" if path else
+                        "GITHUB_WEBHOOK_SECRET is not set (the secret you gave GitHub for webhooks; "
                         "or GITHUB_WEBHOOK_SECRET_PATH, a file that holds it)")
     return secret
 

@@ -9,6 +9,7 @@ answer (GitHub down, rate-limited) counts as private, and is not kept.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,7 +69,5 @@ class PublicCheck:
 
     def _keep(self, name: int | str, public: bool) -> None:
         if self.redis is not None:
-            try:
+            with contextlib.suppress(RedisError):  # the next training asks again
                 self.redis.set(KEY.format(name), "1" if public else "0", ex=self.cache_seconds)
-            except RedisError:
-                pass  # the next training asks again

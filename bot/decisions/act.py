@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import delete
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from bot.decisions.decide import Decision
 from bot.decisions.gather import Actor, Gathered
 from bot.decisions.transfers import move
 from core import memory, own_labels, store
+from core.db import session_scope
+from core.repository_thresholds import refresh_stored
 from core.tables import IssueRecord, LabelEvent, OwnLabelExample, Prediction, utcnow
 
 
@@ -116,3 +118,14 @@ def mark_taken_off(session: Session, prediction_id: int, label: str) -> bool:
         return False
     prediction.abstain_mark = None
     return True
+
+
+def refresh_after_decision(sessions: sessionmaker, repo: str) -> None:
+    """After a decision or a fill, the repository's stored thresholds and own-label fits follow: on the
+    feedback queue, so that the labelling job only reads them (core.repository_thresholds)."""
+    with session_scope(sessions) as session:
+        repository = store.find_repository(session, full_name=repo)
+        if repository is not None:
+            refresh_stored(session, repository.id)
+            serving = store.serving_model_for(session, repo)  # the own labels' heads follow a promotion
+            own_labels.refresh_stored(session, repository.id, serving.version if serving else None)

@@ -8,7 +8,7 @@ judged by a simulated maintainer, recorded by bot.decisions as a maintainer's ev
 per-kind thresholds and the own labels' fits grow as they would have, and the issue after sees them. Nothing
 reaches GitHub or the service's database. The same engine (`Replay`) runs `issue-sorter replay`
 (simulation.replay), which retrains between issues. `issue-sorter backtest owner/name` prints the report; after
-an installation's backfill a feedback job stores it for the review page (`BACKTEST_KEY`).
+an installation's backfill a feedback job stores it for the review page (`REPORTS`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import json
 import logging
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from redis import Redis
 from sklearn.metrics import f1_score
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -39,19 +37,19 @@ from bot.labeling import decide as labeling_decide
 from bot.labeling import gather as labeling_gather
 from bot.labeling.config import load_config
 from bot.lifecycle import backfill
-from core import own_labels, store
+from bot.lifecycle.redis_copies import LastReport
+from core import store
 from core.db import make_sessionmaker, session_scope
 from core.issue_text import format_issue_text
 from core.memory import class_of
-from core.repository_thresholds import refresh_stored, repository_thresholds
+from core.repository_thresholds import repository_thresholds
 from core.settings import Settings
 from core.tables import Base, IssueRecord, ModelPromotion, ModelVersion, OwnLabelExample, Repository
 
 log = logging.getLogger(__name__)
 MAINTAINER = "maintainer"  # the login of the simulated maintainer, who may triage the repository
 MAX_ISSUES = 1000  # the backfill's bound: the newest issues a backtest replays at most
-BACKTEST_KEY = "issue-sorter:backtest:{}"  # repo → its last report, as JSON (the review page's)
-BACKTEST_TTL = 30 * 24 * 3600  # seconds
+REPORTS = LastReport("issue-sorter:backtest:{}", ttl=30 * 24 * 3600)  # each repository's last report
 MAX_LISTED = 20  # abstentions (and wrong labels) the report lists one by one
 QUIET = ("bot.labeling", "bot.decisions", "core.memory", "core.own_labels")  # one line per issue each, otherwise
 
@@ -288,7 +286,7 @@ class Replay:
         self.served = served
         if self.settings.memory:
             memory_fill.fill_repository(self.sessions, self.repo, served)
-        self._after_decision()
+        decisions_act.refresh_after_decision(self.sessions, self.repo)
 
     def one_issue(self, issue: IssueSnapshot) -> Step:
         """The labelling job on the issue as it was opened, then the maintainer's decision on it."""
@@ -355,16 +353,7 @@ class Replay:
             recorded = decisions_act.record(session, gathered, decisions_decide.decide_event(gathered.inputs),
                                             embedder=self.served if self.settings.memory else None)
         if recorded.changed:
-            self._after_decision()
-
-    def _after_decision(self) -> None:
-        """What the feedback queue does after a decision or a fill: the stored thresholds and own-label fits
-        follow the memory (bot.jobs._refresh_thresholds)."""
-        with session_scope(self.sessions) as session:
-            repository = store.find_repository(session, full_name=self.repo)
-            if repository is not None:
-                refresh_stored(session, repository.id)
-                own_labels.refresh_stored(session, repository.id, self.served.version)
+            decisions_act.refresh_after_decision(self.sessions, self.repo)
 
     def thresholds(self, target: float | None) -> dict:
         """The per-kind thresholds the repository would have now, at its target: {kind: {threshold, source,
@@ -466,11 +455,3 @@ def summary(result: dict) -> str:
     return (f"backtest of {result['repo']}: {result['labelled']} of {result['issues']} issues labelled, precision "
             f"{precision}, {result['abstained']['issues']} abstained")
 
-
-def store_report(redis: Redis, result: dict) -> None:
-    redis.set(BACKTEST_KEY.format(result["repo"]), json.dumps(result), ex=BACKTEST_TTL)
-
-
-def last_report(redis: Redis, repo: str) -> dict | None:
-    found = redis.get(BACKTEST_KEY.format(repo))
-    return json.loads(found) if found else None

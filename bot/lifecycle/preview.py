@@ -3,20 +3,18 @@ repository's maintainers already gave (its backfilled history), per kind."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
-from redis import Redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.lifecycle.redis_copies import LastReport
 from core.classifier import Classifier
 from core.issue_text import format_issue_text
 from core.kinds import kind_of_label
 from core.tables import IssueRecord, Repository
 
-PREVIEW_KEY = "issue-sorter:preview:{}"  # the repository's last preview, as JSON
-PREVIEW_TTL = 7 * 24 * 3600  # seconds
+REPORTS = LastReport("issue-sorter:preview:{}", ttl=7 * 24 * 3600)  # each repository's last preview
 MAX_ISSUES = 1000  # the newest confirmed issues a preview reads: minutes of CPU at most
 BATCH = 32
 
@@ -39,11 +37,3 @@ def preview(session: Session, classifier: Classifier, repo: str) -> dict:
             "agreement": sum(agreed.values()) / sum(totals.values()) if totals else None,
             "per_kind": {kind: {"issues": n, "agreement": agreed[kind] / n} for kind, n in sorted(totals.items())}}
 
-
-def store_preview(redis: Redis, result: dict) -> None:
-    redis.set(PREVIEW_KEY.format(result["repo"]), json.dumps(result), ex=PREVIEW_TTL)
-
-
-def last_preview(redis: Redis, repo: str) -> dict | None:
-    found = redis.get(PREVIEW_KEY.format(repo))
-    return json.loads(found) if found else None

@@ -10,6 +10,8 @@ a purge does not wait for that.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import re
 from collections.abc import Iterable
@@ -25,6 +27,22 @@ PREFIX = "issue-sorter:"
 def _glob(text: str) -> str:
     """`text` as a literal inside a Redis MATCH pattern."""
     return re.sub(r"([\\*?\[\]])", r"\\\1", text)
+
+
+@dataclasses.dataclass(frozen=True)
+class LastReport:
+    """A repository's last report of one kind (its `key` formatted with the repository), kept as JSON for
+    `ttl` seconds for the review page."""
+
+    key: str
+    ttl: int
+
+    def store(self, redis: Redis, result: dict) -> None:
+        redis.set(self.key.format(result["repo"]), json.dumps(result), ex=self.ttl)
+
+    def last(self, redis: Redis, repo: str) -> dict | None:
+        found = redis.get(self.key.format(repo))
+        return json.loads(found) if found else None
 
 
 def repository_keys(redis: Redis, full_name: str, github_id: int | None) -> set[bytes]:

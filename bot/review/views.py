@@ -373,8 +373,8 @@ def quality_page(owner: str, name: str):
                            own=own,
                            manage=quality.may_manage(repo.role), shadow=shadow, held=held, jobs=jobs,
                            min_week=quality.MIN_WEEK_DECISIONS,
-                           preview=preview.last_preview(_redis(), repo.full_name),
-                           backtest=backtest.last_report(_redis(), repo.full_name),
+                           preview=preview.REPORTS.last(_redis(), repo.full_name),
+                           backtest=backtest.REPORTS.last(_redis(), repo.full_name),
                            refresh=QUALITY_REFRESH if any(job.pending for job in jobs.values()) else None)
 
 
@@ -385,7 +385,7 @@ def chart(owner: str, name: str, which: str):
     repo = _reviewable(owner, name)
     with _db() as db:
         drawings = {"weekly": lambda: charts.weekly_quality(quality.weekly(db, repo.full_name)),
-                    "backtest": lambda: charts.backtest_curve(backtest.last_report(_redis(), repo.full_name)),
+                    "backtest": lambda: charts.backtest_curve(backtest.REPORTS.last(_redis(), repo.full_name)),
                     "decisions": lambda: charts.decisions_matrix(quality.decided_pairs(db, repo.full_name)),
                     "models": lambda: charts.model_history(quality.model_history(db, repo.full_name))}
         if which not in drawings:

@@ -145,10 +145,10 @@ def test_the_memory_is_stored_per_repository_and_version(sessions):
         remembered(session, "o/a", 3, "question", [1.0, 0.0], version="v2")
     with session_scope(sessions) as session:
         repo_a = store.ensure_repository(session, "o/a")
-        recalled = memory.recall(session, repo_a.id, "v1", ["bug", "feature", "question"])
+        recalled = memory.read_rows(session, repo_a.id, "v1").to_memory(["bug", "feature", "question"])
         assert sorted(recalled.labels) == ["bug", "feature"]
         assert np.allclose(np.linalg.norm(recalled.vectors, axis=1), 1.0)  # stored normalised, float32
-        assert len(memory.recall(session, repo_a.id, "v3", ["bug"])) == 0
+        assert len(memory.read_rows(session, repo_a.id, "v3").to_memory(["bug"])) == 0
 
 
 def test_remembering_an_issue_again_replaces_its_entry_and_forgetting_drops_it(sessions):
@@ -186,7 +186,7 @@ def test_stored_newest_first_as_a_fill_does_the_memory_keeps_and_recalls_by_conf
         kept = session.scalars(select(IssueRecord.number).join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
                                .order_by(IssueRecord.number)).all()
         assert kept == [3, 4, 5]
-        recalled = memory.recall(session, repository.id, "v1", ["bug", "feature", "question"])
+        recalled = memory.read_rows(session, repository.id, "v1").to_memory(["bug", "feature", "question"])
         assert recalled.labels == ["bug", "feature", "question"]  # issues 3, 4, 5 in that order
 
 

@@ -68,7 +68,7 @@ def test_the_labelling_job_reads_the_stored_rules_and_the_feedback_refresh_refit
         memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
     streaming_issue(sessions, github, 2)
     assert stored_fit(sessions) == (key, examples, fitted_at)  # read as stored: no fit on the labelling path
-    with session_scope(sessions) as session:  # the feedback queue's refresh (bot.jobs._refresh_thresholds)
+    with session_scope(sessions) as session:  # the feedback queue's refresh (bot.decisions.act.refresh_after_decision)
         repository = store.find_repository(session, full_name=REPO)
         own_labels.refresh_stored(session, repository.id, ENCODER.version)
     moved_key, moved, _ = stored_fit(sessions)

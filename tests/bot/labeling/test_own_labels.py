@@ -476,7 +476,7 @@ def test_the_kinds_vote_never_counts_an_issue_of_own_labels_only(sessions, githu
     assert second.neighbours == first.neighbours and all(n["number"] < 300 for n in second.neighbours)
     with session_scope(sessions) as session:
         repository_id = store.find_repository(session, full_name=REPO).id
-        kind = memory.recall(session, repository_id, ENCODER.version, KINDS)
+        kind = memory.read_rows(session, repository_id, ENCODER.version).to_memory(KINDS)
         assert len(kind) == 2 * (own_labels.DEFAULT_MIN_EXAMPLES + 1) and set(kind.labels) == {"bug"}
 
 

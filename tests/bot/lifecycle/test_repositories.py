@@ -108,7 +108,7 @@ def copy_in_redis(redis, repo: str, github_id: int) -> set[bytes]:
 
     keys = [cache.FILE_KEY.format(repo.lower(), ".github/issue-sorter.yml"), cache.LABELS_KEY.format(repo.lower()),
             cache.GENERATION_KEY.format(repo.lower()), cache.PERMISSION_KEY.format(repo.lower(), "octocat"),
-            preview.PREVIEW_KEY.format(repo), backtest.BACKTEST_KEY.format(repo),
+            preview.REPORTS.key.format(repo), backtest.REPORTS.key.format(repo),
             comments.CONFIG_WARNED_KEY.format(repo, "abc"), memory_fill.SERVED_KEY.format(repo=repo, version="v1"),
             memory_fill.WAITING_KEY.format(repo=repo, version="v1"), visibility.KEY.format(github_id)]
     for key in keys:

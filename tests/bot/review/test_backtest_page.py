@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.labeling.backtest import last_report
+from bot.labeling.backtest import REPORTS
 from tests.bot.conftest import INSTALLATION, REPO, deliver, run_worker
 from tests.bot.review.conftest import csrf_token, sign_in
 from tests.paths import NLBSE
@@ -35,7 +35,7 @@ def test_installing_runs_the_dry_run_after_the_backfill_and_the_quality_page_sho
     assert deliver(client, "installation", installed, "install-1").status_code == 202
     run_worker(redis)
 
-    report = last_report(redis, REPO)
+    report = REPORTS.last(redis, REPO)
     assert report is not None and report["issues"] == 16 and report["history"] == 0
     assert sum(report["outcomes"].values()) == 16
     assert review_github.calls("POST", rf"/repos/{REPO}/.*") == []  # the dry run wrote nothing
