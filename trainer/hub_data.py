@@ -82,7 +82,7 @@ def download_file(dataset: str, filename: str, revision: str | None, *, seconds:
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
-        raise HubDataError(f"hub: no answer from {_endpoint()} for {filename} of {dataset} in {seconds:.0f} s; "
+        raise HubDataError(f"hub: no answer from {hub_endpoint()} for {filename} of {dataset} in {seconds:.0f} s; "
                            f"retry later, or {OFFLINE_FIX}")
     if "error" in outcome:
         raise HubDataError(explain(outcome["error"], dataset, filename, revision)) from None
@@ -91,11 +91,11 @@ def download_file(dataset: str, filename: str, revision: str | None, *, seconds:
 
 def explain(error: Exception, dataset: str, filename: str, revision: str | None) -> str:
     """One line for a failed download of `filename`: what happened and what to do."""
-    from huggingface_hub import errors
+    from huggingface_hub import constants, errors
 
     at = f"revision {revision}" if revision else "main"
     if isinstance(error, errors.RepositoryNotFoundError):
-        return f"hub: {_endpoint()} has no data set {dataset}; {OFFLINE_FIX}"
+        return f"hub: {hub_endpoint()} has no data set {dataset}; {OFFLINE_FIX}"
     if isinstance(error, errors.RevisionNotFoundError):
         return (f"hub: {dataset} has no revision {revision}; pass --revision with a branch, tag or commit "
                 f"of it, or leave it out for main")
@@ -103,10 +103,10 @@ def explain(error: Exception, dataset: str, filename: str, revision: str | None)
         return (f"hub: {dataset} at {at} has no {filename}; pass --revision with a commit that has it, "
                 f"or {OFFLINE_FIX}")
     if isinstance(error, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled):
-        return (f"hub: {_endpoint()} cannot be reached and {filename} of {dataset} is not in the cache "
-                f"({_cache()}); connect and retry, or {OFFLINE_FIX}")
+        return (f"hub: {hub_endpoint()} cannot be reached and {filename} of {dataset} is not in the cache "
+                f"({constants.HF_HUB_CACHE}); connect and retry, or {OFFLINE_FIX}")
     if isinstance(error, errors.HfHubHTTPError) and error.response is not None:
-        return (f"hub: {_endpoint()} answered {error.response.status_code} for {filename} of {dataset}; "
+        return (f"hub: {hub_endpoint()} answered {error.response.status_code} for {filename} of {dataset}; "
                 f"retry later, or {OFFLINE_FIX}")
     return f"hub: {filename} of {dataset} failed ({type(error).__name__}: {_first_line(error)}); {OFFLINE_FIX}"
 
@@ -129,13 +129,7 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [""])[0][:200]
 
 
-def _endpoint() -> str:
+def hub_endpoint() -> str:
     from huggingface_hub import constants
 
     return constants.ENDPOINT
-
-
-def _cache() -> str:
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_CACHE
