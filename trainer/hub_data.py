@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainer.dataset import HUB_DATASET, HUB_PATH, Example, Skipped, load_hub
+from trainer.dataset import HUB_DATASET, HUB_PATH, Example, load_hub
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +30,16 @@ def load_hub_data(repos: Sequence[str], *, revision: str | None = None, dataset:
     reads several lists; `offline` (the hub cannot be reached): from the cache only, without retrying."""
     total = total or len(repos)
     examples: list[Example] = []
-    skipped: list[Skipped] = []
     for number, repo in enumerate(repos, start=first):
         say(f"hub: {repo} ({number} of {total})")
-        examples += _load_one(repo, dataset, revision, revisions, skipped, seconds, offline)
+        examples += _load_one(repo, dataset, revision, revisions, seconds, offline)
     return examples
 
 
-def _load_one(repo: str, dataset: str, revision: str | None, revisions: set[str] | None,
-              skipped: list[Skipped], seconds: float, offline: bool) -> list[Example]:
+def _load_one(repo: str, dataset: str, revision: str | None, revisions: set[str] | None, seconds: float,
+              offline: bool) -> list[Example]:
+    import pyarrow
+
     filename = HUB_PATH.format(repo=repo)
     for force in (False, True) if not offline else (False,):
         paths: list[Path] = []
@@ -48,11 +49,10 @@ def _load_one(repo: str, dataset: str, revision: str | None, revisions: set[str]
             return str(paths[-1])
 
         try:
-            return load_hub([repo], dataset=dataset, download=fetch, revision=revision, revisions=revisions,
-                            skipped=skipped)
+            return load_hub([repo], dataset=dataset, download=fetch, revision=revision, revisions=revisions)
         except HubDataError:
             raise
-        except _unreadable() as error:  # a cut download or a scrambled page: fetch it once more, then stop
+        except (pyarrow.ArrowException, OSError, EOFError) as error:  # cut or scrambled: fetch once more, then stop
             if force or offline:
                 again = "even fetched again" if force else "and the hub cannot be reached to fetch it again"
                 raise HubDataError(f"hub: {filename} of {dataset} cannot be read {again} "
@@ -117,12 +117,6 @@ def is_cached(repos: Sequence[str], *, revision: str | None = None, dataset: str
 
     return all(isinstance(try_to_load_from_cache(dataset, HUB_PATH.format(repo=repo), revision=revision,
                                                  repo_type="dataset"), str) for repo in repos)
-
-
-def _unreadable() -> tuple[type[Exception], ...]:
-    import pyarrow
-
-    return (pyarrow.ArrowException, OSError, EOFError)
 
 
 def _first_line(error: Exception) -> str:
