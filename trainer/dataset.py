@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import csv
 import datetime as dt
+import gzip
 import hashlib
 import io
 import itertools
@@ -84,14 +85,11 @@ def load_file(path: Path | str, *, format: str | None = None,
     if kind not in FORMATS:
         raise ValueError(f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(FILE_FORMATS)} "
                          f"or name a format ({', '.join(FORMATS)})")
-    if kind == "fasttext":
-        return load_fasttext(path, skipped=skipped)
-    if kind == "ccims":
-        return load_ccims(path, skipped=skipped)
-    if kind == "github-api":
-        return load_github_issues(path, skipped=skipped)
-    rows = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[kind](path)
-    return _to_examples(rows, str(path), skipped)
+    if kind in ("csv", "jsonl", "parquet"):
+        rows = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[kind](path)
+        return _to_examples(rows, str(path), skipped)
+    load = {"fasttext": load_fasttext, "ccims": load_ccims, "github-api": load_github_issues}[kind]
+    return load(path, skipped=skipped)
 
 
 def load_fasttext(path: Path | str, *, repo: str | None = None,
@@ -177,13 +175,7 @@ def github_objects(path: Path) -> Iterator[dict]:
                     with archive.open(name) as member:
                         yield from json_objects(io.TextIOWrapper(member, encoding="utf-8"), f"{path}:{name}")
         return
-    if path.suffix.lower() == ".gz":
-        import gzip
-
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            yield from json_objects(stream, str(path))
-        return
-    with path.open(encoding="utf-8") as stream:
+    with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rt", encoding="utf-8") as stream:
         yield from json_objects(stream, str(path))
 
 
