@@ -12,7 +12,6 @@ import datetime as dt
 import gzip
 import hashlib
 import io
-import itertools
 import json
 import logging
 import re
@@ -369,10 +368,8 @@ def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
 
 def snapshot_revision(path: Path) -> str | None:
     """The commit of a file in the hub cache (`.../snapshots/<40 hex>/...`), or None elsewhere."""
-    for before, part in itertools.pairwise(path.parts):
-        if before == "snapshots" and len(part) == 40 and all(c in "0123456789abcdef" for c in part):
-            return part
-    return None
+    match = re.search(r"/snapshots/([0-9a-f]{40})(/|$)", path.as_posix())
+    return match[1] if match else None
 
 
 def _hub_examples(path: Path, repo: str, limit: int | None, skipped: list[Skipped] | None) -> list[Example]:

@@ -129,7 +129,7 @@ def origin(source: str, revision: str | None, *, downloaded: Path | None = None)
     exactly it again."""
     from trainer.dataset import snapshot_revision
 
-    commit = snapshot_revision(downloaded / "x") if downloaded else None
+    commit = snapshot_revision(downloaded) if downloaded else None
     return {"source": source, "revision": commit or revision}
 
 
