@@ -42,21 +42,15 @@ def _load_one(repo: str, dataset: str, revision: str | None, revisions: set[str]
 
     filename = HUB_PATH.format(repo=repo)
     for force in (False, True) if not offline else (False,):
-        paths: list[Path] = []
-
-        def fetch(*args, force=force, **kwargs) -> str:
-            paths.append(download_file(dataset, filename, revision, seconds=seconds, force=force, offline=offline))
-            return str(paths[-1])
-
+        path = download_file(dataset, filename, revision, seconds=seconds, force=force, offline=offline)
         try:
-            return load_hub([repo], dataset=dataset, download=fetch, revision=revision, revisions=revisions)
-        except HubDataError:
-            raise
+            return load_hub([repo], dataset=dataset, download=lambda *args, path=path, **kwargs: str(path),
+                            revision=revision, revisions=revisions)
         except (pyarrow.ArrowException, OSError, EOFError) as error:  # cut or scrambled: fetch once more, then stop
             if force or offline:
                 again = "even fetched again" if force else "and the hub cannot be reached to fetch it again"
                 raise HubDataError(f"hub: {filename} of {dataset} cannot be read {again} "
-                                   f"({type(error).__name__}: {_first_line(error)}); delete {paths[-1]} and retry, "
+                                   f"({type(error).__name__}: {_first_line(error)}); delete {path} and retry, "
                                    f"or {OFFLINE_FIX}") from None
             log.warning("hub: %s of %s cannot be read (%s); fetching it again", filename, dataset, error)
     raise AssertionError("the loop returns or raises")
