@@ -73,7 +73,9 @@ def push_model(model_dir: Path, card: ModelCard, target: str, *, private: bool =
             destination = Path(target).expanduser()
             shutil.copytree(folder, destination, dirs_exist_ok=True)
             return str(destination)
-        api = api or _hub_api()
+        from huggingface_hub import HfApi
+
+        api = api or HfApi()
         with _explained("push to", target, None):
             url = api.create_repo(target, repo_type="model", private=private, exist_ok=True)
             api.upload_folder(repo_id=url.repo_id, folder_path=str(folder), repo_type="model",
@@ -90,9 +92,9 @@ def pull_model(source: str, *, revision: str | None = None, trust_pickle: bool =
         check_files([str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()], source,
                     trust_pickle=trust_pickle)
         return directory
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
 
-    api = api or _hub_api()
+    api = api or HfApi()
     with _explained("pull", source, revision):
         info = api.model_info(source, revision=revision)
         names = [sibling.rfilename for sibling in info.siblings or []]
@@ -258,9 +260,3 @@ def _hub_base_model(card: ModelCard) -> str | None:
     """Its base model's hub id; None for a directory of this machine (its path is not published)."""
     base = base_model_name(card.base_model)  # older cards hold the offline MiniLM's local path
     return base if base.count("/") == 1 and not base.startswith(("/", ".", "~")) else None
-
-
-def _hub_api():
-    from huggingface_hub import HfApi
-
-    return HfApi()
