@@ -99,17 +99,13 @@ def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metri
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     save_pipeline(trained.pipeline, directory)
+    c = float(getattr(trained.pipeline.named_steps.get("classifier"), "C", TFIDF_C))  # the fitted one
     write_card(directory, version=version, labels=trained.labels, kind="tfidf", base_model=trained.base_model,
                max_length=0, thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
-               train_config={"pipeline": f"tfidf word1-2 + char_wb2-5, LogisticRegression C={_c(trained):g} balanced",
+               train_config={"pipeline": f"tfidf word1-2 + char_wb2-5, LogisticRegression C={c:g} balanced",
                              **({"other_repositories": trained.borrowed} if trained.borrowed else {})},
                training={"seconds": round(trained.seconds, 2)})
     return directory
-
-
-def _c(trained: TrainedBaseline) -> float:
-    """The fitted LogisticRegression's C, as the card records it."""
-    return float(getattr(trained.pipeline.named_steps.get("classifier"), "C", TFIDF_C))
 
 
 def convert_pickled(directory: Path) -> list[Path]:

@@ -65,14 +65,8 @@ class TrainedBlend:
         return directory
 
     def training_record(self) -> dict:
-        """The card's `training`: time, steps, loss, and the encoder's precision and device with the CPU's
-        verdict it followed."""
-        record = {"seconds": round(self.seconds, 2), "steps": self.steps,
-                  "final_loss": self.encoder.losses[-1] if self.encoder.losses else None,
-                  "precision": self.encoder.precision, "device": self.encoder.device}
-        if self.encoder.precision_verdict is not None:
-            record["precision_verdict"] = self.encoder.precision_verdict
-        return record
+        """The encoder's (trainer.train.TrainedModel.training_record), with both members' time."""
+        return self.encoder.training_record() | {"seconds": round(self.seconds, 2)}
 
     def classifier(self, version: str = "unregistered") -> BlendedClassifier:
         """This blend as the classifier the bot serves, without saving it first."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from trainer.dataset import HUB_DATASET, TEST_REPOS, TRAIN_REPOS, Example, load_file
-from trainer.hub_data import FILE_SECONDS, is_cached, load_hub_data
+from trainer.hub_data import FILE_SECONDS, hub_endpoint, is_cached, load_hub_data
 from trainer.sources import CHECKOUT, NLBSE_TEST_FILE, describe, load_sources, shared_dir, training_mix
 
 log = logging.getLogger(__name__)
@@ -54,12 +54,6 @@ def choose_source(data: str | None, environ: Mapping[str, str], *, checkout: Pat
                  HUB_DATASET)
         return HUB
     raise NoBootstrapData(NO_DATA.format(endpoint=hub_endpoint()))
-
-
-def hub_endpoint() -> str:
-    from huggingface_hub import constants
-
-    return constants.ENDPOINT
 
 
 def is_hub_reachable(timeout: float = 3.0) -> bool:

@@ -52,12 +52,9 @@ class TrainConfig:
     precision: str = "auto"  # on CPU: auto (the CPU kind's verdict: trainer.precision) | fp32 | bf16 (autocast)
 
     def __post_init__(self) -> None:
-        if self.truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
-        if self.class_weight not in CLASS_WEIGHTS:
-            raise ValueError(f"class_weight must be one of {CLASS_WEIGHTS}, got {self.class_weight!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        for name, allowed in (("truncation", TRUNCATIONS), ("class_weight", CLASS_WEIGHTS), ("precision", PRECISIONS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.max_length < 8 or self.batch_size < 1 or self.epochs < 1:
             raise ValueError("max_length must be >= 8, batch_size and epochs >= 1")
         if not 0.0 <= self.tfidf_share < 1.0:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 import csv
 import datetime as dt
+import gzip
 import hashlib
 import io
-import itertools
 import json
 import logging
 import re
@@ -84,14 +84,11 @@ def load_file(path: Path | str, *, format: str | None = None,
     if kind not in FORMATS:
         raise ValueError(f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(FILE_FORMATS)} "
                          f"or name a format ({', '.join(FORMATS)})")
-    if kind == "fasttext":
-        return load_fasttext(path, skipped=skipped)
-    if kind == "ccims":
-        return load_ccims(path, skipped=skipped)
-    if kind == "github-api":
-        return load_github_issues(path, skipped=skipped)
-    rows = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[kind](path)
-    return _to_examples(rows, str(path), skipped)
+    if kind in ("csv", "jsonl", "parquet"):
+        rows = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[kind](path)
+        return _to_examples(rows, str(path), skipped)
+    load = {"fasttext": load_fasttext, "ccims": load_ccims, "github-api": load_github_issues}[kind]
+    return load(path, skipped=skipped)
 
 
 def load_fasttext(path: Path | str, *, repo: str | None = None,
@@ -177,13 +174,7 @@ def github_objects(path: Path) -> Iterator[dict]:
                     with archive.open(name) as member:
                         yield from json_objects(io.TextIOWrapper(member, encoding="utf-8"), f"{path}:{name}")
         return
-    if path.suffix.lower() == ".gz":
-        import gzip
-
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            yield from json_objects(stream, str(path))
-        return
-    with path.open(encoding="utf-8") as stream:
+    with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rt", encoding="utf-8") as stream:
         yield from json_objects(stream, str(path))
 
 
@@ -377,10 +368,8 @@ def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
 
 def snapshot_revision(path: Path) -> str | None:
     """The commit of a file in the hub cache (`.../snapshots/<40 hex>/...`), or None elsewhere."""
-    for before, part in itertools.pairwise(path.parts):
-        if before == "snapshots" and len(part) == 40 and all(c in "0123456789abcdef" for c in part):
-            return part
-    return None
+    match = re.search(r"/snapshots/([0-9a-f]{40})(/|$)", path.as_posix())
+    return match[1] if match else None
 
 
 def _hub_examples(path: Path, repo: str, limit: int | None, skipped: list[Skipped] | None) -> list[Example]:

@@ -32,11 +32,6 @@ def per_label(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[s
             for label, p, r, f, n in zip(labels, precision, recall, f1, support, strict=True)}
 
 
-def label_f1(truth: Sequence[str], predicted: Sequence[str], label: str) -> dict[str, float]:
-    """Precision, recall, F1 and support of one label."""
-    return per_label(truth, predicted, [label])[label]
-
-
 def macro_f1(truth: Sequence[str], predicted: Sequence[str], labels: Sequence[str] | None = None) -> float:
     """F1 of each label, averaged: every label counts the same (default labels: all seen in either list)."""
     labels = labels if labels is not None else sorted(set(truth) | set(predicted))

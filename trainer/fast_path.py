@@ -41,7 +41,7 @@ from core.engines import FAST_DIR, FAST_FILE, FP32_FILE, STATIC_INT8_FILE, TABLE
 from core.file_hash import file_sha256
 from core.memory import MEMORY_SIZE, Memory
 from trainer.dataset import Example, load_file
-from trainer.evaluate import macro_f1
+from trainer.evaluate import macro_f1, top_label
 from trainer.registry import Model
 from trainer.sources import NLBSE_TEST_FILE, shared_dir
 from trainer.static_int8 import calibration_sample, quantize_static_int8
@@ -105,8 +105,7 @@ def build_fast_path(model: Model, issues: Sequence[Example], *,
         return _record(model_directory, directory, record)
     flags = engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags
     try:
-        record = {"serves": "pytorch", "gates": {}} | _export_and_gate(directory, issues, source, model_directory,
-                                                                        card, flags, calibration)
+        record = _export_and_gate(directory, issues, source, model_directory, card, flags, calibration)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
@@ -293,7 +292,7 @@ class Answers:
 def served_answers(classifier, issues: Sequence[Example]) -> Answers:
     """`classifier`'s answers on `issues`, without and with the memory in the loop (`memory_answers`)."""
     scores, vectors = classifier.predict_and_embed([issue.text for issue in issues])
-    return Answers([_top(row) for row in scores], memory_answers(scores, vectors, issues))
+    return Answers([top_label(row) for row in scores], memory_answers(scores, vectors, issues))
 
 
 def memory_answers(scores: Sequence[dict[str, float]], vectors: Sequence[Sequence[float]],
@@ -310,13 +309,9 @@ def memory_answers(scores: Sequence[dict[str, float]], vectors: Sequence[Sequenc
         for i in rows:
             others = [j for j in rows if j != i][-MEMORY_SIZE:]
             memory = Memory(matrix[others], [issues[j].label for j in others],
-                            model_labels=[_top(scores[j]) for j in others])
-            answers[i] = _top(memory.adjust(scores[i], matrix[i]) if others else scores[i])
+                            model_labels=[top_label(scores[j]) for j in others])
+            answers[i] = top_label(memory.adjust(scores[i], matrix[i]) if others else scores[i])
     return answers
-
-
-def _top(row: dict[str, float]) -> str:
-    return max(row, key=row.get)
 
 
 def same_answers(reference: Answers, fast: Answers, issues: Sequence[Example], labels: Sequence[str]

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainer.dataset import HUB_DATASET, HUB_PATH, Example, Skipped, load_hub
+from trainer.dataset import HUB_DATASET, HUB_PATH, Example, load_hub
 
 log = logging.getLogger(__name__)
 
@@ -30,33 +30,27 @@ def load_hub_data(repos: Sequence[str], *, revision: str | None = None, dataset:
     reads several lists; `offline` (the hub cannot be reached): from the cache only, without retrying."""
     total = total or len(repos)
     examples: list[Example] = []
-    skipped: list[Skipped] = []
     for number, repo in enumerate(repos, start=first):
         say(f"hub: {repo} ({number} of {total})")
-        examples += _load_one(repo, dataset, revision, revisions, skipped, seconds, offline)
+        examples += _load_one(repo, dataset, revision, revisions, seconds, offline)
     return examples
 
 
-def _load_one(repo: str, dataset: str, revision: str | None, revisions: set[str] | None,
-              skipped: list[Skipped], seconds: float, offline: bool) -> list[Example]:
+def _load_one(repo: str, dataset: str, revision: str | None, revisions: set[str] | None, seconds: float,
+              offline: bool) -> list[Example]:
+    import pyarrow
+
     filename = HUB_PATH.format(repo=repo)
     for force in (False, True) if not offline else (False,):
-        paths: list[Path] = []
-
-        def fetch(*args, force=force, **kwargs) -> str:
-            paths.append(download_file(dataset, filename, revision, seconds=seconds, force=force, offline=offline))
-            return str(paths[-1])
-
+        path = download_file(dataset, filename, revision, seconds=seconds, force=force, offline=offline)
         try:
-            return load_hub([repo], dataset=dataset, download=fetch, revision=revision, revisions=revisions,
-                            skipped=skipped)
-        except HubDataError:
-            raise
-        except _unreadable() as error:  # a cut download or a scrambled page: fetch it once more, then stop
+            return load_hub([repo], dataset=dataset, download=lambda *args, path=path, **kwargs: str(path),
+                            revision=revision, revisions=revisions)
+        except (pyarrow.ArrowException, OSError, EOFError) as error:  # cut or scrambled: fetch once more, then stop
             if force or offline:
                 again = "even fetched again" if force else "and the hub cannot be reached to fetch it again"
                 raise HubDataError(f"hub: {filename} of {dataset} cannot be read {again} "
-                                   f"({type(error).__name__}: {_first_line(error)}); delete {paths[-1]} and retry, "
+                                   f"({type(error).__name__}: {_first_line(error)}); delete {path} and retry, "
                                    f"or {OFFLINE_FIX}") from None
             log.warning("hub: %s of %s cannot be read (%s); fetching it again", filename, dataset, error)
     raise AssertionError("the loop returns or raises")
@@ -82,7 +76,7 @@ def download_file(dataset: str, filename: str, revision: str | None, *, seconds:
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
-        raise HubDataError(f"hub: no answer from {_endpoint()} for {filename} of {dataset} in {seconds:.0f} s; "
+        raise HubDataError(f"hub: no answer from {hub_endpoint()} for {filename} of {dataset} in {seconds:.0f} s; "
                            f"retry later, or {OFFLINE_FIX}")
     if "error" in outcome:
         raise HubDataError(explain(outcome["error"], dataset, filename, revision)) from None
@@ -91,11 +85,11 @@ def download_file(dataset: str, filename: str, revision: str | None, *, seconds:
 
 def explain(error: Exception, dataset: str, filename: str, revision: str | None) -> str:
     """One line for a failed download of `filename`: what happened and what to do."""
-    from huggingface_hub import errors
+    from huggingface_hub import constants, errors
 
     at = f"revision {revision}" if revision else "main"
     if isinstance(error, errors.RepositoryNotFoundError):
-        return f"hub: {_endpoint()} has no data set {dataset}; {OFFLINE_FIX}"
+        return f"hub: {hub_endpoint()} has no data set {dataset}; {OFFLINE_FIX}"
     if isinstance(error, errors.RevisionNotFoundError):
         return (f"hub: {dataset} has no revision {revision}; pass --revision with a branch, tag or commit "
                 f"of it, or leave it out for main")
@@ -103,10 +97,10 @@ def explain(error: Exception, dataset: str, filename: str, revision: str | None)
         return (f"hub: {dataset} at {at} has no {filename}; pass --revision with a commit that has it, "
                 f"or {OFFLINE_FIX}")
     if isinstance(error, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled):
-        return (f"hub: {_endpoint()} cannot be reached and {filename} of {dataset} is not in the cache "
-                f"({_cache()}); connect and retry, or {OFFLINE_FIX}")
+        return (f"hub: {hub_endpoint()} cannot be reached and {filename} of {dataset} is not in the cache "
+                f"({constants.HF_HUB_CACHE}); connect and retry, or {OFFLINE_FIX}")
     if isinstance(error, errors.HfHubHTTPError) and error.response is not None:
-        return (f"hub: {_endpoint()} answered {error.response.status_code} for {filename} of {dataset}; "
+        return (f"hub: {hub_endpoint()} answered {error.response.status_code} for {filename} of {dataset}; "
                 f"retry later, or {OFFLINE_FIX}")
     return f"hub: {filename} of {dataset} failed ({type(error).__name__}: {_first_line(error)}); {OFFLINE_FIX}"
 
@@ -119,23 +113,11 @@ def is_cached(repos: Sequence[str], *, revision: str | None = None, dataset: str
                                                  repo_type="dataset"), str) for repo in repos)
 
 
-def _unreadable() -> tuple[type[Exception], ...]:
-    import pyarrow
-
-    return (pyarrow.ArrowException, OSError, EOFError)
-
-
 def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [""])[0][:200]
 
 
-def _endpoint() -> str:
+def hub_endpoint() -> str:
     from huggingface_hub import constants
 
     return constants.ENDPOINT
-
-
-def _cache() -> str:
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_CACHE

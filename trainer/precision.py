@@ -210,20 +210,23 @@ def fine_tune_for_cpu(config: TrainConfig, examples: Sequence[Example], labels: 
     """`train` once, in the precision the CPU's verdict says; auto on a CPU with bf16 instructions and no
     verdict yet measures one first (`measure_verdict`, on `examples`) and keeps it in `choice.verdicts`."""
     kind = choice.cpu or this_cpu()
+    verdict = reason = None
     if config.precision != "auto":  # the operator's choice
-        return _alone(train(config, examples, labels, progress=progress, precision=config.precision),
-                      f"precision {config.precision} was asked for (TrainConfig.precision)")
-    if config.resolved_device() != "cpu":
-        return _alone(train(config, examples, labels, progress=progress, precision="fp32"),
-                      f"trained on {config.resolved_device()} (float16 autocast there): no CPU bf16")
-    if not has_bf16(kind.flags):
-        return _alone(train(config, examples, labels, progress=progress, precision="fp32"),
-                      "this CPU has no bf16 instructions (AMX or AVX-512 BF16): fp32")
-    verdict = choice.verdicts.find(kind)
-    if verdict is None and (choice.verdicts.path is None or len(examples) < choice.measure.min_issues):
+        reason = f"precision {config.precision} was asked for (TrainConfig.precision)"
+    elif config.resolved_device() != "cpu":
+        reason = f"trained on {config.resolved_device()} (float16 autocast there): no CPU bf16"
+    elif not has_bf16(kind.flags):
+        reason = "this CPU has no bf16 instructions (AMX or AVX-512 BF16): fp32"
+    elif (verdict := choice.verdicts.find(kind)) is None and (choice.verdicts.path is None
+                                                              or len(examples) < choice.measure.min_issues):
         why = "nowhere to keep one" if choice.verdicts.path is None else "too few issues to measure one on"
-        return _alone(train(config, examples, labels, progress=progress, precision="fp32"),
-                      f"no precision verdict for {kind.key} and {why}: fp32 (`issue-sorter measure-precision`)")
+        reason = f"no precision verdict for {kind.key} and {why}: fp32 (`issue-sorter measure-precision`)"
+    if reason is not None:  # trained without a verdict, with the reason none was read
+        precision = config.precision if config.precision != "auto" else "fp32"
+        trained = train(config, examples, labels, progress=progress, precision=precision)
+        trained.precision_verdict = {"kept": trained.precision, "reason": reason}
+        log.info("trained in %s: %s", trained.precision, reason)
+        return trained
     if verdict is None:
         verdict = measure_verdict(config, examples, kind, options=choice.measure, progress=progress, train=train,
                                   score=score)
@@ -232,11 +235,4 @@ def fine_tune_for_cpu(config: TrainConfig, examples: Sequence[Example], labels: 
     trained.precision_verdict = {"kept": trained.precision, **verdict.to_dict(), "source": verdict.source}
     log.info("trained in %s, as this CPU's verdict says (%s, %s)", trained.precision, verdict.source,
              verdict.measured)
-    return trained
-
-
-def _alone(trained: TrainedModel, reason: str) -> TrainedModel:
-    """A model trained without a verdict, with the reason none was read."""
-    trained.precision_verdict = {"kept": trained.precision, "reason": reason}
-    log.info("trained in %s: %s", trained.precision, reason)
     return trained

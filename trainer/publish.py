@@ -9,10 +9,11 @@ before anything downloads: weights are safetensors only, pickles are refused. Ev
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from core.card import MODEL_CARD, ModelCard, base_model_name
@@ -72,7 +73,9 @@ def push_model(model_dir: Path, card: ModelCard, target: str, *, private: bool =
             destination = Path(target).expanduser()
             shutil.copytree(folder, destination, dirs_exist_ok=True)
             return str(destination)
-        api = api or _hub_api()
+        from huggingface_hub import HfApi
+
+        api = api or HfApi()
         with _explained("push to", target, None):
             url = api.create_repo(target, repo_type="model", private=private, exist_ok=True)
             api.upload_folder(repo_id=url.repo_id, folder_path=str(folder), repo_type="model",
@@ -89,9 +92,9 @@ def pull_model(source: str, *, revision: str | None = None, trust_pickle: bool =
         check_files([str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()], source,
                     trust_pickle=trust_pickle)
         return directory
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
 
-    api = api or _hub_api()
+    api = api or HfApi()
     with _explained("pull", source, revision):
         info = api.model_info(source, revision=revision)
         names = [sibling.rfilename for sibling in info.siblings or []]
@@ -128,25 +131,21 @@ def origin(source: str, revision: str | None, *, downloaded: Path | None = None)
     exactly it again."""
     from trainer.dataset import snapshot_revision
 
-    commit = snapshot_revision(downloaded / "x") if downloaded else None
+    commit = snapshot_revision(downloaded) if downloaded else None
     return {"source": source, "revision": commit or revision}
 
 
-class _explained:
+@contextlib.contextmanager
+def _explained(action: str, repo_id: str, revision: str | None) -> Iterator[None]:
     """Turns what the hub answers into one PublishError line naming the repository and the fix."""
-
-    def __init__(self, action: str, repo_id: str, revision: str | None):
-        self.action, self.repo_id, self.revision = action, repo_id, revision
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback) -> bool:
-        if error is None or isinstance(error, PublishError) or not isinstance(error, Exception):
-            return False
-        message = _hub_failure(self.action, self.repo_id, self.revision, error)
+    try:
+        yield
+    except PublishError:
+        raise
+    except Exception as error:
+        message = _hub_failure(action, repo_id, revision, error)
         if message is None:
-            return False
+            raise
         raise PublishError(message) from None
 
 
@@ -228,10 +227,7 @@ def _metric_lines(metrics: dict) -> list[str]:
     lines.append(f"- Unseen-repository protocol: mean per-repository macro-F1 {unseen['mean_repo_macro_f1']:.3f}"
                  if unseen else "- Unseen-repository protocol (repositories left out of training): not measured "
                                 "for this version")
-    per_label = metrics.get("per_label") or {}
-    lines += [f"- {label}: precision {row['precision']:.3f}, recall {row['recall']:.3f}, F1 {row['f1']:.3f}"
-              for label, row in per_label.items()]
-    return lines
+    return lines + _per_label_lines(metrics)
 
 
 def _unseen_lines(metrics: dict) -> list[str]:
@@ -243,9 +239,12 @@ def _unseen_lines(metrics: dict) -> list[str]:
     lines += [f"  - {repo}: macro-F1 {row['macro_f1']:.3f} on {row.get('n')} issues"
               for repo, row in sorted((metrics.get("per_repo") or {}).items())]
     lines.append("- NLBSE'24 protocol (test split of the training repositories): not measured for this version")
-    lines += [f"- {label}: precision {row['precision']:.3f}, recall {row['recall']:.3f}, F1 {row['f1']:.3f}"
-              for label, row in (metrics.get("per_label") or {}).items()]
-    return lines
+    return lines + _per_label_lines(metrics)
+
+
+def _per_label_lines(metrics: dict) -> list[str]:
+    return [f"- {label}: precision {row['precision']:.3f}, recall {row['recall']:.3f}, F1 {row['f1']:.3f}"
+            for label, row in (metrics.get("per_label") or {}).items()]
 
 
 def _data_note(card: ModelCard) -> str:
@@ -261,9 +260,3 @@ def _hub_base_model(card: ModelCard) -> str | None:
     """Its base model's hub id; None for a directory of this machine (its path is not published)."""
     base = base_model_name(card.base_model)  # older cards hold the offline MiniLM's local path
     return base if base.count("/") == 1 and not base.startswith(("/", ".", "~")) else None
-
-
-def _hub_api():
-    from huggingface_hub import HfApi
-
-    return HfApi()

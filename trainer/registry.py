@@ -163,7 +163,10 @@ class Registry:
 
     def model(self, version: str, *, scope: str | None = None) -> Model:
         """The registered `version` with its card; with `scope`, only when it may serve that scope."""
-        return _with_card(self.get_for_scope(version, scope) if scope else self.get(version))
+        row = self.get_for_scope(version, scope) if scope else self.get(version)
+        if not Path(row.path).is_dir():
+            raise _missing(row)
+        return Model(row, ModelCard.read(row.path))
 
     def champion(self, scope: str = GLOBAL_SCOPE) -> Model | None:
         """What a challenger for `scope` must beat: the model serving it now (its own, else the global one).
@@ -252,12 +255,6 @@ class Registry:
         if not Path(row.path).is_dir():
             raise _missing(row)
         return load_classifier(row.path, hardware=hardware)
-
-
-def _with_card(row: ModelVersion) -> Model:
-    if not Path(row.path).is_dir():
-        raise _missing(row)
-    return Model(row, ModelCard.read(row.path))
 
 
 def _missing(row: ModelVersion) -> RegistryError:

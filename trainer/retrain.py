@@ -97,7 +97,8 @@ class RetrainResult:
         run = self.run
         if run is None:
             return f"No retraining: {self.message}."
-        old, new = (_score(score) for score in (run.champion_score, run.challenger_score))
+        old, new = ("none" if score is None else f"{score:.3f}" for score in (run.champion_score,
+                                                                             run.challenger_score))
         return (f"Retrained {self.scope} on {run.n_examples} held-out recent issues: macro-F1 of the serving "
                 f"model {old}, of the new model {new}. Verdict: {verdict(run)}.")
 
@@ -107,10 +108,6 @@ class RetrainResult:
         return {"scope": self.scope, "message": self.message, "summary": self.summary(),
                 "promoted": self.promoted, "champion_score": run.champion_score if run else None,
                 "challenger_score": run.challenger_score if run else None}
-
-
-def _score(value: float | None) -> str:
-    return "none" if value is None else f"{value:.3f}"
 
 
 def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,

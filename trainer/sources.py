@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import os
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -61,19 +61,16 @@ DEFAULT_MIX = MixConfig()
 def load_sources(data_dir: Path | str) -> dict[str, list[Example]]:
     """Each source present under `data_dir` (../shared/data) by name; a missing one is logged and left out."""
     data_dir = Path(data_dir)
-    loaders = {"nlbse24": lambda: load_file(data_dir / NLBSE_TRAIN_FILE),
-               "ticket-tagger": lambda: _unique(load_fasttext(data_dir / TICKET_TAGGER_FILE,
-                                                              repo=TICKET_TAGGER_GROUP)),
-               "ccims": lambda: load_ccims_dir(data_dir / CCIMS_DIR),
-               "huggingface-datasets": lambda: load_github_issues(data_dir / HF_DATASETS_FILE)}
-    paths = {"nlbse24": NLBSE_TRAIN_FILE, "ticket-tagger": TICKET_TAGGER_FILE, "ccims": CCIMS_DIR,
-             "huggingface-datasets": HF_DATASETS_FILE}
+    loaders = {"nlbse24": (NLBSE_TRAIN_FILE, load_file),
+               "ticket-tagger": (TICKET_TAGGER_FILE,
+                                 lambda path: _unique(load_fasttext(path, repo=TICKET_TAGGER_GROUP))),
+               "ccims": (CCIMS_DIR, load_ccims_dir), "huggingface-datasets": (HF_DATASETS_FILE, load_github_issues)}
     sources = {}
-    for name, load in loaders.items():
-        if not (data_dir / paths[name]).exists():
-            log.warning("%s: no %s, left out of the mix", data_dir, paths[name])
+    for name, (path, load) in loaders.items():
+        if not (data_dir / path).exists():
+            log.warning("%s: no %s, left out of the mix", data_dir, path)
             continue
-        sources[name] = load()
+        sources[name] = load(data_dir / path)
     return sources
 
 
@@ -93,12 +90,11 @@ def load_ccims_dir(directory: Path | str) -> list[Example]:
 
 
 def _unique(examples: Iterable[Example]) -> list[Example]:
-    seen, kept = set(), []
+    """The first issue of each text."""
+    first: dict[str, Example] = {}
     for example in examples:
-        if example.text not in seen:
-            seen.add(example.text)
-            kept.append(example)
-    return kept
+        first.setdefault(example.text, example)
+    return list(first.values())
 
 
 def all_issues(sources: Mapping[str, Sequence[Example]]) -> list[Example]:
@@ -140,8 +136,6 @@ def training_mix(sources: Mapping[str, Sequence[Example]], mix: MixConfig = DEFA
 
 def describe(examples: Sequence[Example]) -> str:
     """'N issues: bug n, docs n, ... from G groups' for a log line or a model card."""
-    counts: dict[str, int] = defaultdict(int)
-    for example in examples:
-        counts[example.label] += 1
+    counts = Counter(example.label for example in examples)
     kinds = ", ".join(f"{label} {count}" for label, count in sorted(counts.items()))
     return f"{len(examples)} issues ({kinds}) from {len({e.repo for e in examples})} groups"

@@ -56,15 +56,14 @@ class _Feeds:
     """onnxruntime.quantization's CalibrationDataReader: one issue's inputs at a time, named as the graph's."""
 
     def __init__(self, tokenizer, texts: Sequence[str], max_length: int, inputs: Sequence[str]):
-        self._feeds: Iterator[dict] = (self._feed(tokenizer, text, max_length, inputs) for text in texts)
-
-    @staticmethod
-    def _feed(tokenizer, text: str, max_length: int, inputs: Sequence[str]) -> dict:
         import numpy as np
 
-        encoded = tokenizer([text], truncation=True, max_length=max_length, return_tensors="np")
-        return {name: encoded[name].astype(np.int64) if name in encoded else
-                np.zeros_like(encoded["input_ids"], dtype=np.int64) for name in inputs}
+        def feed(text: str) -> dict:
+            encoded = tokenizer([text], truncation=True, max_length=max_length, return_tensors="np")
+            return {name: encoded[name].astype(np.int64) if name in encoded else
+                    np.zeros_like(encoded["input_ids"], dtype=np.int64) for name in inputs}
+
+        self._feeds: Iterator[dict] = map(feed, texts)
 
     def get_next(self) -> dict | None:
         return next(self._feeds, None)

@@ -10,6 +10,7 @@ import logging
 import math
 import time
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,15 @@ class TrainedModel:
         """See `save`."""
         return save(self, directory, version=version, metrics=metrics, thresholds=thresholds,
                     data_fingerprint=data_fingerprint)
+
+    def training_record(self) -> dict:
+        """The card's `training`: time, steps, loss, precision and device, with the CPU's verdict it followed."""
+        record = {"seconds": round(self.seconds, 2), "steps": self.steps,
+                  "final_loss": self.losses[-1] if self.losses else None, "precision": self.precision,
+                  "device": self.device}
+        if self.precision_verdict is not None:
+            record["precision_verdict"] = self.precision_verdict
+        return record
 
     def classifier(self, version: str = "unregistered"):
         """This model as a `core.encoder.TransformerClassifier`, without saving it first; its recipe in its
@@ -124,11 +134,8 @@ def load_base(config: TrainConfig, labels: list[str]):
 
 def class_weights(targets: Sequence[int], classes: int) -> list[float]:
     """n / (kinds present × count) per class index (sklearn's "balanced"); 0 for a class with no example."""
-    counts = [0] * classes
-    for target in targets:
-        counts[target] += 1
-    present = sum(1 for count in counts if count)
-    return [len(targets) / (present * count) if count else 0.0 for count in counts]
+    counts = Counter(targets)
+    return [len(targets) / (len(counts) * counts[c]) if counts[c] else 0.0 for c in range(classes)]
 
 
 def encode(tokenizer, texts: Sequence[str], config: TrainConfig) -> list[list[int]]:
@@ -238,13 +245,8 @@ def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics:
     directory.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(directory)
     trained.tokenizer.save_pretrained(directory)
-    training = {"seconds": round(trained.seconds, 2), "steps": trained.steps,
-                "final_loss": trained.losses[-1] if trained.losses else None, "precision": trained.precision,
-                "device": trained.device}
-    if trained.precision_verdict is not None:
-        training["precision_verdict"] = trained.precision_verdict
     write_card(directory, version=version, labels=trained.labels, kind="transformer",
                base_model=trained.base_model, max_length=trained.config.max_length, thresholds=thresholds,
                metrics=metrics, data_fingerprint=data_fingerprint, train_config=trained.config.to_dict(),
-               training=training)
+               training=trained.training_record())
     return directory

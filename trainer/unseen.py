@@ -18,7 +18,7 @@ from typing import Any
 from core.classifier import blend_scores
 from core.kinds import KINDS
 from trainer.dataset import Example
-from trainer.evaluate import label_f1, per_repo, predict_all, top_label
+from trainer.evaluate import per_label, per_repo, predict_all, top_label
 from trainer.sources import MixConfig, all_issues, capped, training_mix
 
 SHARES = tuple(round(0.1 * step, 1) for step in range(11))  # TF-IDF shares tried (0: the encoder alone)
@@ -120,7 +120,7 @@ def score(examples: Sequence[Example], scores: Sequence[dict[str, float]]) -> di
     kinds = [kind for kind in KINDS if kind in set(truth)]
     return {"mean": sum(p["macro_f1"] for p in parts.values()) / len(parts),
             "per_repo": {repo: p["macro_f1"] for repo, p in parts.items()},
-            "per_kind": {kind: label_f1(truth, predicted, kind) for kind in kinds}}
+            "per_kind": per_label(truth, predicted, kinds)}
 
 
 def blend(oof: OutOfFold, encoder: str, tfidf: str, share: float) -> list[dict[str, float]]:
