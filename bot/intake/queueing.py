@@ -117,11 +117,11 @@ def enqueue_once(redis: Redis, spec: JobSpec, delivery_id: str, kwargs: dict[str
     `count_event`, the delivery is counted for GET /metrics (core.metrics) as queued or duplicate. All of it
     is one script run in Redis (_ENQUEUE_ONCE_LUA). A job whose spec writes at a turn (`spec.write_turn`,
     with a `write_interval`) books its installation's next one there and is queued now when it is free or
-    less than a second away (its write waits the rest in the worker), else scheduled at it: a flood of one installation waits in RQ's scheduled registry, not in the queue before
-    everyone else's jobs, and each of its jobs runs once (bot.github_api.write_turns). Raises
-    redis.exceptions.RedisError when Redis is unreachable; the caller answers 503 so GitHub marks the
-    delivery failed and it can be redelivered (a script that did run before the connection broke leaves its
-    marker: the redelivery is a duplicate).
+    less than a second away (its write waits the rest in the worker), else scheduled at it: a flood of one
+    installation waits in RQ's scheduled registry, not in the queue before everyone else's jobs, and each of
+    its jobs runs once (bot.github_api.write_turns). Raises redis.exceptions.RedisError when Redis is
+    unreachable; the caller answers 503 so GitHub marks the delivery failed and it can be redelivered (a
+    script that did run before the connection broke leaves its marker: the redelivery is a duplicate).
     """
     options = {"job_id": job_id(spec.short_name, delivery_id), "retry": CRASH_RETRY}
     turn = bool(spec.write_turn and write_interval and kwargs.get("installation_id"))
