@@ -2,8 +2,8 @@
 showed it trains as well as fp32, else fp32.
 
 Whether bf16 autocast keeps fp32's quality, and how much time it saves, is a property of the CPU's bf16
-instructions (AMX, AVX-512 BF16), not of the model or the issues. So it is measured once per CPU kind (vendor,
-family, model and the flags that bear on bf16: `CpuKind`) by a short training of both precisions on the same
+instructions (AMX, AVX-512 BF16), not of the model or the issues. So it is measured once per CPU kind (its maker
+and the instruction flags that bear on bf16: `CpuKind`; CPU models with the same flags train alike) by a short training of both precisions on the same
 issues (`measure_verdict`), kept in the model directory's precision-verdicts.json, and read by every training
 after it: bootstrap-model, train, select and each retraining train once. Verdicts measured on known CPU kinds
 ship with the project (`SHIPPED_VERDICTS`); `issue-sorter measure-precision` measures this machine's again. A
@@ -41,17 +41,15 @@ SHIPPED_VERDICTS = Path(__file__).with_name("precision_verdicts.json")  # measur
 
 @dataclasses.dataclass(frozen=True)
 class CpuKind:
-    """What a precision verdict depends on: the CPU's maker and model, and its bf16 instruction flags."""
+    """What a precision verdict depends on: the CPU's maker and its bf16 instruction flags. Not its model
+    number: bf16 autocast runs the same kernels on every model with the same flags."""
 
     vendor: str  # /proc/cpuinfo's vendor_id: GenuineIntel, AuthenticAMD
-    family: str  # cpu family
-    model: str  # model number (207: Emerald Rapids)
     flags: frozenset[str]  # every flag; only BF16_FLAGS enter the key
 
     @property
     def key(self) -> str:
-        bf16 = [flag for flag in BF16_FLAGS if flag in self.flags]
-        return " ".join([self.vendor, f"family {self.family}", f"model {self.model}", *bf16])
+        return " ".join([self.vendor, *(flag for flag in BF16_FLAGS if flag in self.flags)])
 
     @classmethod
     def from_cpuinfo(cls, text: str) -> CpuKind:
@@ -60,8 +58,7 @@ class CpuKind:
         for line in text.split("\n\n")[0].splitlines():
             name, _, value = line.partition(":")
             fields.setdefault(name.strip(), value.strip())
-        return cls(fields.get("vendor_id", "unknown"), fields.get("cpu family", "?"), fields.get("model", "?"),
-                   frozenset(fields.get("flags", "").split()))
+        return cls(fields.get("vendor_id", "unknown"), frozenset(fields.get("flags", "").split()))
 
 
 def this_cpu(path: Path = Path("/proc/cpuinfo")) -> CpuKind:
@@ -69,7 +66,7 @@ def this_cpu(path: Path = Path("/proc/cpuinfo")) -> CpuKind:
     try:
         return CpuKind.from_cpuinfo(path.read_text())
     except OSError:
-        return CpuKind("unknown", "?", "?", frozenset())
+        return CpuKind("unknown", frozenset())
 
 
 @dataclasses.dataclass(frozen=True)
