@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 import zlib
 
 import pytest
@@ -94,3 +95,15 @@ def read_value(redis: Redis, key: bytes) -> list:
     if kind == "list":
         return redis.lrange(key, 0, -1)
     return list(redis.smembers(key) if kind == "set" else redis.zrange(key, 0, -1) if kind == "zset" else [])
+
+
+def test_run_stops_with_the_bootstrap_error_and_no_traceback_when_the_first_model_cannot_be_trained(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "MODEL_DIR")}
+    env.update(PORT=str(free_port()), ISSUE_SORTER_BOOTSTRAP_DATA=str(tmp_path / "no-such-issues.csv"))
+    finished = subprocess.run([sys.executable, "-m", "issue_sorter.cli", "run"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+    output = finished.stdout + finished.stderr
+    assert finished.returncode != 0
+    assert "no-such-issues.csv" in output  # bootstrap-model's own error, naming what is wrong
+    assert "the first model could not be trained (its error is above)" in output
+    assert "Traceback" not in output
