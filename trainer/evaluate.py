@@ -133,18 +133,24 @@ def score_predictions(truth: Sequence[str], scores: Scores, repos: Sequence[str 
 
 
 def evaluate_classifier(classifier, examples: Sequence[Example], *, batch_size: int = 32,
-                        labels: Sequence[str] | None = None, target_precision: float = 0.9) -> dict[str, Any]:
+                        labels: Sequence[str] | None = None, target_precision: float = 0.9,
+                        scored: tuple[Sequence[dict[str, float]], float] | None = None) -> dict[str, Any]:
     """Score a classifier on labelled examples; rows whose label it cannot predict are counted and left out.
 
     `labels`: the classes scored (default: the classifier's own; the classifier's are always included).
+    `scored`: the classifier's scores of every example and the seconds they took, where the caller has them.
     """
     labels = list(labels or []) + [label for label in classifier.labels if label not in (labels or [])]
     known = [example for example in examples if example.label in labels]
     if not known:
         raise ValueError(f"none of the {len(examples)} examples has a label the model knows ({labels})")
-    started = time.perf_counter()
-    scores = predict_all(classifier, [example.text for example in known], batch_size)
-    seconds = time.perf_counter() - started
+    if scored is None:
+        started = time.perf_counter()
+        scores = predict_all(classifier, [example.text for example in known], batch_size)
+        seconds = time.perf_counter() - started
+    else:
+        scores = [row for row, example in zip(scored[0], examples, strict=True) if example.label in labels]
+        seconds = scored[1]
     result = score_predictions([example.label for example in known], scores,
                                [example.repo for example in known], labels, target_precision)
     skipped = sorted({example.label for example in examples if example.label not in labels})

@@ -86,11 +86,12 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
 
 def build_fast_path(model: Model, issues: Sequence[Example], *,
                     source: str = "", cpu_flags: frozenset[str] | None = None,
-                    calibration: Sequence[str] = ()) -> ModelCard:
+                    calibration: Sequence[str] = (), reference: Answers | None = None) -> ModelCard:
     """Export the encoder of the registered `model` (as it came from its registration), gate each artefact
     on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`). `calibration`:
     texts of the issues it was trained on, which static int8 calibrates its activations on (none: no static
-    int8).
+    int8). `reference`: fp32 PyTorch's answers on `issues` as served, where the registration already has them
+    (None: computed here).
 
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
@@ -105,7 +106,8 @@ def build_fast_path(model: Model, issues: Sequence[Example], *,
         return _record(model_directory, directory, record)
     flags = engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags
     try:
-        record = _export_and_gate(directory, issues, source, model_directory, card, flags, calibration)
+        record = _export_and_gate(directory, issues, source, model_directory, card, flags, calibration,
+                                  reference)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
@@ -123,14 +125,30 @@ def _as_served(model_directory: Path, card: ModelCard) -> tuple[Callable[[Any], 
     NLBSE'24 test: 97.3 % of the encoder's top labels kept, 99.3 % of the blend's)."""
     if card.kind != "blend":
         return (lambda encoder: encoder), "the encoder's"
-    tfidf = load_classifier(model_directory / BLEND_MEMBERS[1])
+    tfidf = _ScoredOnce(load_classifier(model_directory / BLEND_MEMBERS[1]))
     share = card.tfidf_share
     answers = f"the blend's (TF-IDF share {share:g})"
     return (lambda encoder: BlendedClassifier(encoder, tfidf, share, card=card)), answers
 
 
+class _ScoredOnce:
+    """A blend's TF-IDF member as the gate runs it: every engine's blend scores the same issues beside the
+    same TF-IDF member, so its scores are computed once."""
+
+    def __init__(self, tfidf):
+        self.tfidf, self.labels, self.version, self.card = tfidf, tfidf.labels, tfidf.version, tfidf.card
+        self.scored: dict[tuple[str, ...], list[dict[str, float]]] = {}
+
+    def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        key = tuple(texts)
+        if key not in self.scored:
+            self.scored[key] = self.tfidf.predict(texts)
+        return self.scored[key]
+
+
 def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
-                     card: ModelCard, cpu_flags: frozenset[str], calibration: Sequence[str]) -> dict[str, Any]:
+                     card: ModelCard, cpu_flags: frozenset[str], calibration: Sequence[str],
+                     reference: Answers | None) -> dict[str, Any]:
     """Every engine gated against fp32 PyTorch; the artefacts of those that pass are kept, the first ONNX
     Runtime one (int8 before fp32) named `serves` as the default of a worker that cannot choose."""
     started = time.perf_counter()
@@ -141,7 +159,8 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
     as_served, answers = _as_served(model_directory, card)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
     candidates, not_gated = _engines_to_gate(directory, graphs, encoder_card, pytorch, cpu_flags)
-    record["gates"] = gate_engines(served_answers(as_served(pytorch), issues), candidates, issues, as_served,
+    reference = reference or served_answers(as_served(pytorch), issues)
+    record["gates"] = gate_engines(reference, candidates, issues, as_served,
                                    {"issues_source": source, "answers": answers}) | not_gated
     for engine, artefact in graphs.items():
         if not record["gates"][engine]["passed"]:
@@ -291,7 +310,12 @@ class Answers:
 
 def served_answers(classifier, issues: Sequence[Example]) -> Answers:
     """`classifier`'s answers on `issues`, without and with the memory in the loop (`memory_answers`)."""
-    scores, vectors = classifier.predict_and_embed([issue.text for issue in issues])
+    return answers_from(*classifier.predict_and_embed([issue.text for issue in issues]), issues)
+
+
+def answers_from(scores: Sequence[dict[str, float]], vectors: Sequence[Sequence[float]],
+                 issues: Sequence[Example]) -> Answers:
+    """The answers that `scores` and `vectors`, one per issue of `issues`, give."""
     return Answers([top_label(row) for row in scores], memory_answers(scores, vectors, issues))
 
 

@@ -24,16 +24,17 @@ from tests.fakes import FakeEncoder
 from tests.trainer.conftest import balanced
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
-from trainer.evaluate import macro_f1
+from trainer.evaluate import evaluate_classifier, macro_f1
 from trainer.fast_path import (
     MIN_AGREEMENT,
+    Answers,
     FastPathOptions,
     build_fast_path,
     gate_engines,
     is_same_answers,
     served_answers,
 )
-from trainer.pipeline import add_to_registry
+from trainer.pipeline import add_to_registry, score_held_out
 from trainer.registry import Registry
 from trainer.train import fine_tune
 
@@ -231,6 +232,31 @@ def test_a_blends_fast_path_is_gated_on_the_blends_answers(register, decisive_mi
     agreement = sum(a == b for a, b in zip(served, top_labels(reference, gate_issues))) / len(gate_issues)
     # the recorded figure, reproduced to one issue (int8's activation scales depend on the batch)
     assert abs(gate["top_label_agreement"] - agreement) <= 1 / len(gate_issues) + 1e-4
+
+
+def test_held_out_issues_that_are_the_gates_are_scored_once_and_gate_as_if_scored_again(
+        register, registry, decisive_minilm, tfidf_model, gate_issues, small_heldout):
+    """The bootstrap holds out NLBSE'24's test split, which the gate runs on too: its evaluation's pass is
+    the gate's fp32 PyTorch reference, and the card records the same gates and metrics as two passes."""
+    blend = TrainedBlend(decisive_minilm, tfidf_model, 0.5)
+    options = FastPathOptions(gate_issues=gate_issues)
+    metrics, reference = score_held_out(blend.classifier(), gate_issues, options)
+    scored_twice = evaluate_classifier(blend.classifier(), gate_issues)
+    assert reference is not None
+    assert {name: metrics[name] for name in ("macro_f1", "per_repo", "thresholds")} == {
+        name: scored_twice[name] for name in ("macro_f1", "per_repo", "thresholds")}
+    once = add_to_registry(registry, blend, fast_path=options, reference=reference).card.fast_path["gates"]
+    again = register(blend).card.fast_path["gates"]
+    assert once.keys() == again.keys()
+    for engine, gate in again.items():
+        assert {name: once[engine].get(name) for name in ("passed", "macro_f1_pytorch", "macro_f1_pytorch_memory")} \
+            == {name: gate.get(name) for name in ("passed", "macro_f1_pytorch", "macro_f1_pytorch_memory")}, engine
+    everything_a_bug = Answers(["bug"] * len(gate_issues), ["bug"] * len(gate_issues))  # not scored again:
+    gates = add_to_registry(registry, blend, fast_path=options, reference=everything_a_bug).card.fast_path["gates"]
+    truth = [issue.label for issue in gate_issues]
+    assert gates[SERVES_FP32]["macro_f1_pytorch"] == round(macro_f1(truth, everything_a_bug.model, blend.labels), 4)
+    other_issues = small_heldout[:-1]  # held-out issues that are not the gate's: scored for the card only
+    assert score_held_out(blend.classifier(), other_issues, options)[1] is None
 
 
 @pytest.mark.e2e  # a Python process of its own: what it imports
