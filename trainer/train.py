@@ -176,14 +176,40 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
     """Run the optimizer over the epochs (or max_steps); returns steps taken and each step's loss.
     `weights`, one per class, scale each class's share of the loss (None: all alike)."""
     import torch
+    import torch.nn.functional as F
     from tqdm.auto import tqdm
 
     batches_per_epoch = math.ceil(len(input_ids) / config.batch_size)
     total = config.epochs * batches_per_epoch
     total = min(total, config.max_steps) if config.max_steps else total
+    device = config.resolved_device()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = linear_schedule(optimizer, total, config.warmup_ratio)
-    step = Stepper(model, optimizer, schedule, config, weights, bf16=precision == "bf16")
+    weights = None if weights is None else torch.tensor(weights, dtype=torch.float32, device=device)
+    amp = config.fp16 and device.startswith("cuda")  # float16 autocast only on CUDA
+    scaler = torch.amp.GradScaler("cuda", enabled=amp)
+    # bfloat16 autocast on CPU needs no scaler (fp32's range)
+    autocast = (torch.autocast("cuda", dtype=torch.float16) if amp else
+                torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16" and device == "cpu"))
+
+    def step(batch: list[int]) -> float:
+        """One optimizer step: autocast forward, scaled backward, clip, step, schedule."""
+        encoded = tokenizer.pad({"input_ids": [input_ids[i] for i in batch]}, return_tensors="pt").to(device)
+        with autocast:
+            loss = F.cross_entropy(model(**encoded).logits.float(),
+                                   torch.tensor([targets[i] for i in batch], device=device), weight=weights)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+        with warnings.catch_warnings():
+            # the scaler skips a step when a float16 gradient overflows; PyTorch then warns about the order
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+            schedule.step()
+        return float(loss.detach())
+
     generator = torch.Generator().manual_seed(config.seed)  # batch order, independent of other RNG use
     lengths = [len(ids) for ids in input_ids]
     losses: list[float] = []
@@ -193,49 +219,10 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
             for batch in length_buckets(lengths, config.batch_size, generator):
                 if len(losses) == total:
                     return len(losses), losses
-                encoded = tokenizer.pad({"input_ids": [input_ids[i] for i in batch]}, return_tensors="pt")
-                losses.append(step(encoded, torch.tensor([targets[i] for i in batch])))
+                losses.append(step(batch))
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
     return len(losses), losses
-
-
-class Stepper:
-    """One optimizer step: autocast forward, scaled backward, clip, step, schedule."""
-
-    def __init__(self, model, optimizer, schedule, config: TrainConfig, weights: Sequence[float] | None = None,
-                 *, bf16: bool = False):
-        import torch
-
-        self.model, self.optimizer, self.schedule, self.config = model, optimizer, schedule, config
-        self.device = config.resolved_device()
-        self.weights = None if weights is None else torch.tensor(weights, dtype=torch.float32, device=self.device)
-        self.amp = config.fp16 and self.device.startswith("cuda")  # float16 autocast only on CUDA
-        self.bf16 = bf16 and self.device == "cpu"  # bfloat16 autocast on CPU: no scaler needed (fp32's range)
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
-
-    def __call__(self, encoded, labels) -> float:
-        import torch
-        import torch.nn.functional as F
-
-        encoded, labels = encoded.to(self.device), labels.to(self.device)
-        if self.amp:
-            autocast = torch.autocast("cuda", dtype=torch.float16)
-        else:
-            autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
-        with autocast:
-            loss = F.cross_entropy(self.model(**encoded).logits.float(), labels, weight=self.weights)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.unscale_(self.optimizer)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        with warnings.catch_warnings():
-            # the scaler skips a step when a float16 gradient overflows; PyTorch then warns about the order
-            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
-            self.schedule.step()
-        return float(loss.detach())
 
 
 def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics: dict | None = None,
