@@ -148,19 +148,12 @@ def as_utc(moment: dt.datetime | None) -> dt.datetime | None:
 
 def upsert_issue(session: Session, repository: Repository, number: int, *, title: str | None, body: str | None,
                  author_login: str | None, state: str, opened_at=None,
-                 event_at: dt.datetime | None = None) -> IssueRecord:
-    """The issue's row with this event's text and state, unless a newer event was applied (see accepts_event).
+                 event_at: dt.datetime | None = None) -> tuple[IssueRecord, bool]:
+    """The issue's row with this event's text and state, unless a newer event was applied (see accepts_event),
+    and whether this call created it: a row just created has nothing stored about it yet (no prediction, no
+    label event), which a labelling job need not ask the database.
 
     A `title` or `body` of None (an event whose text is unknown) keeps the stored one ("" for a new row)."""
-    return upserted_issue(session, repository, number, title=title, body=body, author_login=author_login,
-                          state=state, opened_at=opened_at, event_at=event_at)[0]
-
-
-def upserted_issue(session: Session, repository: Repository, number: int, *, title: str | None,
-                   body: str | None, author_login: str | None, state: str, opened_at=None,
-                   event_at: dt.datetime | None = None) -> tuple[IssueRecord, bool]:
-    """upsert_issue's row, and whether this call created it: a row just created has nothing stored about
-    it yet (no prediction, no label event), which a labelling job need not ask the database."""
     issue = find_issue(session, repository, number)
     created = issue is None
     if created:

@@ -50,13 +50,13 @@ def record(session: Session, gathered: Gathered, decision: Decision, *, embedder
     # anyone but a maintainer editing a judged issue: its stored text stays the text that was judged
     text = gathered.text_known and not (gathered.judged and not sender.teaches)
     snapshot = event.snapshot
-    issue = store.upsert_issue(session, gathered.repository, event.number,
-                               title="" if deleted else snapshot.title if text else None,
-                               body="" if deleted else snapshot.body if text else None,
-                               author_login=snapshot.author_login,
-                               state={"deleted": "deleted", "transferred": "transferred"}.get(event.action,
-                                                                                             snapshot.state),
-                               event_at=gathered.event_at)
+    issue, _ = store.upsert_issue(session, gathered.repository, event.number,
+                                  title="" if deleted else snapshot.title if text else None,
+                                  body="" if deleted else snapshot.body if text else None,
+                                  author_login=snapshot.author_login,
+                                  state={"deleted": "deleted", "transferred": "transferred"}.get(event.action,
+                                                                                                snapshot.state),
+                                  event_at=gathered.event_at)
     if event.action == "transferred" and event.moved_to:
         add_label_event(session, issue, action=event.action, label=event.label, sender=sender,
                         delivery_id=event.delivery_id)

@@ -77,9 +77,9 @@ def gather(session: Session, event: Mapping, sources: Sources, *, now: dt.dateti
     config, report = _config(github, repo)
     repository = store.ensure_repository(session, repo, event.get("installation_id"), github_id=event.get("repo_id"),
                                          private=event.get("repo_private"))
-    row, new = store.upserted_issue(session, repository, number, title=issue.title, body=issue.body,
-                                    author_login=issue.author_login, state=issue.state,
-                                    opened_at=issue.created_at, event_at=event_at)
+    row, new = store.upsert_issue(session, repository, number, title=issue.title, body=issue.body,
+                                  author_login=issue.author_login, state=issue.state,
+                                  opened_at=issue.created_at, event_at=event_at)
     # a row this job created has no prediction and no label event yet: two statements fewer per new issue
     latest = None if new else store.latest_prediction(session, row)
     removed = frozenset() if new else frozenset(store.removed_by_human(session, row))

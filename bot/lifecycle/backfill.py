@@ -100,8 +100,8 @@ def store_page(session: Session, repo: str, issues, room: int) -> int:
         if not is_history(issue) or stored >= room:
             continue
         label, own = training_label(tuple(issue.labels)), history_own_labels(tuple(issue.labels))
-        record = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
-                                    author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
+        record, _ = store.upsert_issue(session, repository, issue.number, title=issue.title, body=issue.body,
+                                       author_login=issue.author_login, state=issue.state, opened_at=issue.created_at)
         if label is not None and record.confirmed_label is None:  # a maintainer's later decision wins
             record.confirmed_label, record.confirmed_by, record.confirmed_at = label, BACKFILL_ACTOR, utcnow()
         for name in own:

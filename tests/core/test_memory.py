@@ -130,8 +130,8 @@ def test_the_nearest_confirmed_issues_are_the_most_similar_first():
 
 def remembered(session, repo: str, number: int, label: str, vector, version: str = "v1",
                size: int = memory.MEMORY_SIZE):
-    issue = store.upsert_issue(session, store.ensure_repository(session, repo), number, title="t", body="b",
-                               author_login="a", state="open")
+    issue, _ = store.upsert_issue(session, store.ensure_repository(session, repo), number, title="t", body="b",
+                                  author_login="a", state="open")
     issue.confirmed_label = label
     memory.remember(session, issue, label, version, vector, size=size)
     return issue
@@ -179,8 +179,8 @@ def test_stored_newest_first_as_a_fill_does_the_memory_keeps_and_recalls_by_conf
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, "o/a")
         for number in sorted(labels, reverse=True):  # newest first
-            issue = store.upsert_issue(session, repository, number, title=f"t{number}", body="",
-                                       author_login="a", state="open")
+            issue, _ = store.upsert_issue(session, repository, number, title=f"t{number}", body="",
+                                          author_login="a", state="open")
             issue.confirmed_label, issue.confirmed_at = labels[number], start + dt.timedelta(days=number)
             memory.remember(session, issue, labels[number], "v1", [1.0, float(number)], size=3)
         kept = session.scalars(select(IssueRecord.number).join(MemoryEntry, MemoryEntry.issue_id == IssueRecord.id)
@@ -204,8 +204,8 @@ def confirmed_issues(session, count: int, repo: str = "o/a"):
     """`count` confirmed issues, as a backfill stores them: text and label, nothing embedded."""
     repository = store.ensure_repository(session, repo)
     for number in range(1, count + 1):
-        issue = store.upsert_issue(session, repository, number, title=f"Issue {number}", body=f"crash {number}",
-                                   author_login="a", state="closed")
+        issue, _ = store.upsert_issue(session, repository, number, title=f"Issue {number}", body=f"crash {number}",
+                                      author_login="a", state="closed")
         issue.confirmed_label, issue.confirmed_by = "bug", "backfill"
     session.flush()
     return repository

@@ -43,8 +43,8 @@ def repo(sessions):
 
 def confirm(session, repository_id: int, number: int, label: str):
     repository = session.get(Repository, repository_id)
-    issue = store.upsert_issue(session, repository, number, title=f"issue {number}", body="",
-                               author_login="a", state="open")
+    issue, _ = store.upsert_issue(session, repository, number, title=f"issue {number}", body="",
+                                  author_login="a", state="open")
     issue.confirmed_label = label
     return issue
 

@@ -35,7 +35,7 @@ def with_memory(sessions, encoder) -> None:
                                                  ("Crash on load", "bug"), ("Docs typo", "documentation"),
                                                  ("Please add a flag", "enhancement"), ("Crash again", "bug")],
                                                 start=100):
-            row = store.upsert_issue(session, stored, number, title=title, body="", author_login="a", state="closed")
+            row, _ = store.upsert_issue(session, stored, number, title=title, body="", author_login="a", state="closed")
             row.confirmed_label, row.confirmed_by = label, "backfill"
             session.flush()
             text = format_issue_text(TITLE, BODY) if number == 100 else title

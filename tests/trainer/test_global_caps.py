@@ -24,9 +24,9 @@ def confirmed(session, repo: str, installation: int | None, n: int, *, first_day
     repository = store.ensure_repository(session, repo, installation, github_id=zlib.crc32(repo.encode()),
                                          private=False)
     for number in range(1, n + 1):
-        issue = store.upsert_issue(session, repository, number, title=f"{repo} issue {number}", body="b",
-                                   author_login="a", state="open",
-                                   opened_at=START + dt.timedelta(days=first_day, minutes=number))
+        issue, _ = store.upsert_issue(session, repository, number, title=f"{repo} issue {number}", body="b",
+                                      author_login="a", state="open",
+                                      opened_at=START + dt.timedelta(days=first_day, minutes=number))
         issue.confirmed_label = "bug" if number % 2 else "feature"
 
 

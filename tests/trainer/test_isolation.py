@@ -31,9 +31,9 @@ def confirmed(session, repo: str, installation: int | None, *, private: bool, to
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     for number in range(1, n + 1):
         title, body = (BUG if number % 2 else FEATURE)
-        issue = store.upsert_issue(session, repository, number, title=title.format(token=token),
-                                   body=body.format(token=token), author_login="a", state="open",
-                                   opened_at=start + dt.timedelta(days=number))
+        issue, _ = store.upsert_issue(session, repository, number, title=title.format(token=token),
+                                      body=body.format(token=token), author_login="a", state="open",
+                                      opened_at=start + dt.timedelta(days=number))
         issue.confirmed_label = "bug" if number % 2 else "feature"
 
 

@@ -69,8 +69,8 @@ def test_the_global_model_and_the_operators_own_repositories_are_not_counted(ses
 def test_a_training_over_quota_is_refused_without_a_run_and_stays_due(session):
     big = repositories(session, 1, "big", 3)
     for number in range(1, 6):  # 5 new confirmed issues: due under min_new_decisions=5
-        record = store.upsert_issue(session, store.find_repository(session, full_name=big[2]), number, title="t",
-                                    body="b", author_login="someone", state="open")
+        record, _ = store.upsert_issue(session, store.find_repository(session, full_name=big[2]), number, title="t",
+                                       body="b", author_login="someone", state="open")
         record.confirmed_label, record.confirmed_at = "bug", dt.datetime.now(dt.timezone.utc)
     now = dt.datetime.now(dt.timezone.utc)
     for scope in big[:2]:

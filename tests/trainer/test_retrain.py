@@ -30,8 +30,9 @@ def confirm(session, repo: str, issues, labels):
     repository = store.ensure_repository(session, repo)
     start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     for number, (example, label) in enumerate(zip(issues, labels, strict=True), 1):
-        record = store.upsert_issue(session, repository, number, title=example.title, body=example.body,
-                                    author_login="someone", state="open", opened_at=start + dt.timedelta(days=number))
+        record, _ = store.upsert_issue(session, repository, number, title=example.title, body=example.body,
+                                       author_login="someone", state="open",
+                                       opened_at=start + dt.timedelta(days=number))
         record.confirmed_label, record.confirmed_by = label, "maintainer"
         record.confirmed_at = start + dt.timedelta(days=number)
 

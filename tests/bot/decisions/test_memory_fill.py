@@ -165,7 +165,7 @@ def test_the_thresholds_follow_the_memory_on_the_feedback_queue_and_the_labellin
     assert refreshed["from_history"] == 40 and refreshed["kinds"]["bug"]["source"] == OWN
     with session_scope(bare_context.sessionmaker) as session:  # one more confirmed issue in the memory
         repository = store.find_repository(session, full_name=REPO)
-        issue = store.upsert_issue(session, repository, 50, title="Crash", body="", author_login="a", state="open")
+        issue, _ = store.upsert_issue(session, repository, 50, title="Crash", body="", author_login="a", state="open")
         issue.confirmed_label = "bug"
         memory.remember(session, issue, "bug", encoder.version, [1.0] + [0.0] * 7, scores={"bug": 0.9,
                                                                                              "feature": 0.05,

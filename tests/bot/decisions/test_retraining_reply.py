@@ -28,9 +28,9 @@ def confirmed_issues(ctx, count: int) -> None:
     with session_scope(ctx.sessionmaker) as session:
         repository = store.ensure_repository(session, REPO, 1)
         for number, example in enumerate(examples, 100):
-            record = store.upsert_issue(session, repository, number, title=example.title, body=example.body,
-                                        author_login="someone", state="open",
-                                        opened_at=start + dt.timedelta(days=number))
+            record, _ = store.upsert_issue(session, repository, number, title=example.title, body=example.body,
+                                           author_login="someone", state="open",
+                                           opened_at=start + dt.timedelta(days=number))
             record.confirmed_label, record.confirmed_by = KIND_LABELS[example.label], "maintainer"
             record.confirmed_at = start + dt.timedelta(days=number)
 

@@ -59,7 +59,7 @@ def test_decisions_made_through_the_pipeline_give_the_live_precision(worker_cont
 def add_prediction(session, repo: str, number: int, *, days_ago: int, outcome: str = "applied",
                    decision: str | None = None) -> None:
     repository = store.ensure_repository(session, repo)
-    issue = store.upsert_issue(session, repository, number, title="t", body="b", author_login="a", state="open")
+    issue, _ = store.upsert_issue(session, repository, number, title="t", body="b", author_login="a", state="open")
     session.add(Prediction(issue_id=issue.id, scores={"bug": 0.9}, predicted="bug",
                            label=None if outcome == "abstained" else "bug", applied=outcome == "applied",
                            outcome=outcome, decision=decision, created_at=NOW - dt.timedelta(days=days_ago)))

@@ -171,8 +171,8 @@ def test_a_maintainers_label_on_an_abstention_takes_the_mark_off_github(bare_con
     fake_github.add_issue(HTTP_REPO, 1, "Weird thing", "hm", labels=["needs-triage"])
     with session_scope(bare_context.sessionmaker) as session:
         repository = store.ensure_repository(session, HTTP_REPO, 1)
-        issue = store.upsert_issue(session, repository, 1, title="Weird thing", body="hm", author_login="octocat",
-                                   state="open")
+        issue, _ = store.upsert_issue(session, repository, 1, title="Weird thing", body="hm", author_login="octocat",
+                                      state="open")
         session.add(Prediction(issue_id=issue.id, scores={}, outcome="abstained", abstain_mark="needs-triage"))
     labelled = issue_payload(payload, "labeled", 1, title="Weird thing", labels=["needs-triage", "bug"], label="bug")
     assert deliver(client, "issues", labelled, "d-labelled").status_code == 202

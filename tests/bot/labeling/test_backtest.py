@@ -142,7 +142,7 @@ def test_the_history_the_backfill_stored_is_read_back_in_time_order_with_its_own
     with session_scope(sessions) as session:
         backfill.store_page(session, REPO, [issue(3, "bug", "area: ui"), issue(1, "question")], 10)
         stored = store.find_repository(session, full_name=REPO)
-        later = store.upsert_issue(session, stored, 9, title="Crash", body="", author_login="a", state="open")
+        later, _ = store.upsert_issue(session, stored, 9, title="Crash", body="", author_login="a", state="open")
         own_labels.confirm(session, later, "area: ui", "maintainer")  # confirmed later, not the backfill's
     with session_scope(sessions) as session:
         history = stored_history(session, REPO)

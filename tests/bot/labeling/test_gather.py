@@ -34,8 +34,8 @@ def with_history(sessions, encoder, *, embedded: int) -> None:
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, REPO, 1)
         for i, (number, title, body, label) in enumerate(HISTORY):
-            row = store.upsert_issue(session, repository, number, title=title, body=body, author_login="a",
-                                     state="closed")
+            row, _ = store.upsert_issue(session, repository, number, title=title, body=body, author_login="a",
+                                        state="closed")
             row.confirmed_label, row.confirmed_by = label, "backfill"
             session.flush()
             if i < embedded:
@@ -91,8 +91,8 @@ def test_a_new_issue_costs_no_reads_of_its_past_and_a_known_one_keeps_its_remove
     assert not [sql for sql in new if sql.lstrip().startswith(asks)]
     with session_scope(sessions) as session:  # issue 2 is known: a maintainer took "bug" off it
         repository = store.ensure_repository(session, REPO, 1)
-        row = store.upsert_issue(session, repository, 2, title="App crash", body="", author_login="a",
-                                 state="open")
+        row, _ = store.upsert_issue(session, repository, 2, title="App crash", body="", author_login="a",
+                                    state="open")
         session.add(LabelEvent(issue_id=row.id, action="unlabeled", label="bug", actor_login="maintainer"))
     with statements(sessions) as known:
         gathered, _ = gather(sessions, encoder, opened(2, "App crash on start"))

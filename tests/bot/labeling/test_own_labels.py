@@ -61,8 +61,8 @@ def confirmed_history(sessions, streaming: int = own_labels.DEFAULT_MIN_EXAMPLES
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
         for number, (title, own) in enumerate(issues, start=100):
-            issue = store.upsert_issue(session, repo, number, title=title, body="", author_login="x",
-                                       state="closed")
+            issue, _ = store.upsert_issue(session, repo, number, title=title, body="", author_login="x",
+                                          state="closed")
             issue.confirmed_label, issue.confirmed_by = "bug", "maintainer"
             session.flush()
             memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([title])[0])
@@ -107,8 +107,8 @@ def test_several_own_labels_go_on_in_the_same_single_write(sessions, github):
         with session_scope(sessions) as session:  # the issues about both carry both labels
             repo = store.ensure_repository(session, REPO, 1)
             for number in range(200, 206):
-                issue = store.upsert_issue(session, repo, number, title="Stream image crash", body="",
-                                           author_login="x", state="closed")
+                issue, _ = store.upsert_issue(session, repo, number, title="Stream image crash", body="",
+                                              author_login="x", state="closed")
                 issue.confirmed_label = "bug"
                 session.flush()
                 memory.remember(session, issue, "bug", ENCODER.version, TOPICS["stream image"])
@@ -139,8 +139,8 @@ def test_by_default_an_own_label_is_applied_from_its_twentieth_confirmed_example
     assert own_decisions(sessions, 1) == [("streaming", "suggested", None)]
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
-        issue = store.upsert_issue(session, repo, 99, title="Stream stops with a crash, case 19", body="",
-                                   author_login="x", state="closed")
+        issue, _ = store.upsert_issue(session, repo, 99, title="Stream stops with a crash, case 19", body="",
+                                      author_login="x", state="closed")
         issue.confirmed_label, issue.confirmed_by = "bug", "maintainer"
         session.flush()
         memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
@@ -195,8 +195,8 @@ def test_a_label_that_names_a_kind_is_never_an_own_label_even_in_areas(sessions,
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
         for number in range(100, 125):
-            issue = store.upsert_issue(session, repo, number, title=f"Stream stops with a crash, case {number}",
-                                       body="", author_login="x", state="closed")
+            issue, _ = store.upsert_issue(session, repo, number, title=f"Stream stops with a crash, case {number}",
+                                          body="", author_login="x", state="closed")
             issue.confirmed_label, issue.confirmed_by = "bug", "maintainer"
             session.flush()
             memory.remember(session, issue, "bug", ENCODER.version, ENCODER.embed([issue.title])[0])
@@ -430,8 +430,8 @@ def own_only_history(sessions, count: int = 6, title: str = "Stream stops with a
     with session_scope(sessions) as session:
         repo = store.ensure_repository(session, REPO, 1)
         for number in range(300, 300 + count):
-            issue = store.upsert_issue(session, repo, number, title=title.format(number), body="",
-                                       author_login="x", state="closed")
+            issue, _ = store.upsert_issue(session, repo, number, title=title.format(number), body="",
+                                          author_login="x", state="closed")
             session.flush()
             for name in labels:
                 own_labels.confirm(session, issue, name, "maintainer")
@@ -517,7 +517,7 @@ def test_issues_of_own_labels_only_keep_a_memory_of_their_own_size(sessions):
         repo = store.ensure_repository(session, REPO, 1)
         for number in range(1, 4):
             store.upsert_issue(session, repo, number, title=f"Crash {number}", body="", author_login="x",
-                               state="closed").confirmed_label = "bug"
+                               state="closed")[0].confirmed_label = "bug"
     own_only_history(sessions, 5)
     assert fill(sessions, size=3).describe() == f"6 of 6 issues embedded by {ENCODER.version}"
     rows = memory_labels(sessions)

@@ -28,8 +28,8 @@ def known_repository(bare_context, *, confirmed: int = 2):
     with session_scope(bare_context.sessionmaker) as session:
         repository = store.ensure_repository(session, REPO, INSTALLATION, github_id=REPO_ID, private=False)
         for number in range(1, confirmed + 1):
-            issue = store.upsert_issue(session, repository, number, title=f"Crash {number}", body="trace",
-                                       author_login="a", state="open")
+            issue, _ = store.upsert_issue(session, repository, number, title=f"Crash {number}", body="trace",
+                                          author_login="a", state="open")
             issue.confirmed_label = "bug"
         session.flush()
         session.add(Prediction(issue_id=issue.id, scores={"bug": 0.9}, predicted="bug", label="bug",

@@ -34,8 +34,8 @@ def populate(sessions, model_dir, repo: str, installation: int, github_id: int) 
     """A repository with an issue, a prediction, a label event and a promoted model on disk."""
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, repo, installation, github_id=github_id, private=True)
-        issue = store.upsert_issue(session, repository, 1, title=f"Crash {SECRET}", body=SECRET, author_login="a",
-                                   state="open")
+        issue, _ = store.upsert_issue(session, repository, 1, title=f"Crash {SECRET}", body=SECRET, author_login="a",
+                                      state="open")
         issue.confirmed_label = "bug"
         directory = model_dir / f"{repo.replace('/', '-')}-v1"
         directory.mkdir(parents=True)
@@ -198,7 +198,7 @@ def test_unconfirmed_issue_text_is_cleared_after_the_retention_and_confirmed_tex
         repository = store.ensure_repository(session, REPO, github_id=11)
         for number, age, label in ((1, 40, None), (2, 40, "bug"), (3, 5, None)):
             store.upsert_issue(session, repository, number, title=f"title {number}", body="body", author_login="a",
-                               state="open", event_at=now - dt.timedelta(days=age)).confirmed_label = label
+                               state="open", event_at=now - dt.timedelta(days=age))[0].confirmed_label = label
     with session_scope(sessions) as session:
         assert lifecycle.clear_unconfirmed(session, older_than_days=30, now=now) == 1
     with session_scope(sessions) as session:

@@ -65,8 +65,8 @@ def seed(sessions, fake, number: int, title: str, *, outcome: str, label: str | 
     scores = scores or {"bug": 0.7, "feature": 0.2, "question": 0.1}
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, repo, installation)
-        issue = store.upsert_issue(session, repository, number, title=title, body=body,
-                                   author_login="octocat", state="open")
+        issue, _ = store.upsert_issue(session, repository, number, title=title, body=body,
+                                      author_login="octocat", state="open")
         prediction = Prediction(issue_id=issue.id, scores=scores, predicted=max(scores, key=scores.get),
                                 label=label, applied=outcome == "applied", outcome=outcome,
                                 reason=reason, **why)

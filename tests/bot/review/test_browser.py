@@ -297,8 +297,8 @@ def confirmed(sessions, number: int, title: str, label: str) -> None:
     """A confirmed issue of the repository's history: one the memory's vote can name."""
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, REPO, 1)
-        issue = store.upsert_issue(session, repository, number, title=title, body="", author_login="someone",
-                                   state="closed")
+        issue, _ = store.upsert_issue(session, repository, number, title=title, body="", author_login="someone",
+                                      state="closed")
         issue.confirmed_label, issue.confirmed_by = label, "maintainer"
 
 

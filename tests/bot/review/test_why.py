@@ -36,8 +36,8 @@ def with_memory(sessions, encoder) -> None:
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, REPO, 1)
         for number in range(100, 107):
-            row = store.upsert_issue(session, repository, number, title=f"Old crash {number}", body="",
-                                     author_login="a", state="closed")
+            row, _ = store.upsert_issue(session, repository, number, title=f"Old crash {number}", body="",
+                                        author_login="a", state="closed")
             row.confirmed_label, row.confirmed_by = "bug", "backfill"
             session.flush()
             vector = twin if number == 103 else encoder.embed([f"other {number}"])[0]

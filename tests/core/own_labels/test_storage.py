@@ -30,9 +30,9 @@ def remember(session, repo: int, first: int, count: int, *, streaming: bool, ver
     rng = np.random.default_rng(first)
     repository = store.find_repository(session, full_name="octo/widgets")
     for number in range(first, first + count):
-        issue = store.upsert_issue(session, repository, number, body="",
-                                   title=f"the stream stops, issue {number}" if streaming else f"issue {number}",
-                                   author_login="x", state="closed")
+        issue, _ = store.upsert_issue(session, repository, number, body="",
+                                      title=f"the stream stops, issue {number}" if streaming else f"issue {number}",
+                                      author_login="x", state="closed")
         issue.confirmed_label = "bug"
         session.flush()
         vector = rng.normal(size=8) * 0.5 + (TOPIC if streaming else np.eye(8)[3])
