@@ -28,7 +28,9 @@ SCOPED_TABLES = (ModelVersion, ModelPromotion, TrainingRun)  # a repository's sc
 
 def serving_model_version(session: Session, scope: str = GLOBAL_SCOPE) -> ModelVersion | None:
     """The version serving `scope` now: the target of its newest promotion."""
-    promotion = _newest_promotion(session, scope)
+    promotion = session.scalars(
+        select(ModelPromotion).where(ModelPromotion.scope == scope)
+        .order_by(ModelPromotion.promoted_at.desc(), ModelPromotion.id.desc()).limit(1)).first()
     return promotion.model_version if promotion else None
 
 
@@ -48,12 +50,6 @@ def serving_model_for(session: Session, repo: str | None) -> ModelVersion | None
     """The version that serves `repo`: its own promoted model, else the global one (None: none at all)."""
     promotion = serving_promotion_for(session, repo)
     return promotion.model_version if promotion else None
-
-
-def _newest_promotion(session: Session, scope: str) -> ModelPromotion | None:
-    return session.scalars(
-        select(ModelPromotion).where(ModelPromotion.scope == scope)
-        .order_by(ModelPromotion.promoted_at.desc(), ModelPromotion.id.desc()).limit(1)).first()
 
 
 def ensure_installation(session: Session, installation_id: int, account_login: str | None = None) -> Installation:
@@ -188,19 +184,14 @@ def mark_delivery_processed(session: Session, delivery_id: str, event: str, acti
     """Record the delivery as processed, or a later outcome of one already recorded: one INSERT ... ON
     CONFLICT, where a merge read the row first (every job ends here)."""
     values = {"event": event, "action": action, "outcome": outcome}
-    upsert = _insert_for(session)(WebhookDelivery).values(id=delivery_id, **values)  # processed_at: its default
+    # the dialect's INSERT, which has on_conflict_do_update (PostgreSQL and SQLite alike)
+    insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    upsert = insert(WebhookDelivery).values(id=delivery_id, **values)  # processed_at: its default
     session.execute(upsert.on_conflict_do_update(index_elements=[WebhookDelivery.id], set_=values),
                     execution_options={"synchronize_session": False})
     held = session.identity_map.get(session.identity_key(WebhookDelivery, (delivery_id,)))
     if held is not None:  # a row this session read before: it shows the new outcome, as after a merge
         session.refresh(held)
-
-
-def _insert_for(session: Session):
-    """The dialect's INSERT, which has on_conflict_do_update (PostgreSQL and SQLite alike)."""
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql_insert
-    return sqlite_insert
 
 
 def processed_deliveries(session: Session, delivery_ids: Iterable[str]) -> set[str]:
