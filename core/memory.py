@@ -95,18 +95,14 @@ def knn_vote(neighbours: Sequence[Neighbour], classes: Sequence[str], shares: Ma
 
 
 def self_check_agreement(vectors: np.ndarray, labels: Sequence[str], *, k: int, rows: Sequence[int],
-                         smoothing: float = MemoryRule.prior_smoothing,
-                         similarity: np.ndarray | None = None) -> tuple[float, float]:
+                         smoothing: float = MemoryRule.prior_smoothing) -> tuple[float, float]:
     """(how often the vote of its k most similar other rows names the label of each of `rows`, how often
-    the memory's most frequent label does): the memory predicting itself, leave-one-out.
-
-    `similarity` (len(rows), n), if given, is vectors[rows] @ vectors.T already computed.
-    """
+    the memory's most frequent label does): the memory predicting itself, leave-one-out."""
     rows = np.asarray(rows, dtype=int)
     classes = sorted(set(labels))
     index = np.array([classes.index(label) for label in labels])
     counts = np.bincount(index, minlength=len(classes))
-    sims = np.array(vectors[rows] @ vectors.T if similarity is None else similarity, dtype=np.float64)
+    sims = np.array(vectors[rows] @ vectors.T, dtype=np.float64)
     sims[np.arange(len(rows)), rows] = -np.inf  # leave the row itself out
     k = min(k, len(labels) - 1)
     top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
@@ -152,7 +148,7 @@ class Memory:
         normalised)."""
         if not self.labels:
             return []
-        similarities = self.vectors @ _normalised(vector)
+        similarities = self.vectors @ normalised(vector)
         top = np.argsort(-similarities)[:self.rule.neighbours if k is None else k]
         return [Neighbour(self.labels[i], float(similarities[i]), self.numbers[i] if self.numbers else None)
                 for i in top]
@@ -186,15 +182,10 @@ class Memory:
         return adjust_scores(scores, neighbours, self.label_counts(), rule=self.rule, trust=self.trust), neighbours
 
 
-def _normalised(vector: Sequence[float]) -> np.ndarray:
+def normalised(vector: Sequence[float]) -> np.ndarray:
+    """`vector` as float32 of length 1 (a zero vector as it is): how the memory's rows and queries compare."""
     array = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(array))
-    return array / norm if norm else array
-
-
-def to_bytes(vector: Sequence[float]) -> bytes:
-    """An embedding as stored: normalised float32, little-endian."""
-    return _normalised(vector).astype("<f4").tobytes()
+    return array / (float(np.linalg.norm(array)) or 1.0)
 
 
 # ---- storage -----------------------------------------------------------------------------------------
@@ -237,7 +228,8 @@ def read_rows(session: Session, repository_id: int, version: str, *, exclude_iss
                                   MemoryEntry.scores)
                            .join(IssueRecord, IssueRecord.id == MemoryEntry.issue_id).where(
         MemoryEntry.repository_id == repository_id, MemoryEntry.model_version == version,
-        MemoryEntry.issue_id != (exclude_issue or -1)).order_by(*_oldest_confirmed_first())).all()
+        MemoryEntry.issue_id != (exclude_issue or -1))
+        .order_by(IssueRecord.confirmed_at.asc().nulls_first(), IssueRecord.id.asc())).all()
     vectors = (np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob, _, _ in rows]) if rows
                else np.zeros((0, 0), dtype=np.float32))
     return MemoryRows([row[0] for row in rows], [row[1] for row in rows], vectors, [row[3] for row in rows],
@@ -265,7 +257,7 @@ def remember(session: Session, issue: IssueRecord, label: str, version: str, vec
     if entry is None:
         entry = MemoryEntry(repository_id=issue.repository_id, issue_id=issue.id, model_version=version)
         session.add(entry)
-    entry.label, entry.embedding = label, to_bytes(vector)
+    entry.label, entry.embedding = label, normalised(vector).astype("<f4").tobytes()  # little-endian
     if scores is not None:
         entry.scores = {c: float(v) for c, v in scores.items()}
     session.flush()
@@ -322,10 +314,6 @@ def _newest_own_first() -> tuple:
     first = select(func.min(OwnLabelExample.confirmed_at)).where(OwnLabelExample.issue_id == IssueRecord.id) \
         .scalar_subquery()
     return first.desc().nulls_last(), IssueRecord.id.desc()
-
-
-def _oldest_confirmed_first() -> tuple:
-    return IssueRecord.confirmed_at.asc().nulls_first(), IssueRecord.id.asc()
 
 
 def drop_other_versions(session: Session, repository_id: int, version: str) -> None:

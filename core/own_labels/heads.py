@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.own_labels.vote import OwnLabelMemory, normalised
+from core.memory import normalised
+from core.own_labels.vote import OwnLabelMemory
 from core.own_labels.words import WordFeatures
 from core.thresholds import lowest_threshold
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.memory import normalised
+
 
 def vote(similarities: np.ndarray, carries: np.ndarray, k: int) -> np.ndarray:
     """(rows, labels) scores: for each row of `similarities` (rows × memory), the similarity-weighted share
@@ -46,8 +48,3 @@ class OwnLabelMemory:
         if not len(self) or not names:
             return np.zeros(len(names))
         return vote((self.vectors @ normalised(vector))[None, :], self.carries(names), k)[0]
-
-
-def normalised(vector: Sequence[float]) -> np.ndarray:
-    query = np.asarray(vector, dtype=np.float32)
-    return query / (float(np.linalg.norm(query)) or 1.0)
