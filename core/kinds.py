@@ -48,17 +48,9 @@ def labels_for_kinds(repo_labels: Iterable[str]) -> dict[str, str]:
     choice: dict[str, str] = {}
     for label in repo_labels:
         kind = kind_of_label(label)
-        if kind is None:
-            continue
-        best = choice.get(kind)
-        if best is None or _plainness(label, kind) < _plainness(best, kind):
-            choice[kind] = label
+        if kind is not None:  # the kind's own name first, then the shortest, then alphabetical
+            choice[kind] = min(choice.get(kind, label), label, key=lambda name: (name.lower() != kind, len(name), name))
     return choice
-
-
-def _plainness(label: str, kind: str) -> tuple[int, int, str]:
-    exact = 0 if label.lower() == kind else 1
-    return exact, len(label), label
 
 
 def is_known_label(label: str, classes: Iterable[str]) -> bool:
