@@ -38,11 +38,8 @@ class StorableText(TypeDecorator):
         return storable(value)
 
 
-class StorableString(TypeDecorator):
+class StorableString(StorableText):
     """VARCHAR(n) that drops NUL and lone surrogates when written."""
 
     impl = String
     cache_ok = True
-
-    def process_bind_param(self, value, dialect):
-        return storable(value)
