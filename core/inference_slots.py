@@ -41,11 +41,6 @@ def default_slots(worker_threads: int, cores: int | None = None) -> int:
     return max(1, cores // max(1, worker_threads))
 
 
-def default_folder() -> Path:
-    """The slots' folder: under the App's own var/ (the working directory's), never a guessable /tmp path."""
-    return Path("var").resolve() / "inference-slots"
-
-
 def _private_folder(folder: Path) -> Path:
     """`folder` (and var/ above it) made 0700 if new, and refused unless this user alone can change it."""
     for path in (folder.parent, folder):
@@ -69,7 +64,9 @@ class InferenceSlots:
     def __init__(self, count: int, folder: Path | None = None, *, wait_seconds: float = 30.0):
         if count < 0:
             raise ValueError(f"inference slots must not be negative, not {count}")
-        self.count, self.folder, self.wait_seconds = count, folder or default_folder(), wait_seconds
+        # by default under the App's own var/ (the working directory's), never a guessable /tmp path
+        self.folder = folder or Path("var").resolve() / "inference-slots"
+        self.count, self.wait_seconds = count, wait_seconds
         if count:
             _private_folder(self.folder)
 
