@@ -70,21 +70,20 @@ def is_hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def load_source(source: Path | str, *, seed: int = 42, revision: str | None = None,
-                say: Callable[[str], None] = log.info, seconds: float = FILE_SECONDS,
-                train_repos: Sequence[str] = TRAIN_REPOS, test_repos: Sequence[str] = TEST_REPOS,
+                say: Callable[[str], None] = log.info, seconds: float = FILE_SECONDS
                 ) -> tuple[list[Example], list[Example], str]:
     """(training issues, held-out issues, what they are) for `choose_source`'s answer; from the hub, the
     data set at `revision` (else main), each file announced by `say` and bounded by `seconds`."""
     if source == HUB:
         revisions: set[str] = set()
         common = {"revision": revision, "revisions": revisions, "say": say, "seconds": seconds,
-                  "total": len(train_repos) + len(test_repos), "offline": not is_hub_reachable()}
-        train = balanced(load_hub_data(train_repos, **common), HUB_PER_KIND, seed)
-        held_out = balanced(load_hub_data(test_repos, first=len(train_repos) + 1, **common), HUB_EVAL_PER_KIND,
+                  "total": len(TRAIN_REPOS) + len(TEST_REPOS), "offline": not is_hub_reachable()}
+        train = balanced(load_hub_data(TRAIN_REPOS, **common), HUB_PER_KIND, seed)
+        held_out = balanced(load_hub_data(TEST_REPOS, first=len(TRAIN_REPOS) + 1, **common), HUB_EVAL_PER_KIND,
                             seed)
         pinned = f"@{','.join(sorted(revisions))}" if revisions else ""  # the card records the commit
-        return train, held_out, (f"{HUB_DATASET}{pinned} (train: {', '.join(train_repos)}; "
-                                 f"held out, unseen: {', '.join(test_repos)})")
+        return train, held_out, (f"{HUB_DATASET}{pinned} (train: {', '.join(TRAIN_REPOS)}; "
+                                 f"held out, unseen: {', '.join(TEST_REPOS)})")
     path = Path(source)
     if path.is_dir():  # ../shared/data: every source, NLBSE'24's test split held out
         train = training_mix(load_sources(path))

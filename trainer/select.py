@@ -59,12 +59,11 @@ class Selection:
 def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Example]], config: TrainConfig, *,
                    folds: int = 3, mix: MixConfig = DEFAULT_MIX, budget_minutes: float = DEFAULT_BUDGET_MINUTES,
                    registry: Registry | None = None, scope: str = GLOBAL_SCOPE,
-                   fast_path: FastPathOptions = FastPathOptions(), progress: bool = False,
-                   eval_per_group_kind: int = 150) -> Selection:
+                   fast_path: FastPathOptions = FastPathOptions(), progress: bool = False) -> Selection:
     """Score TF-IDF, each candidate (hub id or directory) and each candidate blended with TF-IDF by the
     unseen protocol; the best row within the budget wins (TF-IDF always fits) and, given a registry, is
     trained on the whole mix and registered."""
-    split = make_folds(sources, folds, per_group_kind=eval_per_group_kind, seed=config.seed)
+    split = make_folds(sources, folds, seed=config.seed)
     whole = training_mix(sources, mix)
     labels = [kind for kind in KINDS if kind in {example.label for example in whole}]
     labels += sorted({example.label for example in whole} - set(labels))
