@@ -112,7 +112,12 @@ class Registry:
             source.save(directory, version=directory.name, metrics=metrics, thresholds=thresholds,
                         data_fingerprint=data_fingerprint or "")
             card = ModelCard.read(directory)
-        return Model(self._add_row(scope, directory, card), card)
+        row = ModelVersion(version=directory.name, scope=scope, path=str(directory.resolve()),
+                           base_model=card.base_model, labels=list(card.labels), metrics=card.metrics,
+                           data_fingerprint=card.data_fingerprint)
+        self.session.add(row)
+        self.session.flush()
+        return Model(row, card)
 
     def annotate(self, model: Model, **fields: Any) -> Model:
         """`model` with `fields` added to its card (where it was trained on, where it was pulled from); new
@@ -130,14 +135,6 @@ class Registry:
         directory = self.model_dir / self.new_version(scope)
         shutil.copytree(source, directory)  # the registry owns its copy; the source may go away
         return directory
-
-    def _add_row(self, scope: str, directory: Path, card: ModelCard) -> ModelVersion:
-        row = ModelVersion(version=directory.name, scope=scope, path=str(directory.resolve()),
-                           base_model=card.base_model, labels=list(card.labels), metrics=card.metrics,
-                           data_fingerprint=card.data_fingerprint)
-        self.session.add(row)
-        self.session.flush()
-        return row
 
     def get(self, version: str) -> ModelVersion:
         """The row of `version`, or an error that says how to list the versions."""
