@@ -75,8 +75,9 @@ def repository_thresholds(session: Session, repository_id: int, version: str, cl
         stats = ThresholdStats.from_json(cached["stats"])
     else:
         judged, from_predictions = judged_issues(session, repository_id, version, classes)
-        stats = compute_stats(judged, from_predictions, classes, target, global_thresholds, default_threshold,
-                              min_support)
+        kinds = kind_thresholds(judged, classes, target, global_thresholds, default_threshold, min_support=min_support)
+        quality = quality_at(judged, {kind: row.threshold for kind, row in kinds.items()}, default_threshold)
+        stats = ThresholdStats(target, kinds, quality, from_predictions, len(judged) - from_predictions)
         if store and repository is not None:
             repository.threshold_cache = {"key": key, "stats": stats.to_json()}
     return _served(stats)
@@ -104,17 +105,6 @@ def last_target(repository: Repository, version: str) -> float | None:
     """The target this repository's thresholds were last stored for with `version` (None: none stored)."""
     cached = repository.threshold_cache
     return cached["stats"]["target"] if cached and cached["key"][0] == version else None
-
-
-def compute_stats(rows: Sequence[Judged], from_predictions: int, classes: Sequence[str], target: float,
-                  global_thresholds: Mapping[str, float], default_threshold: float,
-                  min_support: int = MIN_SUPPORT) -> ThresholdStats:
-    """The thresholds for `rows` (the first `from_predictions` of them the bot's own predictions), and
-    their quality."""
-    kinds = kind_thresholds(rows, classes, target, global_thresholds, default_threshold,
-                            min_support=min_support)
-    quality = quality_at(rows, {kind: row.threshold for kind, row in kinds.items()}, default_threshold)
-    return ThresholdStats(target, kinds, quality, from_predictions, len(rows) - from_predictions)
 
 
 def judged_issues(session: Session, repository_id: int, version: str, classes: Sequence[str]
