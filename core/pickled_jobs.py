@@ -56,11 +56,9 @@ def convert_pickled_jobs(redis: Redis, queue_names: Iterable[str]) -> Upgrade:
         scheduled = ScheduledJobRegistry(name, connection=redis, serializer=SERIALIZER)
         for job_id in dict.fromkeys(queue.get_job_ids() + scheduled.get_job_ids()):
             why = _convert(redis, job_id)
-            if why is None:
-                continue
             if why == "":
                 upgrade.converted.append(job_id)
-            else:
+            elif why is not None:
                 upgrade.refused[job_id] = why
                 _fail(redis, name, job_id, why)
     if upgrade.converted or upgrade.refused:
