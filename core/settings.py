@@ -287,19 +287,15 @@ def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> di
     raw_id = environ.get("GITHUB_APP_ID", "")
     key = environ.get("GITHUB_PRIVATE_KEY", "")
     key_path = environ.get("GITHUB_PRIVATE_KEY_PATH", "")
-    app_id = None
-    if raw_id:
-        if raw_id.isdigit():
-            app_id = int(raw_id)
-        else:
-            problems.append(f"GITHUB_APP_ID must be the App's numeric id, got {raw_id!r}")
+    if raw_id and not raw_id.isdigit():
+        problems.append(f"GITHUB_APP_ID must be the App's numeric id, got {raw_id!r}")
     if key_path and not key:
         key = _read_file(environ, "GITHUB_PRIVATE_KEY_PATH", problems)
     if key and "-----BEGIN" not in key:
         problems.append("GITHUB_PRIVATE_KEY is not PEM text (expected '-----BEGIN ... PRIVATE KEY-----')")
     if bool(raw_id) != bool(key or key_path):
         problems.append("GITHUB_APP_ID and GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH) must be set together")
-    return {"app_id": app_id, "private_key": key or None}
+    return {"app_id": int(raw_id) if raw_id.isdigit() else None, "private_key": key or None}
 
 
 def _secret(environ: Mapping[str, str], name: str, problems: list[str]) -> str | None:
