@@ -61,8 +61,6 @@ def memory_of(session: Session, rows: MemoryRows, repository_id: int, *, exclude
         carried.setdefault(issue_id, set()).add(label)
     examples = Counter(label for issue_id, labels in carried.items() if issue_id != exclude_issue
                        for label in labels)
-    if not len(rows):
-        return OwnLabelMemory(np.zeros((0, 0), dtype=np.float32), [], dict(examples))
     return OwnLabelMemory(rows.vectors, [frozenset(carried.get(issue_id, ())) for issue_id in rows.issue_ids],
                           dict(examples), list(rows.issue_ids))
 
