@@ -42,8 +42,7 @@ def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Se
                                                       (champion.row.labels if champion else [])})
         scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
         run.challenger_score = _score(challenger, scored, labels, classifier_of)
-        run.champion_score = (_score(champion, scored, labels, classifier_of, renames) if champion
-                               else None)
+        run.champion_score = _score(champion, scored, labels, classifier_of, renames) if champion else None
         run.promoted, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
                                    force=force)
         run.message = f"{challenger.version}: {why} ({len(scored)} held-out issues)"
