@@ -110,8 +110,8 @@ def read_card(directory: Path | str) -> dict[str, Any]:
     """The card as a plain dict, with a message naming the fix when there is none."""
     path = Path(directory) / MODEL_CARD
     if not path.is_file():
-        raise FileNotFoundError(f"{directory} holds no {MODEL_CARD}: save models with trainer.train.save "
-                                "or trainer.baseline.save so they describe themselves")
+        raise FileNotFoundError(f"{directory} holds no {MODEL_CARD}: save models with trainer.train.TrainedModel.save "
+                                "or trainer.baseline.TrainedBaseline.save so they describe themselves")
     return json.loads(path.read_text())
 
 

@@ -27,9 +27,17 @@ class TrainedBaseline:
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
              thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
-        """See `save`."""
-        return save(self, directory, version=version, metrics=metrics, thresholds=thresholds,
-                    data_fingerprint=data_fingerprint)
+        """Write the pipeline as data (core.tfidf_files: JSON and .npy, no pickle) and a card with kind="tfidf"."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        save_pipeline(self.pipeline, directory)
+        c = float(getattr(self.pipeline.named_steps.get("classifier"), "C", TFIDF_C))  # the fitted one
+        write_card(directory, version=version, labels=self.labels, kind="tfidf", base_model=self.base_model,
+                   max_length=0, thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
+                   train_config={"pipeline": f"tfidf word1-2 + char_wb2-5, LogisticRegression C={c:g} balanced",
+                                 **({"other_repositories": self.borrowed} if self.borrowed else {})},
+                   training={"seconds": round(self.seconds, 2)})
+        return directory
 
     def classifier(self, version: str = "unregistered"):
         """This baseline as a `core.classifier.TfidfClassifier`, without saving it first."""
@@ -91,21 +99,6 @@ def train_tfidf_borrowing(own: Sequence[Example], others: Sequence[Example], *, 
     if borrowed:
         trained.borrowed = {"issues": len(borrowed), "weight": weight}
     return trained
-
-
-def save(trained: TrainedBaseline, directory: Path | str, *, version: str, metrics: dict | None = None,
-         thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
-    """Write the pipeline as data (core.tfidf_files: JSON and .npy, no pickle) and a card with kind="tfidf"."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    save_pipeline(trained.pipeline, directory)
-    c = float(getattr(trained.pipeline.named_steps.get("classifier"), "C", TFIDF_C))  # the fitted one
-    write_card(directory, version=version, labels=trained.labels, kind="tfidf", base_model=trained.base_model,
-               max_length=0, thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
-               train_config={"pipeline": f"tfidf word1-2 + char_wb2-5, LogisticRegression C={c:g} balanced",
-                             **({"other_repositories": trained.borrowed} if trained.borrowed else {})},
-               training={"seconds": round(trained.seconds, 2)})
-    return directory
 
 
 def convert_pickled(directory: Path) -> list[Path]:

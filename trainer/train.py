@@ -44,9 +44,16 @@ class TrainedModel:
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
              thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
-        """See `save`."""
-        return save(self, directory, version=version, metrics=metrics, thresholds=thresholds,
-                    data_fingerprint=data_fingerprint)
+        """Write weights (safetensors), tokenizer and model card so `core.classifier.load_classifier` loads it."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        write_card(directory, version=version, labels=self.labels, kind="transformer", base_model=self.base_model,
+                   max_length=self.config.max_length, thresholds=thresholds, metrics=metrics,
+                   data_fingerprint=data_fingerprint, train_config=self.config.to_dict(),
+                   training=self.training_record())
+        return directory
 
     def training_record(self) -> dict:
         """The card's `training`: time, steps, loss, precision and device, with the CPU's verdict it followed."""
@@ -223,17 +230,3 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
     return len(losses), losses
-
-
-def save(trained: TrainedModel, directory: Path | str, *, version: str, metrics: dict | None = None,
-         thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
-    """Write weights (safetensors), tokenizer and model card so `core.classifier.load_classifier` loads it."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    trained.model.save_pretrained(directory)
-    trained.tokenizer.save_pretrained(directory)
-    write_card(directory, version=version, labels=trained.labels, kind="transformer",
-               base_model=trained.base_model, max_length=trained.config.max_length, thresholds=thresholds,
-               metrics=metrics, data_fingerprint=data_fingerprint, train_config=trained.config.to_dict(),
-               training=trained.training_record())
-    return directory

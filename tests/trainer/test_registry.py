@@ -58,7 +58,7 @@ def test_an_unregistered_directory_inside_model_dir_is_adopted_in_place(registry
 
 def test_a_directory_without_a_card_names_the_fix(registry, tmp_path):
     (tmp_path / "weights").mkdir()
-    with pytest.raises(FileNotFoundError, match="trainer.train.save"):
+    with pytest.raises(FileNotFoundError, match="trainer.train.TrainedModel.save"):
         registry.register(tmp_path / "weights")
 
 
