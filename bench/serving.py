@@ -207,7 +207,8 @@ def load_engine(args: argparse.Namespace):
         classifier = load_classifier(args.model, threads=args.threads)
     elif engine in ONNX_ENGINES:
         from core.card import ModelCard
-        from core.encoder import FAST_FILE, FP32_FILE, STATIC_INT8_FILE, OnnxClassifier, OpenVinoClassifier
+        from core.encoder import OnnxClassifier, OpenVinoClassifier
+        from core.engines import FAST_FILE, FP32_FILE, STATIC_INT8_FILE
 
         path = args.onnx / {"ort-int8": FAST_FILE, "ov-int8": STATIC_INT8_FILE}.get(engine, FP32_FILE)
         runner = OpenVinoClassifier if engine.startswith("ov-") else OnnxClassifier

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from core import engines
 from core.card import ModelCard
-from core.engines import FAST_DIR, FAST_FILE, FP32_FILE, STATIC_INT8_FILE  # noqa: F401 - their old home
 from core.file_hash import file_sha256
 from core.issue_text import shorten_text
 

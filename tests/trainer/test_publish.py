@@ -8,7 +8,8 @@ import yaml
 
 from core.card import MODEL_CARD, ModelCard, read_card
 from core.classifier import load_classifier
-from core.encoder import FAST_DIR, SERVES
+from core.encoder import SERVES
+from core.engines import FAST_DIR
 from core.settings import Settings
 from issue_sorter.cli import main
 from tests.conftest import ONNX_FIRST, promote_model
