@@ -88,10 +88,6 @@ class RetrainResult:
     run: TrainingRun | None
     message: str
 
-    @property
-    def promoted(self) -> bool:
-        return bool(self.run and self.run.promoted)
-
     def summary(self) -> str:
         """One paragraph for people: both scores and the decision, or why nothing was trained."""
         run = self.run
@@ -106,7 +102,7 @@ class RetrainResult:
         """Plain values: what the training job returns, and the bot's reply posts."""
         run = self.run
         return {"scope": self.scope, "message": self.message, "summary": self.summary(),
-                "promoted": self.promoted, "champion_score": run.champion_score if run else None,
+                "promoted": bool(run and run.promoted), "champion_score": run.champion_score if run else None,
                 "challenger_score": run.challenger_score if run else None}
 
 
