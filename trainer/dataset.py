@@ -329,12 +329,11 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
         rows = _confirmed_public(rows, audience)
     examples, problems = [], []
     for issue, repository in rows:
-        repo = repository.full_name
         if not issue.confirmed_label.strip():
             problems.append(Skipped("database", issue.id, "empty confirmed label"))
             continue
         examples.append(Example(title=issue.title or "", body=issue.body or "", label=issue.confirmed_label,
-                                repo=repo, created_at=parse_time(issue.opened_at)))
+                                repo=repository.full_name, created_at=parse_time(issue.opened_at)))
     _report(problems, "database", skipped)
     return examples
 
