@@ -346,9 +346,8 @@ def _confirmed_public(rows: list, audience: Audience) -> list:
 
 
 def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
-             download: Callable[..., str] = hf_hub_download, limit: int | None = None,
-             skipped: list[Skipped] | None = None, revision: str | None = None,
-             revisions: set[str] | None = None) -> list[Example]:
+             download: Callable[..., str] = hf_hub_download, skipped: list[Skipped] | None = None,
+             revision: str | None = None, revisions: set[str] | None = None) -> list[Example]:
     """The lesson's loader: issues (not pull requests) of each project, labelled by `kind_of`.
 
     `revision` pins the dataset's commit; the commits the files came from are added to `revisions`, for
@@ -361,7 +360,7 @@ def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
         commit = snapshot_revision(Path(path)) or revision
         if revisions is not None and commit:
             revisions.add(commit)
-        examples += _hub_examples(Path(path), repo, limit, skipped)
+        examples += _hub_examples(Path(path), repo, skipped)
     return examples
 
 
@@ -371,12 +370,10 @@ def snapshot_revision(path: Path) -> str | None:
     return match[1] if match else None
 
 
-def _hub_examples(path: Path, repo: str, limit: int | None, skipped: list[Skipped] | None) -> list[Example]:
+def _hub_examples(path: Path, repo: str, skipped: list[Skipped] | None) -> list[Example]:
     examples, problems = [], []
     rows = (row for row in _read_parquet(path) if str(row.get("is_pull_request")) == "False")
     for number, row in enumerate(rows, start=1):
-        if limit is not None and number > limit:
-            break
         kind = kind_of(parse_labels(row.get("labels")))
         if kind is None:
             problems.append(Skipped(repo, number, "labels give no single kind"))
