@@ -178,14 +178,13 @@ def model_card_text(card: ModelCard) -> str:
     from huggingface_hub import ModelCard as HubCard
     from huggingface_hub import ModelCardData
 
-    metrics = card.metrics
     data = ModelCardData(language="en", license="other", library_name="transformers",
                          pipeline_tag="text-classification", tags=["github-issues", "issue-sorter"],
                          base_model=_hub_base_model(card), metrics=["f1"])
-    return str(HubCard(f"---\n{data.to_yaml()}\n---\n\n" + _body(card, metrics)))
+    return str(HubCard(f"---\n{data.to_yaml()}\n---\n\n" + _body(card)))
 
 
-def _body(card: ModelCard, metrics: dict) -> str:
+def _body(card: ModelCard) -> str:
     labels = ", ".join(f"`{label}`" for label in card.labels)
     recipe = card.train_config
     return "\n".join([
@@ -201,7 +200,7 @@ def _body(card: ModelCard, metrics: dict) -> str:
         f"- recipe: {', '.join(f'{k}={v}' for k, v in sorted(recipe.items()) if v is not None) or 'not recorded'}",
         f"- training data fingerprint: `{card.data_fingerprint or 'not recorded'}`", "",
         "## Training data", "", _data_note(card), "",
-        "## Evaluation", "", *_metric_lines(metrics), "",
+        "## Evaluation", "", *_metric_lines(card.metrics), "",
         "## Intended use", "",
         "Suggesting or applying a first label to new issues of software repositories, with a maintainer "
         "reviewing. The App abstains below a confidence threshold and learns from what maintainers keep.", "",
