@@ -128,17 +128,17 @@ def examples_for_scope(session: Session, scope: str, policy: RetrainPolicy,
 
 
 def other_repositories_examples(session: Session, scope: str, labels: Sequence[str], *,
-                                limit: int | None = None, policy: RetrainPolicy = RetrainPolicy()) -> list[Example]:
+                                policy: RetrainPolicy = RetrainPolicy()) -> list[Example]:
     """Confirmed issues of other repositories, of a kind in `labels`: a repository's TF-IDF also learns.
 
-    Only repositories the policy's audience may read (its own installation's; see Audience).
-    `limit`: only the most recent that many confirmed issues are read (of any label, before the filter).
+    Only repositories the policy's audience may read (its own installation's; see Audience), and only their
+    most recent `policy.max_borrowed` confirmed issues (of any label, before the filter).
     """
     if scope == GLOBAL_SCOPE:
         return []
     audience = policy.audience(session, scope)
     as_kinds = [dataclasses.replace(e, label=kind_of_label(e.label))
-                for e in load_database(session, exclude=scope, newest=limit, audience=audience)]
+                for e in load_database(session, exclude=scope, newest=policy.max_borrowed, audience=audience)]
     return [e for e in as_kinds if e.label in labels]
 
 
@@ -243,8 +243,7 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     config = challenger_config(base, policy, scope=scope)
     labels = _warm_start_order(labels, base.card.labels if base else [])
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
-    others = (other_repositories_examples(session, scope, labels, limit=policy.max_borrowed, policy=policy)
-              if config.tfidf_share else [])
+    others = other_repositories_examples(session, scope, labels, policy=policy) if config.tfidf_share else []
     challenger = train_and_register(registry, config, train, labels=labels, scope=scope, held_out=held_out,
                                     tfidf_also=others, tfidf_also_weight=policy.other_repos_tfidf_weight,
                                     fast_path=fast_path, progress=progress).model

@@ -131,7 +131,8 @@ def test_other_repositories_issues_of_known_kinds_are_offered_to_a_repositorys_t
     others = other_repositories_examples(session, REPO, ["bug", "feature", "question"])
     assert sorted((e.repo, e.label) for e in others) == [("octo/other", "bug"), ("octo/other", "feature")]
     assert other_repositories_examples(session, GLOBAL_SCOPE, ["bug", "feature", "question"]) == []
-    recent = other_repositories_examples(session, REPO, ["bug", "feature", "question"], limit=1)
+    recent = other_repositories_examples(session, REPO, ["bug", "feature", "question"],
+                                         policy=RetrainPolicy(max_borrowed=1))
     assert [(e.repo, e.label) for e in recent] == [("octo/other", "bug")]  # only the newest is read
 
 
