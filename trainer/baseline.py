@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.card import PIPELINE_FILE, write_card
+from core.card import PIPELINE_FILE, ModelCard, write_card
 from core.tfidf_files import TFIDF_FILE, load_pipeline, save_pipeline
 from trainer.dataset import Example
 
@@ -41,7 +41,6 @@ class TrainedBaseline:
 
     def classifier(self, version: str = "unregistered"):
         """This baseline as a `core.classifier.TfidfClassifier`, without saving it first."""
-        from core.card import ModelCard
         from core.classifier import TfidfClassifier
 
         return TfidfClassifier(self.pipeline, ModelCard(version=version, labels=self.labels, kind="tfidf",

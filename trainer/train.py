@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.card import write_card
+from core.card import ModelCard, write_card
 from core.issue_text import shorten_text
 from trainer.config import TrainConfig
 from trainer.dataset import Example
@@ -67,7 +67,6 @@ class TrainedModel:
     def classifier(self, version: str = "unregistered"):
         """This model as a `core.encoder.TransformerClassifier`, without saving it first; its recipe in its
         card, so it cuts the text as the saved model will (`truncation`)."""
-        from core.card import ModelCard
         from core.encoder import TransformerClassifier
 
         card = ModelCard(version=version, labels=self.labels, max_length=self.config.max_length,
