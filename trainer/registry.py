@@ -175,8 +175,7 @@ class Registry:
         """Make `version` serve its scope (or `scope`, when it is its own or global) from now on."""
         row = self.get_for_scope(version, scope) if scope else self.get(version)
         if not Path(row.path).is_dir():
-            raise RegistryError(f"model directory {row.path} of {version} is missing: "
-                                "restore it or register the model again")
+            raise _missing(row)
         promotion = ModelPromotion(scope=scope or row.scope, model_version_id=row.id, reason=reason)
         self.session.add(promotion)
         self.session.flush()
