@@ -326,7 +326,11 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
         query = query.order_by(IssueRecord.id.desc()).limit(newest)
     rows = sorted(session.execute(query), key=lambda row: row[0].id)
     if audience is not None and audience.confirm_public is not None:
-        rows = _confirmed_public(rows, audience)
+        # less the rows of repositories read only for being public that GitHub no longer shows publicly
+        shared = {repository.id: repository for _, repository in rows if not audience.owns(repository)}
+        public = audience.confirm_public(list(shared.values())) if shared else set()
+        rows = [(issue, repository) for issue, repository in rows
+                if repository.id not in shared or repository.id in public]
     examples, problems = [], []
     for issue, repository in rows:
         if not issue.confirmed_label.strip():
@@ -336,13 +340,6 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
                                 repo=repository.full_name, created_at=parse_time(issue.opened_at)))
     _report(problems, "database", skipped)
     return examples
-
-
-def _confirmed_public(rows: list, audience: Audience) -> list:
-    """The rows, less those of repositories read only for being public that GitHub no longer shows publicly."""
-    shared = {repository.id: repository for _, repository in rows if not audience.owns(repository)}
-    public = audience.confirm_public(list(shared.values())) if shared else set()
-    return [(issue, repository) for issue, repository in rows if repository.id not in shared or repository.id in public]
 
 
 def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
