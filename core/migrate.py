@@ -30,10 +30,6 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(database_url), revision)
 
 
-def downgrade(database_url: str, revision: str = "base") -> None:
-    command.downgrade(alembic_config(database_url), revision)
-
-
 class DatabaseNotReady(RuntimeError):
     """The database is unreachable or lacks the App's tables: commands say so before doing any work."""
 

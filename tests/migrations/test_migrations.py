@@ -5,14 +5,14 @@ from alembic import command
 from sqlalchemy import create_engine, inspect
 
 from core.db import Base
-from core.migrate import alembic_config, downgrade, upgrade
+from core.migrate import alembic_config, upgrade
 
 
 def assert_round_trip(url: str) -> None:
     upgrade(url)
     engine = create_engine(url)
     assert set(inspect(engine).get_table_names()) >= set(Base.metadata.tables)
-    downgrade(url, "base")
+    command.downgrade(alembic_config(url), "base")
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(url)
     # autogenerate compares the migrated schema with core.tables: any drift raises
