@@ -55,7 +55,9 @@ class PublicCheck:
                         repository.full_name, answer.status_code)
             return False
         public = answer.status_code == 200 and answer.json().get("private") is False
-        self._keep(name, public)
+        if self.redis is not None:
+            with contextlib.suppress(RedisError):  # the next training asks again
+                self.redis.set(KEY.format(name), "1" if public else "0", ex=self.cache_seconds)
         return public
 
     def _cached(self, name: int | str) -> bool | None:
@@ -66,8 +68,3 @@ class PublicCheck:
         except RedisError:
             return None
         return None if value is None else value == b"1"
-
-    def _keep(self, name: int | str, public: bool) -> None:
-        if self.redis is not None:
-            with contextlib.suppress(RedisError):  # the next training asks again
-                self.redis.set(KEY.format(name), "1" if public else "0", ex=self.cache_seconds)
