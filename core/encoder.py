@@ -121,8 +121,7 @@ class TransformerClassifier(EncoderClassifier):
             else:  # the encoder alone, without the classification head
                 hidden, probabilities = self.model.base_model(**encoded).last_hidden_state, []
             mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
-            pooled = pooled.float()
+            pooled = ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).float()
             return pooled.div(pooled.norm(dim=-1, keepdim=True).clamp(min=1e-12)).cpu().tolist(), probabilities
 
 

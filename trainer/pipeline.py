@@ -79,8 +79,7 @@ def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope:
     its encoder, if it has one; PyTorch serves it when `fast_path.build` is off or the gate says no.
     `calibration`: the issues it was trained on, which static int8 calibrates on where `fast_path.static_int8`
     asks for it. `reference`: fp32 PyTorch's answers on the gate's issues, where they were scored already."""
-    thresholds = (metrics or {}).get("thresholds")
-    model = registry.register(source, scope=scope, metrics=metrics, thresholds=thresholds,
+    model = registry.register(source, scope=scope, metrics=metrics, thresholds=(metrics or {}).get("thresholds"),
                               data_fingerprint=data_fingerprint)
     if not (fast_path.build and model.card.has_encoder):
         return model
