@@ -82,26 +82,25 @@ Trained = TrainedModel | TrainedBlend | TrainedBaseline  # what train_model retu
 
 def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequence[str] | None = None, *,
                 progress: bool = True, tfidf_also: Sequence[Example] = (),
-                tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT,
                 precision: PrecisionChoice = PrecisionChoice()) -> Trained:
     """Fine-tune as `config` says; with `config.tfidf_share` > 0, also fit TF-IDF and blend the two. A
     `config.base_model` of "tfidf-logreg" fits the TF-IDF baseline alone (`select`'s bar), with its seed.
 
     The encoder trains once, in the precision `precision`'s verdict for the CPU says (auto: bf16 autocast where
     a short run on that kind of CPU showed it trains as well as fp32; trainer.precision.fine_tune_for_cpu).
-    `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each
-    weighted `tfidf_also_weight` against one of `examples`; those of a class the encoder lacks are left out.
+    `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each weighted
+    OTHER_REPOS_TFIDF_WEIGHT against one of `examples`; those of a class the encoder lacks are left out.
     """
     if config.base_model == TFIDF_BASE_MODEL:
         if config.tfidf_share:
             raise ValueError(f"base model {TFIDF_BASE_MODEL} is TF-IDF alone: it blends with no encoder, so "
                              f"give it tfidf_share 0 (got {config.tfidf_share:g})")
         known = list(labels) if labels is not None else sorted({example.label for example in examples})
-        return train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=known,
+        return train_tfidf_borrowing(examples, tfidf_also, weight=OTHER_REPOS_TFIDF_WEIGHT, labels=known,
                                      seed=config.seed)
     encoder = fine_tune_for_cpu(config, examples, labels, choice=precision, progress=progress)
     if config.tfidf_share == 0:
         return encoder
-    tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=tfidf_also_weight, labels=encoder.labels,
+    tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=OTHER_REPOS_TFIDF_WEIGHT, labels=encoder.labels,
                                   seed=config.seed)
     return TrainedBlend(encoder, tfidf, config.tfidf_share)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from core.tables import GLOBAL_SCOPE
 from trainer.blend import Trained, train_model
-from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
+from trainer.config import TrainConfig
 from trainer.dataset import Example, data_fingerprint
 from trainer.evaluate import evaluate_classifier
 from trainer.fast_path import Answers, FastPathOptions, answers_from, build_fast_path
@@ -34,9 +34,8 @@ class Registered(NamedTuple):
 def train_and_register(registry: Registry, config: TrainConfig, examples: Sequence[Example], *,
                        labels: Sequence[str] | None = None, scope: str = GLOBAL_SCOPE,
                        held_out: Sequence[Example] = (), evaluate: bool = False, metrics: dict | None = None,
-                       tfidf_also: Sequence[Example] = (), tfidf_also_weight: float = OTHER_REPOS_TFIDF_WEIGHT,
-                       fast_path: FastPathOptions = FastPathOptions(), progress: bool = False,
-                       precision: PrecisionChoice | None = None) -> Registered:
+                       tfidf_also: Sequence[Example] = (), fast_path: FastPathOptions = FastPathOptions(),
+                       progress: bool = False, precision: PrecisionChoice | None = None) -> Registered:
     """Train on `examples` as `config` says (trainer.blend.train_model), register it, build its fast path.
 
     `held_out`: issues it never trained on; with `evaluate`, it is scored on them and its card keeps the
@@ -46,8 +45,7 @@ def train_and_register(registry: Registry, config: TrainConfig, examples: Sequen
     `precision`: None reads (and keeps) this CPU's precision verdict under the registry's model directory.
     """
     precision = precision or PrecisionChoice(Verdicts.under(registry.model_dir))
-    trained = train_model(config, examples, labels, progress=progress, tfidf_also=tfidf_also,
-                          tfidf_also_weight=tfidf_also_weight, precision=precision)
+    trained = train_model(config, examples, labels, progress=progress, tfidf_also=tfidf_also, precision=precision)
     reference = None
     if evaluate and held_out:
         metrics, reference = score_held_out(trained.classifier(), held_out, fast_path)

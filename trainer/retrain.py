@@ -23,7 +23,7 @@ from core.settings import Settings
 from core.store import serving_model_for
 from core.tables import GLOBAL_SCOPE, IssueRecord, Repository, TrainingRun
 from core.visibility import PublicCheck
-from trainer.config import OTHER_REPOS_TFIDF_WEIGHT, TrainConfig
+from trainer.config import TrainConfig
 from trainer.dataset import Audience, Example, load_database, load_file
 from trainer.fast_path import FastPathOptions
 from trainer.gate import compare_and_promote, verdict
@@ -48,7 +48,6 @@ class RetrainPolicy:
     min_holdout: int = 50
     epochs: int = 2  # the lesson's recipe; the base is the global model, so little is needed
     max_length: int | None = None  # tokens read per issue; None: the champion's recipe (its model card)
-    other_repos_tfidf_weight: float = OTHER_REPOS_TFIDF_WEIGHT  # other repos' issues in a repository's TF-IDF
     max_borrowed: int = 20_000  # the most recent other repos' issues it borrows: bounds memory and fit time
     share_public: bool = False  # other installations' public repositories teach a repository's model too
     global_installations: frozenset[int] = frozenset()  # installations whose private data the global model reads
@@ -245,8 +244,7 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     # a repository's blend: its TF-IDF also learns from other repositories, as bench/quality.py measures
     others = other_repositories_examples(session, scope, labels, policy=policy) if config.tfidf_share else []
     challenger = train_and_register(registry, config, train, labels=labels, scope=scope, held_out=held_out,
-                                    tfidf_also=others, tfidf_also_weight=policy.other_repos_tfidf_weight,
-                                    fast_path=fast_path, progress=progress).model
+                                    tfidf_also=others, fast_path=fast_path, progress=progress).model
     run = compare_and_promote(registry, challenger, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)
 

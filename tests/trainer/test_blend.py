@@ -147,7 +147,7 @@ def test_tfidf_also_learns_from_other_issues_of_the_encoders_classes(minilm_conf
               Example("zyxwvut should support dark mode", "", "feature", repo="octo/other"),
               Example("qqdocsword typo in the readme", "", "docs", repo="octo/other")]  # no such class
     config = dataclasses.replace(minilm_config, max_steps=1, tfidf_share=0.6)
-    trained = train_model(config, small_train, progress=False, tfidf_also=others, tfidf_also_weight=0.3)
+    trained = train_model(config, small_train, progress=False, tfidf_also=others)
     assert "zyxwvut" in _words(trained.tfidf.pipeline) and "qqdocsword" not in _words(trained.tfidf.pipeline)
     assert trained.tfidf.labels == trained.labels == ["bug", "feature", "question"]
 
