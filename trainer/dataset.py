@@ -342,9 +342,9 @@ def load_database(session: Session, scope: str | None = None, *, exclude: str | 
     return examples
 
 
-def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
-             download: Callable[..., str] = hf_hub_download, skipped: list[Skipped] | None = None,
-             revision: str | None = None, revisions: set[str] | None = None) -> list[Example]:
+def load_hub(repo_names: Sequence[str], *, download: Callable[..., str] = hf_hub_download,
+             skipped: list[Skipped] | None = None, revision: str | None = None,
+             revisions: set[str] | None = None) -> list[Example]:
     """The lesson's loader: issues (not pull requests) of each project, labelled by `kind_of`.
 
     `revision` pins the dataset's commit; the commits the files came from are added to `revisions`, for
@@ -353,7 +353,7 @@ def load_hub(repo_names: Sequence[str], *, dataset: str = HUB_DATASET,
     examples = []
     pinned = {"revision": revision} if revision else {}
     for repo in repo_names:
-        path = download(dataset, HUB_PATH.format(repo=repo), repo_type="dataset", **pinned)
+        path = download(HUB_DATASET, HUB_PATH.format(repo=repo), repo_type="dataset", **pinned)
         commit = snapshot_revision(Path(path)) or revision
         if revisions is not None and commit:
             revisions.add(commit)
