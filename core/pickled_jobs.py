@@ -71,7 +71,10 @@ def _convert(redis: Redis, job_id: str) -> str | None:
     """None: not a pickle; "": rewritten; else why it cannot run."""
     key = Job.key_for(job_id)
     raw, raw_meta = redis.hmget(key, "data", "meta")
-    data = _decompressed(raw)
+    try:
+        data = zlib.decompress(raw) if raw else raw
+    except zlib.error:  # RQ reads an uncompressed field as it is, too
+        data = raw
     if not is_pickle(data):
         return None
     try:
@@ -94,13 +97,6 @@ def _convert(redis: Redis, job_id: str) -> str | None:
         pipe.hset(key, mapping=fields)
         pipe.execute()
     return ""
-
-
-def _decompressed(raw: bytes | None) -> bytes | None:
-    try:
-        return zlib.decompress(raw) if raw else raw
-    except zlib.error:  # RQ reads an uncompressed field as it is, too
-        return raw
 
 
 def _fail(redis: Redis, queue_name: str, job_id: str, why: str) -> None:
