@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +31,8 @@ from trainer.registry import Model, Registry
 from trainer.sources import DEFAULT_MIX, MixConfig, training_mix
 from trainer.unseen import (
     SHARES,
-    Folds,
     OutOfFold,
+    Trainer,
     best_share,
     blend,
     make_folds,
@@ -73,14 +73,15 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
     # the folds train in the CPU's precision too, from the verdict the registration will read
     precision = PrecisionChoice(Verdicts.under(registry.model_dir) if registry is not None else Verdicts(None))
 
-    def trainer(name: str) -> Callable[[list[Example]], Any]:
-        return lambda train: train_model(recipes[name], train, labels, progress=progress, precision=precision)
+    def trainer(name: str) -> Trainer:
+        return lambda train: train_model(recipes[name], train, labels, progress=progress,
+                                         precision=precision).classifier()
 
-    baseline = _out_of_fold(BASELINE, trainer(BASELINE), split, sources, mix)
+    baseline = run_folds(sources, split, {BASELINE: trainer(BASELINE)}, mix, log=log.info)
     rows = [_row(BASELINE, "tfidf", split.pool, baseline, budget_minutes, len(whole))]
     for name in candidates:
         recipes[name] = dataclasses.replace(config, base_model=name, tfidf_share=0.0)
-        oof = _out_of_fold(name, trainer(name), split, sources, mix)
+        oof = run_folds(sources, split, {name: trainer(name)}, mix, log=log.info)
         rows.append(_row(name, "transformer", split.pool, oof, budget_minutes, len(whole)))
         both = _together(oof, baseline, name)
         nested, chosen = nested_blend(both, name, BASELINE, BLEND_SHARES)
@@ -97,10 +98,6 @@ def select_encoder(candidates: Sequence[str], sources: Mapping[str, Sequence[Exa
                                                   scope=scope, metrics=best["metrics"], fast_path=fast_path,
                                                   progress=progress, precision=precision).model
     return selection
-
-
-def _out_of_fold(name: str, trainer, split: Folds, sources, mix: MixConfig) -> OutOfFold:
-    return run_folds(sources, split, {name: lambda train: trainer(train).classifier()}, mix, log=log.info)
 
 
 def _together(encoder: OutOfFold, baseline: OutOfFold, name: str) -> OutOfFold:
