@@ -27,32 +27,27 @@ def load_hub_data(repos: Sequence[str], *, revision: str | None = None, revision
     """Every issue of `repos`' files in HUB_DATASET (at `revision`, else main), saying `hub: owner/name (i of n)`
     before each; the commits read are added to `revisions`. `first`/`total` number the files when one run
     reads several lists; `offline` (the hub cannot be reached): from the cache only, without retrying."""
+    import pyarrow
+
     total = total or len(repos)
     examples: list[Example] = []
     for number, repo in enumerate(repos, start=first):
         say(f"hub: {repo} ({number} of {total})")
-        examples += _load_one(repo, revision, revisions, seconds, offline)
+        filename = HUB_PATH.format(repo=repo)
+        for force in (False, True) if not offline else (False,):
+            path = download_file(filename, revision, seconds=seconds, force=force, offline=offline)
+            try:
+                examples += load_hub([repo], download=lambda *args, path=path, **kwargs: str(path),
+                                     revision=revision, revisions=revisions)
+                break
+            except (pyarrow.ArrowException, OSError, EOFError) as error:  # cut or scrambled: fetch once more, then stop
+                if force or offline:
+                    again = "even fetched again" if force else "and the hub cannot be reached to fetch it again"
+                    raise HubDataError(f"hub: {filename} of {HUB_DATASET} cannot be read {again} "
+                                       f"({type(error).__name__}: {_first_line(error)}); delete {path} and retry, "
+                                       f"or {OFFLINE_FIX}") from None
+                log.warning("hub: %s of %s cannot be read (%s); fetching it again", filename, HUB_DATASET, error)
     return examples
-
-
-def _load_one(repo: str, revision: str | None, revisions: set[str] | None, seconds: float, offline: bool
-              ) -> list[Example]:
-    import pyarrow
-
-    filename = HUB_PATH.format(repo=repo)
-    for force in (False, True) if not offline else (False,):
-        path = download_file(filename, revision, seconds=seconds, force=force, offline=offline)
-        try:
-            return load_hub([repo], download=lambda *args, path=path, **kwargs: str(path), revision=revision,
-                            revisions=revisions)
-        except (pyarrow.ArrowException, OSError, EOFError) as error:  # cut or scrambled: fetch once more, then stop
-            if force or offline:
-                again = "even fetched again" if force else "and the hub cannot be reached to fetch it again"
-                raise HubDataError(f"hub: {filename} of {HUB_DATASET} cannot be read {again} "
-                                   f"({type(error).__name__}: {_first_line(error)}); delete {path} and retry, "
-                                   f"or {OFFLINE_FIX}") from None
-            log.warning("hub: %s of %s cannot be read (%s); fetching it again", filename, HUB_DATASET, error)
-    raise AssertionError("the loop returns or raises")
 
 
 def download_file(filename: str, revision: str | None, *, seconds: float = FILE_SECONDS, force: bool = False,
