@@ -148,8 +148,7 @@ class OnnxClassifier(EncoderClassifier):
         options.intra_op_num_threads = threads or 0  # 0: ORT's default, one per physical core
         options.inter_op_num_threads = 1
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(directory)
-        return cls(session, tokenizer, card, path, engine)
+        return cls(session, PreTrainedTokenizerFast.from_pretrained(directory), card, path, engine)
 
     def _forward(self, texts: list[str], scores: bool) -> tuple[list[list[float]], list[list[float]]]:
         import numpy as np

@@ -80,8 +80,7 @@ def kind_renames(champion_labels: Sequence[str], challenger_labels: Sequence[str
     """kind → repository label, when the champion predicts kinds and the challenger the repo's labels."""
     if set(champion_labels) & set(challenger_labels):
         return {}
-    mapping = labels_for_kinds(challenger_labels)
-    return {kind: label for kind, label in mapping.items() if kind in champion_labels}
+    return {kind: label for kind, label in labels_for_kinds(challenger_labels).items() if kind in champion_labels}
 
 
 class RenamedClassifier:

@@ -67,8 +67,7 @@ def rollback_scope(*, scope: str, requested_by: str) -> str:
     ctx = context.current()
     try:
         with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
-            promotion = registry.rollback(scope)
-            message = f"{scope} now served by {promotion.model_version.version}"
+            message = f"{scope} now served by {registry.rollback(scope).model_version.version}"
     except RegistryError as error:  # nothing to roll back to: said, not a failed job
         message = f"not rolled back: {error}"
     log.info("%s rolled back %s: %s", requested_by, scope, message)

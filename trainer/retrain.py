@@ -190,8 +190,7 @@ def _cap(examples: list[Example], source_of, max_share: float, exempt: tuple = (
     if len(capped) < 2 and not (set(sizes) & set(exempt)):
         return examples  # one source: nothing to weigh it against
     free = sum(n for source, n in sizes.items() if source in exempt)
-    limit = _share_limit(capped, free, max_share)
-    limit = max(limit, capped[1] if len(capped) > 1 else 0)
+    limit = max(_share_limit(capped, free, max_share), capped[1] if len(capped) > 1 else 0)
     taken: Counter = Counter()
     result = []
     for example in examples:

@@ -185,8 +185,7 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
     import torch.nn.functional as F
     from tqdm.auto import tqdm
 
-    batches_per_epoch = math.ceil(len(input_ids) / config.batch_size)
-    total = config.epochs * batches_per_epoch
+    total = config.epochs * math.ceil(len(input_ids) / config.batch_size)  # optimizer steps
     total = min(total, config.max_steps) if config.max_steps else total
     device = config.resolved_device()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)

@@ -78,8 +78,7 @@ def fold_data(sources: Mapping[str, Sequence[Example]], folds: Folds, index: int
               mix: MixConfig) -> tuple[list[Example], list[Example]]:
     """(training mix without the fold's repositories, the fold's issues to score)."""
     held_out = set(folds.groups[index])
-    train = training_mix(sources, mix, exclude=held_out)
-    return train, [example for example in folds.pool if example.repo in held_out]
+    return training_mix(sources, mix, exclude=held_out), [example for example in folds.pool if example.repo in held_out]
 
 
 def run_folds(sources: Mapping[str, Sequence[Example]], folds: Folds, members: Mapping[str, Trainer],
