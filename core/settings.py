@@ -285,12 +285,10 @@ def _read_redis_url(environ: Mapping[str, str], problems: list[str]) -> str | No
 
 def _read_app_credentials(environ: Mapping[str, str], problems: list[str]) -> dict:
     raw_id = environ.get("GITHUB_APP_ID", "")
-    key = environ.get("GITHUB_PRIVATE_KEY", "")
     key_path = environ.get("GITHUB_PRIVATE_KEY_PATH", "")
     if raw_id and not raw_id.isdigit():
         problems.append(f"GITHUB_APP_ID must be the App's numeric id, got {raw_id!r}")
-    if key_path and not key:
-        key = _read_file(environ, "GITHUB_PRIVATE_KEY_PATH", problems)
+    key = environ.get("GITHUB_PRIVATE_KEY", "") or _read_file(environ, "GITHUB_PRIVATE_KEY_PATH", problems)
     if key and "-----BEGIN" not in key:
         problems.append("GITHUB_PRIVATE_KEY is not PEM text (expected '-----BEGIN ... PRIVATE KEY-----')")
     if bool(raw_id) != bool(key or key_path):
