@@ -208,9 +208,6 @@ class MemoryRows:
     numbers: list[int]
     scores: list[Mapping[str, float] | None]
 
-    def __len__(self) -> int:
-        return len(self.issue_ids)
-
     def to_memory(self, classes: Sequence[str]) -> Memory:
         """The kind's memory: labels mapped onto `classes`, rows of other labels left out."""
         kept = [i for i, label in enumerate(self.labels) if class_of(label, classes) is not None]
