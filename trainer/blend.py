@@ -61,12 +61,8 @@ class TrainedBlend:
                    base_model=self.encoder.base_model, max_length=self.config.max_length,
                    thresholds=thresholds, metrics=metrics, data_fingerprint=data_fingerprint,
                    train_config=self.config.to_dict(), tfidf_share=self.tfidf_share,
-                   training=self.training_record())
+                   training=self.encoder.training_record() | {"seconds": round(self.seconds, 2)})  # both members' time
         return directory
-
-    def training_record(self) -> dict:
-        """The encoder's (trainer.train.TrainedModel.training_record), with both members' time."""
-        return self.encoder.training_record() | {"seconds": round(self.seconds, 2)}
 
     def classifier(self, version: str = "unregistered") -> BlendedClassifier:
         """This blend as the classifier the bot serves, without saving it first."""
