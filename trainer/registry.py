@@ -209,12 +209,11 @@ class Registry:
                 stack.append(promotion.model_version_id)
         return stack
 
-    def collect_garbage(self, *, keep_promoted: int = KEEP_PROMOTED, keep_unpromoted: int = KEEP_UNPROMOTED,
-                        dry_run: bool = False) -> list[ModelVersion]:
+    def collect_garbage(self, *, keep_promoted: int = KEEP_PROMOTED, dry_run: bool = False) -> list[ModelVersion]:
         """Delete the directories of versions nothing needs; returns their rows, which stay as history.
 
         Kept: what serves any scope, the last `keep_promoted` versions of each scope's rollback history, and
-        the newest `keep_unpromoted` never-promoted versions of each scope. Only directories under
+        the newest KEEP_UNPROMOTED never-promoted versions of each scope. Only directories under
         `model_dir` are deleted: a model registered in place elsewhere is its owner's.
         """
         if keep_promoted < 1:
@@ -226,7 +225,7 @@ class Registry:
         for row in self.list():
             if row.id not in promoted:
                 unpromoted.setdefault(row.scope, []).append(row)
-        needed |= {row.id for rows in unpromoted.values() for row in rows[len(rows) - keep_unpromoted:]}
+        needed |= {row.id for rows in unpromoted.values() for row in rows[len(rows) - KEEP_UNPROMOTED:]}
         root = self.model_dir.resolve()
         deleted = [row for row in self.list() if row.id not in needed and Path(row.path).is_dir()
                    and Path(row.path).resolve().is_relative_to(root) and Path(row.path).resolve() != root]
