@@ -90,7 +90,7 @@ def base_model_name(base_model: str) -> str:
 
 def write_card(directory: Path, *, version: str, labels: list[str], kind: str, base_model: str,
                max_length: int, thresholds: dict[str, float] | None, metrics: dict[str, Any] | None,
-               data_fingerprint: str, train_config: dict[str, Any] | None, **extra: Any) -> Path:
+               data_fingerprint: str, train_config: dict[str, Any] | None, **extra: Any) -> None:
     """Write the card; `ModelCard.read` (and so `core.classifier.load_classifier`) reads it back.
 
     `extra` adds more top-level fields (e.g. `training`: seconds, steps and final loss).
@@ -103,7 +103,7 @@ def write_card(directory: Path, *, version: str, labels: list[str], kind: str, b
         "train_config": train_config or {}, "data_fingerprint": data_fingerprint,
         "metrics": metrics or {}, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
     } | extra
-    return _write(directory, card)
+    _write(directory, card)
 
 
 def read_card(directory: Path | str) -> dict[str, Any]:
@@ -122,7 +122,5 @@ def update_card(directory: Path | str, **fields: Any) -> ModelCard:
     return ModelCard.from_dict(card)
 
 
-def _write(directory: Path | str, card: dict[str, Any]) -> Path:
-    path = Path(directory) / MODEL_CARD
-    path.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
-    return path
+def _write(directory: Path | str, card: dict[str, Any]) -> None:
+    (Path(directory) / MODEL_CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")

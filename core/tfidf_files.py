@@ -16,7 +16,7 @@ ARRAY_FILE = "tfidf-{}.npy"  # each vectorizer's idf, the classifier's coefficie
 FORMAT = 1
 
 
-def save_pipeline(pipeline: Any, directory: Path) -> Path:
+def save_pipeline(pipeline: Any, directory: Path) -> None:
     """Write a fitted Pipeline(features=FeatureUnion(TfidfVectorizer...), classifier=LogisticRegression)."""
     import numpy as np
 
@@ -33,9 +33,7 @@ def save_pipeline(pipeline: Any, directory: Path) -> Path:
                            "classes": [str(label) for label in classifier.classes_],
                            "n_features_in": int(classifier.n_features_in_)},
             "dtype": np.dtype(classifier.coef_.dtype).name}
-    path = directory / TFIDF_FILE
-    path.write_text(json.dumps(spec, ensure_ascii=False))
-    return path
+    (directory / TFIDF_FILE).write_text(json.dumps(spec, ensure_ascii=False))
 
 
 def load_pipeline(directory: Path) -> Any:
