@@ -41,7 +41,7 @@ def default_slots(worker_threads: int, cores: int | None = None) -> int:
     return max(1, cores // max(1, worker_threads))
 
 
-def _private_folder(folder: Path) -> Path:
+def _private_folder(folder: Path) -> None:
     """`folder` (and var/ above it) made 0700 if new, and refused unless this user alone can change it."""
     for path in (folder.parent, folder):
         with contextlib.suppress(FileExistsError):
@@ -55,7 +55,6 @@ def _private_folder(folder: Path) -> Path:
         if info.st_mode & 0o022 or (path == folder and info.st_mode & 0o077):
             raise SlotsError(f"inference slots: {path} is open to other users (mode "
                              f"{stat.S_IMODE(info.st_mode):o}): `chmod 700 {path}`")
-    return folder
 
 
 class InferenceSlots:
