@@ -183,7 +183,7 @@ class Memory:
 
 
 def normalised(vector: Sequence[float]) -> np.ndarray:
-    """`vector` as float32 of length 1 (a zero vector as it is): how the memory's rows and queries compare."""
+    """`vector` as float32 of unit length (a zero vector as it is), as the memory's rows and queries compare."""
     array = np.asarray(vector, dtype=np.float32)
     return array / (float(np.linalg.norm(array)) or 1.0)
 
