@@ -19,8 +19,7 @@ PROMOTED, NOT_PROMOTED = "promoted", "not promoted"  # how a verdict begins (`ve
 
 
 def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Sequence[Example], *,
-                        scope: str = GLOBAL_SCOPE, force: bool = False,
-                        trigger: str = "manual",
+                        scope: str = GLOBAL_SCOPE, force: bool = False, trigger: str = "manual",
                         classifier_of: Callable[[Model], Classifier] = Model.classifier) -> TrainingRun:
     """Score challenger and champion by macro-F1 on `eval_examples`; promote the challenger only if it is
     strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.

@@ -25,8 +25,7 @@ def retrain(*, scope: str = GLOBAL_SCOPE, trigger: str = "manual", force: bool =
     started = time.perf_counter()
     with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
         policy = RetrainPolicy.from_settings(ctx.settings, ctx.redis)
-        result = retrain_scope(registry.session, registry, scope, policy=policy,
-                               force=force, trigger=trigger)
+        result = retrain_scope(registry.session, registry, scope, policy=policy, force=force, trigger=trigger)
         outcome = result.to_dict()
         # each run writes a version of ~95 MB: those no scope serves or may roll back to go at once
         for row in registry.collect_garbage():
