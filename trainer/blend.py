@@ -87,16 +87,17 @@ def train_model(config: TrainConfig, examples: Sequence[Example], labels: Sequen
     `tfidf_also`: more issues (other repositories') that only the TF-IDF model learns from, each weighted
     OTHER_REPOS_TFIDF_WEIGHT against one of `examples`; those of a class the encoder lacks are left out.
     """
+    encoder = None
     if config.base_model == TFIDF_BASE_MODEL:
         if config.tfidf_share:
             raise ValueError(f"base model {TFIDF_BASE_MODEL} is TF-IDF alone: it blends with no encoder, so "
                              f"give it tfidf_share 0 (got {config.tfidf_share:g})")
-        known = list(labels) if labels is not None else sorted({example.label for example in examples})
-        return train_tfidf_borrowing(examples, tfidf_also, weight=OTHER_REPOS_TFIDF_WEIGHT, labels=known,
-                                     seed=config.seed)
-    encoder = fine_tune_for_cpu(config, examples, labels, choice=precision, progress=progress)
-    if config.tfidf_share == 0:
-        return encoder
-    tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=OTHER_REPOS_TFIDF_WEIGHT, labels=encoder.labels,
+        labels = list(labels) if labels is not None else sorted({example.label for example in examples})
+    else:
+        encoder = fine_tune_for_cpu(config, examples, labels, choice=precision, progress=progress)
+        if config.tfidf_share == 0:
+            return encoder
+        labels = encoder.labels
+    tfidf = train_tfidf_borrowing(examples, tfidf_also, weight=OTHER_REPOS_TFIDF_WEIGHT, labels=labels,
                                   seed=config.seed)
-    return TrainedBlend(encoder, tfidf, config.tfidf_share)
+    return tfidf if encoder is None else TrainedBlend(encoder, tfidf, config.tfidf_share)
