@@ -22,7 +22,6 @@ import json
 import logging
 import re
 import secrets
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -214,7 +213,3 @@ def _plot(result: dict, path: Path) -> None:
     save_chart(figure, axes, path, title=f"Replay of {result['repo']} ({result['issues']} new issues{history})",
                xlabel="new issues seen (dashed: retraining; green promoted, amber kept out)",
                ylabel=f"on the next {result['window']} issues")
-
-
-def temporary_workdir() -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix="issue-sorter-replay-")
