@@ -58,14 +58,6 @@ def print_report(report: dict, path: Path | None) -> None:
         path.write_text(text + "\n")
 
 
-def fake_github(repos: dict[str, int], files: dict[str, dict[str, str]] | None = None) -> FakeGitHub:
-    """The fake GitHub, started, holding each repository (→ its installation) with the four labels."""
-    fake = FakeGitHub(app_id=APP_ID).start()
-    for repo, installation in sorted(repos.items()):
-        fake.add_repo(repo, labels=LABELS, installation_id=installation, files=(files or {}).get(repo))
-    return fake
-
-
 def environment(fake: FakeGitHub | None, workdir: Path, *, inherit: bool = True, **settings: str) -> dict[str, str]:
     """The service's environment: a port of its own, the bench's webhook secret, no age limit (the payloads
     are GitHub's examples, dated 2019), SQLite and the models under workdir/var (DATABASE_URL when set);
@@ -113,10 +105,13 @@ def promote(database_url: str, model_dir: Path, source: Path, reason: str = "ben
 def prepared(workdir: Path, repos: dict[str, int], model: Path | None, *,
              files: dict[str, dict[str, str]] | None = None, inherit: bool = True,
              **settings: str) -> Iterator[tuple[FakeGitHub, dict[str, str]]]:
-    """The fake GitHub holding `repos` (with `files`), the service's environment against it (`environment`)
-    and `model` (or the tiny one) promoted in its database; the fake stopped at the end."""
-    fake = fake_github(repos, files)
+    """The fake GitHub holding `repos` (each → its installation, with the four labels, and its `files`), the
+    service's environment against it (`environment`) and `model` (or the tiny one) promoted in its database;
+    the fake stopped at the end."""
+    fake = FakeGitHub(app_id=APP_ID).start()
     try:
+        for repo, installation in sorted(repos.items()):
+            fake.add_repo(repo, labels=LABELS, installation_id=installation, files=(files or {}).get(repo))
         env = environment(fake, workdir, inherit=inherit, **settings)
         promote(env["DATABASE_URL"], Path(env["MODEL_DIR"]), served_model(model, workdir))
         yield fake, env
