@@ -167,7 +167,7 @@ def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log:
     started, watchers = time.monotonic(), []
     for at, kind in plan:
         time.sleep(max(0.0, started + at - time.monotonic()))
-        before, moment = _label_calls(fake), time.monotonic()
+        before, moment = len(fake.calls("POST", LABEL_POST)), time.monotonic()
         entry = {"at_s": round(moment - started, 1), "fault": kind}
         log.append(entry)
         if kind == "rolling_restart":  # a minute or more: in its own thread, the plan goes on
@@ -190,13 +190,9 @@ def _timed(faults: Faults, entry: dict, moment: float) -> None:
 
 
 def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None:
-    while _label_calls(fake) == before and time.monotonic() - moment < 600:
+    while len(fake.calls("POST", LABEL_POST)) == before and time.monotonic() - moment < 600:
         time.sleep(0.1)
     entry["recovered_after_s"] = round(time.monotonic() - moment, 1)
-
-
-def _label_calls(fake: FakeGitHub) -> int:
-    return len(fake.calls("POST", LABEL_POST))
 
 
 def settle(fake: FakeGitHub, issues: list[dict], seconds: float, commented: set[str]) -> float:
