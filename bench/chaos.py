@@ -44,7 +44,6 @@ from pathlib import Path
 from bench.service import (
     LABEL_POST,
     LABELLING_WORKER,
-    Service,
     arguments,
     own_redis,
     prepared,
@@ -55,6 +54,7 @@ from bench.service import (
     served_model,
 )
 from simulation.fake_github import FakeGitHub
+from tests.issue_sorter.running import Service
 
 COMMENT_MODE = "mode: comment\n"  # the config of one repository per installation: a label and a comment
 # the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest

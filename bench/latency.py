@@ -22,7 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.service import Service, arguments, delivery_body, post, prepared, print_report
+from bench.service import arguments, delivery_body, post, prepared, print_report
+from tests.issue_sorter.running import Service
 from tests.paths import NLBSE  # the shared data's location, one definition
 
 REPOS = {f"bench-org-{i}/service-{i}": 100 + i for i in range(5)}  # repository → its installation

@@ -33,6 +33,7 @@ from bench import service
 from core.own_labels.candidates import PREFIX_ENDS, compile_areas
 from issue_sorter.run import WEB_COMMAND
 from simulation.fake_github import WRITE_METHODS, FakeGitHub
+from tests.issue_sorter.running import Service
 from tests.paths import WEBHOOKS
 
 RECEIVER = (service.INSTALLATION, "Codertocat/Hello-World")
@@ -221,7 +222,7 @@ def flood(args, workdir: Path, redis) -> dict:
     repos = {repo: installation for installation, repo in (FLOODED, QUIET)}
     with (service.prepared(workdir, repos, args.model, GITHUB_WRITE_INTERVAL=str(args.write_interval),
                            ISSUE_SORTER_LABELLING_WORKERS=str(args.workers)) as (fake, env),
-          service.Service(workdir, env) as run):
+          Service(workdir, env) as run):
         run.wait_healthy()
         for where in (FLOODED, QUIET):  # warm-up: the labels listed once
             if labelled_in(run.base, fake, where, 1, time.monotonic() + 300, "warm-up") is None:

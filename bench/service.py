@@ -1,6 +1,6 @@
-"""The service as the service benchmarks start it: `issue-sorter run` (or one of its commands) in a folder of
-its own, against the fake GitHub on loopback, with a promoted model; signed deliveries as GitHub sends them;
-the report printed as JSON."""
+"""The service as the service benchmarks start it: `issue-sorter run` (tests.issue_sorter.running.Service, as
+the end-to-end tests start it) or one of its commands, in a folder of its own, against the fake GitHub on
+loopback, with a promoted model; signed deliveries as GitHub sends them; the report printed as JSON."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import functools
 import itertools
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
@@ -21,12 +19,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Self
 
 import requests
 
 from bot.intake.signatures import sign_body
-from issue_sorter.run import READY_LINE, REDIS_PASSWORD_FILE, REDIS_USER
 from simulation.fake_github import FakeGitHub
 from tests.paths import NLBSE, REPO_ROOT, WEBHOOKS
 from tests.ports import free_port
@@ -128,66 +124,6 @@ def own_redis():
     redis = Redis.from_url(os.environ["REDIS_URL"])
     redis.flushdb()
     return redis
-
-
-class Service:
-    """`issue-sorter run` in `workdir`, its log in run.log; stopped (SIGTERM) when its `with` ends."""
-
-    def __init__(self, workdir: Path, env: dict[str, str]):
-        self.workdir, self.env = workdir, env
-        self.base = f"http://127.0.0.1:{env['PORT']}"
-        self.log_path, self.started_at = workdir / "run.log", time.time()
-        with self.log_path.open("w") as log:
-            self.process = subprocess.Popen([*CLI, "run"], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
-    def wait_healthy(self, seconds: float = 300) -> float:
-        """Until the service says it is up (READY_LINE: the labelling workers warmed up, which a web server
-        answering /healthz says nothing of) and /healthz sees the database and Redis; when (time.time())."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
-            with contextlib.suppress(requests.RequestException, ValueError):
-                health = requests.get(f"{self.base}/healthz", timeout=1).json()
-                if health.get("database") == health.get("redis") == "ok" and READY_LINE in self.log():
-                    return time.time()
-            time.sleep(0.3)
-        raise SystemExit("issue-sorter run did not come up:\n" + self.log()[-3000:])
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def redis_url(self) -> str:
-        """REDIS_URL when given, else the embedded Redis's: its port from the log, its password from the file
-        `run` keeps it in (a URL with the password never reaches a log)."""
-        if self.env.get("REDIS_URL"):
-            return self.env["REDIS_URL"]
-        port = re.search(r"listening on 127\.0\.0\.1:(\d+),", self.log()).group(1)
-        password = (self.workdir / REDIS_PASSWORD_FILE).read_text().strip()
-        return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
-
-    def child_pids(self, pattern: str) -> list[int]:
-        """The pids of the supervisor's children whose command line matches `pattern` (workers, Redis)."""
-        out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True)
-        lines = (line.split(None, 2) for line in out.stdout.splitlines())
-        return sorted(int(pid) for pid, ppid, args in lines
-                      if int(ppid) == self.process.pid and re.search(pattern, args))
-
-    def stop(self) -> int:
-        """SIGTERM, as an operator stops it; its exit code (-9: killed after 90 s)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return -9
 
 
 @contextlib.contextmanager
