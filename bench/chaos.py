@@ -48,13 +48,13 @@ from bench.service import (
     own_redis,
     prepared,
     print_report,
-    promote,
     real_issues,
     send_at_rate,
     served_model,
 )
 from simulation.fake_github import FakeGitHub
 from tests.issue_sorter.running import Service
+from tests.tiny_model import promote_model
 
 COMMENT_MODE = "mode: comment\n"  # the config of one repository per installation: a label and a comment
 # the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest
@@ -274,7 +274,7 @@ def promote_again(database_url: str, model_dir: Path, source: Path) -> str:
     # an operator promotes again, and so does the bench. Nothing was committed by the attempt that failed.
     for attempt in range(3):
         try:
-            return promote(database_url, model_dir, source, "chaos bench: the upgrade mid-run")
+            return promote_model(database_url, model_dir, source, reason="chaos bench: the upgrade mid-run")
         except OperationalError:
             if attempt == 2:
                 raise

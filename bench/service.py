@@ -23,9 +23,11 @@ from pathlib import Path
 import requests
 
 from bot.intake.signatures import sign_body
+from core.migrate import upgrade
 from simulation.fake_github import FakeGitHub
 from tests.paths import NLBSE, REPO_ROOT, WEBHOOKS
 from tests.ports import free_port
+from tests.tiny_model import promote_model
 
 SHAPE = WEBHOOKS / "issues" / "opened.payload.json"  # GitHub's example: every delivery sent has its shape
 SECRET = "bench-" + uuid.uuid4().hex
@@ -83,33 +85,20 @@ def served_model(source: Path | None, workdir: Path, *, max_length: int = 128) -
     return train_tiny_model(workdir / "tiny-model", max_length=max_length, version="bench")
 
 
-def promote(database_url: str, model_dir: Path, source: Path, reason: str = "bench") -> str:
-    """The database migrated, `source` registered and promoted to serve every repository; its version."""
-    from core.db import make_sessionmaker, session_scope
-    from core.migrate import upgrade
-    from trainer.registry import Registry
-
-    upgrade(database_url)
-    with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session)
-        row = registry.register(source, scope="global")
-        registry.promote(row.version, reason, scope="global")
-        return row.version
-
-
 @contextlib.contextmanager
 def prepared(workdir: Path, repos: dict[str, int], model: Path | None, *,
              files: dict[str, dict[str, str]] | None = None, inherit: bool = True,
              **settings: str) -> Iterator[tuple[FakeGitHub, dict[str, str]]]:
     """The fake GitHub holding `repos` (each → its installation, with the four labels, and its `files`), the
-    service's environment against it (`environment`) and `model` (or the tiny one) promoted in its database;
-    the fake stopped at the end."""
+    service's environment against it (`environment`), its database migrated and `model` (or the tiny one)
+    promoted there to serve every repository; the fake stopped at the end."""
     fake = FakeGitHub(app_id=APP_ID).start()
     try:
         for repo, installation in sorted(repos.items()):
             fake.add_repo(repo, labels=LABELS, installation_id=installation, files=(files or {}).get(repo))
         env = environment(fake, workdir, inherit=inherit, **settings)
-        promote(env["DATABASE_URL"], Path(env["MODEL_DIR"]), served_model(model, workdir))
+        upgrade(env["DATABASE_URL"])
+        promote_model(env["DATABASE_URL"], Path(env["MODEL_DIR"]), served_model(model, workdir), reason="bench")
         yield fake, env
     finally:
         fake.stop()

@@ -11,7 +11,8 @@ from core.classifier import load_classifier
 from core.encoder import FAST_DIR, SERVES
 from core.settings import Settings
 from issue_sorter.cli import main
-from tests.conftest import ONNX_FIRST, promote_model
+from tests.conftest import ONNX_FIRST
+from tests.tiny_model import promote_model
 from trainer import publish
 from trainer.registry import Registry
 
