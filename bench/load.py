@@ -91,15 +91,6 @@ def quantiles(values: list[float], unit: str, digits: int) -> dict:
     return {"n": len(values), **{f"{name}_{unit}": round(value, digits) for name, value in points}}
 
 
-def floor_app():
-    """The served app: the bot's own, plus POST /floor answering 202 with nothing done (the floor)."""
-    from bot.app import create_app_from_env
-
-    app = create_app_from_env()
-    app.add_url_rule("/floor", "floor", lambda: ("", 202), methods=["POST"])
-    return app
-
-
 def request_bytes(path: str, number: int, port: int, repo_id: int) -> bytes:
     """A signed issues.opened delivery (or the same bytes to the floor) as raw HTTP/1.1."""
     body = opened(RECEIVER, number, repo_id)
@@ -387,9 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "areas":
         return areas(args) or 0
     if getattr(args, "serve_on", None):
+        from bot.app import create_app_from_env
         from issue_sorter.web_server import WebLimits, make_server
 
-        make_server(floor_app(), WebLimits(), host="127.0.0.1", port=args.serve_on).run()
+        app = create_app_from_env()  # the bot's own, plus POST /floor answering 202 with nothing done (the floor)
+        app.add_url_rule("/floor", "floor", lambda: ("", 202), methods=["POST"])
+        make_server(app, WebLimits(), host="127.0.0.1", port=args.serve_on).run()
         return 0
     redis = service.own_redis()
     try:
