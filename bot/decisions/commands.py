@@ -74,7 +74,8 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
     if role not in RETRAIN_ROLES:
         return f"refused: {login} has {role} permission; nothing written"
     if not claim_scope_job(redis, "retrain", repo, login, RETRAIN_COOLDOWN_SECONDS):
-        _react(github, event, ALREADY_QUEUED)
+        if event.get("comment_id") is not None:  # jobs queued before comment ids travelled have none
+            github.react_to_comment(repo, event["comment_id"], ALREADY_QUEUED)
         return f"refused: a retraining of {repo} is already queued, running or less than an hour old"
     reply_to = {"installation_id": event.get("installation_id"), "repo": repo, "number": event["number"]}
     enqueue(redis, RETRAIN, {"scope": repo, "trigger": "comment", "reply_to": reply_to},
@@ -89,11 +90,6 @@ def is_job_pending(redis: Redis, job_id: str) -> bool:
         return Job.fetch(job_id, connection=redis, serializer=SERIALIZER).get_status() in PENDING
     except NoSuchJobError:
         return False
-
-
-def _react(github, event: dict, content: str) -> None:
-    if event.get("comment_id") is not None:  # jobs queued before comment ids travelled have none
-        github.react_to_comment(event["repo"], event["comment_id"], content)
 
 
 def retrain_reply(result: dict) -> str:
