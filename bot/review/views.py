@@ -304,8 +304,9 @@ def _queue_review(repo: RepositoryAccess, row, choice: str | None, label: str | 
         pending.unmark(_redis(), row.prediction_id, subject)
         raise
     state = f"{choice}{' ' + job['label'] if job['label'] else ''} by {g.reviewer.login}"
-    return result | {"queued": True, "state": state,
-                     "message": f"Queued: {_describe(choice, row.label, label)} on #{row.number}."}
+    described = {"accept": f"accept {row.label!r}", "relabel": f"label {label!r}", "reject": "reject",
+                 "own-accept": f"accept {label!r}", "own-reject": f"reject {label!r}"}[choice]
+    return result | {"queued": True, "state": state, "message": f"Queued: {described} on #{row.number}."}
 
 
 def _review_problem(row, choice: str | None, label: str | None, repo: str) -> str | None:
@@ -322,11 +323,6 @@ def _review_problem(row, choice: str | None, label: str | None, repo: str) -> st
     if choice == "relabel" and label not in _known_labels(repo):
         return "Pick one of the repository's labels."
     return None
-
-
-def _describe(choice: str, ours: str | None, picked: str | None) -> str:
-    return {"accept": f"accept {ours!r}", "relabel": f"label {picked!r}", "reject": "reject",
-            "own-accept": f"accept {picked!r}", "own-reject": f"reject {picked!r}"}[choice]
 
 
 # ---- the operator's page: the instance's admins only (ISSUE_SORTER_ADMINS); anyone else gets 404 -----
