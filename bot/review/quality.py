@@ -11,7 +11,7 @@ from collections import Counter
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from bot.decisions.stats import as_utc, summarize
+from bot.decisions.stats import summarize
 from bot.review.decisions import of_repository
 from core import store
 from core.kinds import kind_of_label
@@ -69,7 +69,7 @@ def weekly(session: Session, repo: str) -> list[Week]:
     """One row per ISO week with predictions, oldest first."""
     weeks: dict[dt.date, list[Prediction]] = {}
     for prediction in session.scalars(of_repository(select(Prediction), repo)):
-        day = as_utc(prediction.created_at).date()
+        day = store.as_utc(prediction.created_at).date()
         weeks.setdefault(day - dt.timedelta(days=day.weekday()), []).append(prediction)
     return [_week(start, found) for start, found in sorted(weeks.items())]
 
