@@ -44,17 +44,17 @@ from pathlib import Path
 from bench.service import (
     LABEL_POST,
     LABELLING_WORKER,
-    Service,
     arguments,
     own_redis,
     prepared,
     print_report,
-    promote,
     real_issues,
     send_at_rate,
     served_model,
 )
 from simulation.fake_github import FakeGitHub
+from tests.issue_sorter.running import Service
+from tests.tiny_model import promote_model
 
 COMMENT_MODE = "mode: comment\n"  # the config of one repository per installation: a label and a comment
 # the rolling restart's order: what serves webhooks, what labels, what reads feedback, the rest
@@ -167,7 +167,7 @@ def inject(faults: Faults, plan: list[tuple[float, str]], fake: FakeGitHub, log:
     started, watchers = time.monotonic(), []
     for at, kind in plan:
         time.sleep(max(0.0, started + at - time.monotonic()))
-        before, moment = _label_calls(fake), time.monotonic()
+        before, moment = len(fake.calls("POST", LABEL_POST)), time.monotonic()
         entry = {"at_s": round(moment - started, 1), "fault": kind}
         log.append(entry)
         if kind == "rolling_restart":  # a minute or more: in its own thread, the plan goes on
@@ -190,13 +190,9 @@ def _timed(faults: Faults, entry: dict, moment: float) -> None:
 
 
 def _recovery(fake: FakeGitHub, before: int, moment: float, entry: dict) -> None:
-    while _label_calls(fake) == before and time.monotonic() - moment < 600:
+    while len(fake.calls("POST", LABEL_POST)) == before and time.monotonic() - moment < 600:
         time.sleep(0.1)
     entry["recovered_after_s"] = round(time.monotonic() - moment, 1)
-
-
-def _label_calls(fake: FakeGitHub) -> int:
-    return len(fake.calls("POST", LABEL_POST))
 
 
 def settle(fake: FakeGitHub, issues: list[dict], seconds: float, commented: set[str]) -> float:
@@ -278,7 +274,7 @@ def promote_again(database_url: str, model_dir: Path, source: Path) -> str:
     # an operator promotes again, and so does the bench. Nothing was committed by the attempt that failed.
     for attempt in range(3):
         try:
-            return promote(database_url, model_dir, source, "chaos bench: the upgrade mid-run")
+            return promote_model(database_url, model_dir, source, reason="chaos bench: the upgrade mid-run")
         except OperationalError:
             if attempt == 2:
                 raise

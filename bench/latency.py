@@ -22,7 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.service import Service, arguments, delivery_body, post, prepared, print_report
+from bench.service import arguments, delivery_body, post, prepared, print_report
+from tests.issue_sorter.running import Service
 from tests.paths import NLBSE  # the shared data's location, one definition
 
 REPOS = {f"bench-org-{i}/service-{i}": 100 + i for i in range(5)}  # repository → its installation
@@ -30,6 +31,8 @@ DRAIN_SECONDS = 60  # after the last delivery, how long to wait for its label at
 
 
 def main(argv: list[str] | None = None) -> int:
+    from trainer.dataset import load_file
+
     parser = arguments(__doc__)
     parser.add_argument("--rates", type=float, nargs="+", default=[1.0, 5.0])
     parser.add_argument("--seconds", type=float, default=20.0)
@@ -37,19 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repositories", type=int, default=len(REPOS), choices=range(1, len(REPOS) + 1),
                         help="deliveries round-robin over this many repositories, each in its own installation")
     args = parser.parse_args(argv)
-    texts = issue_texts()
+    texts = [(e.title, e.body) for e in load_file(NLBSE / "issues_test.csv")]
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as folder:
         extra = {"ISSUE_SORTER_WORKER_THREADS": str(args.worker_threads)} if args.worker_threads else {}
         repos = dict(list(REPOS.items())[:args.repositories])
         results = measure(Path(folder), args.model, texts, args.rates, args.seconds, extra, repos)
     print_report(results, args.json)
     return 0
-
-
-def issue_texts() -> list[tuple[str, str]]:
-    from trainer.dataset import load_file
-
-    return [(e.title, e.body) for e in load_file(NLBSE / "issues_test.csv")]
 
 
 def measure(folder: Path, model: Path | None, texts: list, rates: list[float], seconds: float,

@@ -33,6 +33,7 @@ from bench import service
 from core.own_labels.candidates import PREFIX_ENDS, compile_areas
 from issue_sorter.run import WEB_COMMAND
 from simulation.fake_github import WRITE_METHODS, FakeGitHub
+from tests.issue_sorter.running import Service
 from tests.paths import WEBHOOKS
 
 RECEIVER = (service.INSTALLATION, "Codertocat/Hello-World")
@@ -88,15 +89,6 @@ def quantiles(values: list[float], unit: str, digits: int) -> dict:
     values = sorted(values)
     points = (("p50", statistics.median(values)), ("p99", values[int(0.99 * (len(values) - 1))]), ("max", values[-1]))
     return {"n": len(values), **{f"{name}_{unit}": round(value, digits) for name, value in points}}
-
-
-def floor_app():
-    """The served app: the bot's own, plus POST /floor answering 202 with nothing done (the floor)."""
-    from bot.app import create_app_from_env
-
-    app = create_app_from_env()
-    app.add_url_rule("/floor", "floor", lambda: ("", 202), methods=["POST"])
-    return app
 
 
 def request_bytes(path: str, number: int, port: int, repo_id: int) -> bytes:
@@ -221,7 +213,7 @@ def flood(args, workdir: Path, redis) -> dict:
     repos = {repo: installation for installation, repo in (FLOODED, QUIET)}
     with (service.prepared(workdir, repos, args.model, GITHUB_WRITE_INTERVAL=str(args.write_interval),
                            ISSUE_SORTER_LABELLING_WORKERS=str(args.workers)) as (fake, env),
-          service.Service(workdir, env) as run):
+          Service(workdir, env) as run):
         run.wait_healthy()
         for where in (FLOODED, QUIET):  # warm-up: the labels listed once
             if labelled_in(run.base, fake, where, 1, time.monotonic() + 300, "warm-up") is None:
@@ -386,9 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "areas":
         return areas(args) or 0
     if getattr(args, "serve_on", None):
+        from bot.app import create_app_from_env
         from issue_sorter.web_server import WebLimits, make_server
 
-        make_server(floor_app(), WebLimits(), host="127.0.0.1", port=args.serve_on).run()
+        app = create_app_from_env()  # the bot's own, plus POST /floor answering 202 with nothing done (the floor)
+        app.add_url_rule("/floor", "floor", lambda: ("", 202), methods=["POST"])
+        make_server(app, WebLimits(), host="127.0.0.1", port=args.serve_on).run()
         return 0
     redis = service.own_redis()
     try:

@@ -208,7 +208,7 @@ def history_table(summary: dict) -> str:
 
 def plot_history(summary: dict, path: Path) -> Path:
     """Accuracy (solid) and macro-F1 (dashed) on the new issues against the history's size, per mode."""
-    figure, axes = chart()
+    axes = chart()
     histories = sorted({row["history"] for row in summary["rows"]})
     for mode in summary["modes"]:
         rows = {row["history"]: row for row in summary["rows"] if row["mode"] == mode}
@@ -218,20 +218,20 @@ def plot_history(summary: dict, path: Path) -> Path:
         axes.plot(positions, [rows[n]["macro_f1"] for n in histories], marker="s", linestyle="--",
                   color=COLOURS[mode], label=f"{NAMES[mode]}: macro-F1")
     axes.set_xticks(range(len(histories)), [str(n) for n in histories])
-    return save_chart(figure, axes, path, title=f"{summary['repo']}, {summary['order']} order: an install with history",
+    return save_chart(axes, path, title=f"{summary['repo']}, {summary['order']} order: an install with history",
                       xlabel="labelled issues on the repository when the App is installed",
                       ylabel=f"on the next {summary['limit']} new issues (at most)")
 
 
 def plot_modes(summary: dict, path: Path) -> Path:
     """The modes' curves on one chart: what the memory and the retraining each add to the frozen model."""
-    figure, axes = chart()
+    axes = chart()
     for mode, accuracies in summary["windows"].items():
         seen = [summary["window"] * i for i in range(len(accuracies))]
         axes.plot(seen, accuracies, marker="o", color=COLOURS.get(mode), label=NAMES.get(mode, mode))
     for retrain in summary.get("retrains", {}).get("full", []):
         axes.axvline(retrain["seen"], color="#1a7f37", linestyle=":", linewidth=1)
-    return save_chart(figure, axes, path,
+    return save_chart(axes, path,
                       title=f"Replay of {summary['repo']}, {summary['order']} order ({summary['issues']} issues)",
                       xlabel="issues seen (dotted: a retraining)",
                       ylabel=f"accuracy on the next {summary['window']} issues")

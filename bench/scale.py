@@ -26,7 +26,6 @@ from pathlib import Path
 from bench.service import (
     LABEL_POST,
     LABELLING_WORKER,
-    Service,
     arguments,
     prepared,
     real_issues,
@@ -35,6 +34,7 @@ from bench.service import (
 )
 from bench.serving import cpu_line, ms_each
 from simulation.fake_github import FakeGitHub
+from tests.issue_sorter.running import Service
 
 TOKEN_POST = r"/app/installations/\d+/access_tokens"
 WARM_UP_PASSES = 6  # per labelling worker: passes until every worker holds every installation's token

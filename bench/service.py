@@ -1,6 +1,6 @@
-"""The service as the service benchmarks start it: `issue-sorter run` (or one of its commands) in a folder of
-its own, against the fake GitHub on loopback, with a promoted model; signed deliveries as GitHub sends them;
-the report printed as JSON."""
+"""The service as the service benchmarks start it: `issue-sorter run` (tests.issue_sorter.running.Service, as
+the end-to-end tests start it) or one of its commands, in a folder of its own, against the fake GitHub on
+loopback, with a promoted model; signed deliveries as GitHub sends them; the report printed as JSON."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import functools
 import itertools
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
@@ -21,15 +19,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Self
 
 import requests
 
 from bot.intake.signatures import sign_body
-from issue_sorter.run import READY_LINE, REDIS_PASSWORD_FILE, REDIS_USER
+from core.migrate import upgrade
 from simulation.fake_github import FakeGitHub
 from tests.paths import NLBSE, REPO_ROOT, WEBHOOKS
 from tests.ports import free_port
+from tests.tiny_model import promote_model
 
 SHAPE = WEBHOOKS / "issues" / "opened.payload.json"  # GitHub's example: every delivery sent has its shape
 SECRET = "bench-" + uuid.uuid4().hex
@@ -56,14 +54,6 @@ def print_report(report: dict, path: Path | None) -> None:
     print(text)
     if path:
         path.write_text(text + "\n")
-
-
-def fake_github(repos: dict[str, int], files: dict[str, dict[str, str]] | None = None) -> FakeGitHub:
-    """The fake GitHub, started, holding each repository (→ its installation) with the four labels."""
-    fake = FakeGitHub(app_id=APP_ID).start()
-    for repo, installation in sorted(repos.items()):
-        fake.add_repo(repo, labels=LABELS, installation_id=installation, files=(files or {}).get(repo))
-    return fake
 
 
 def environment(fake: FakeGitHub | None, workdir: Path, *, inherit: bool = True, **settings: str) -> dict[str, str]:
@@ -95,30 +85,20 @@ def served_model(source: Path | None, workdir: Path, *, max_length: int = 128) -
     return train_tiny_model(workdir / "tiny-model", max_length=max_length, version="bench")
 
 
-def promote(database_url: str, model_dir: Path, source: Path, reason: str = "bench") -> str:
-    """The database migrated, `source` registered and promoted to serve every repository; its version."""
-    from core.db import make_sessionmaker, session_scope
-    from core.migrate import upgrade
-    from trainer.registry import Registry
-
-    upgrade(database_url)
-    with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session)
-        row = registry.register(source, scope="global")
-        registry.promote(row.version, reason, scope="global")
-        return row.version
-
-
 @contextlib.contextmanager
 def prepared(workdir: Path, repos: dict[str, int], model: Path | None, *,
              files: dict[str, dict[str, str]] | None = None, inherit: bool = True,
              **settings: str) -> Iterator[tuple[FakeGitHub, dict[str, str]]]:
-    """The fake GitHub holding `repos` (with `files`), the service's environment against it (`environment`)
-    and `model` (or the tiny one) promoted in its database; the fake stopped at the end."""
-    fake = fake_github(repos, files)
+    """The fake GitHub holding `repos` (each → its installation, with the four labels, and its `files`), the
+    service's environment against it (`environment`), its database migrated and `model` (or the tiny one)
+    promoted there to serve every repository; the fake stopped at the end."""
+    fake = FakeGitHub(app_id=APP_ID).start()
     try:
+        for repo, installation in sorted(repos.items()):
+            fake.add_repo(repo, labels=LABELS, installation_id=installation, files=(files or {}).get(repo))
         env = environment(fake, workdir, inherit=inherit, **settings)
-        promote(env["DATABASE_URL"], Path(env["MODEL_DIR"]), served_model(model, workdir))
+        upgrade(env["DATABASE_URL"])
+        promote_model(env["DATABASE_URL"], Path(env["MODEL_DIR"]), served_model(model, workdir), reason="bench")
         yield fake, env
     finally:
         fake.stop()
@@ -133,66 +113,6 @@ def own_redis():
     redis = Redis.from_url(os.environ["REDIS_URL"])
     redis.flushdb()
     return redis
-
-
-class Service:
-    """`issue-sorter run` in `workdir`, its log in run.log; stopped (SIGTERM) when its `with` ends."""
-
-    def __init__(self, workdir: Path, env: dict[str, str]):
-        self.workdir, self.env = workdir, env
-        self.base = f"http://127.0.0.1:{env['PORT']}"
-        self.log_path, self.started_at = workdir / "run.log", time.time()
-        with self.log_path.open("w") as log:
-            self.process = subprocess.Popen([*CLI, "run"], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
-    def wait_healthy(self, seconds: float = 300) -> float:
-        """Until the service says it is up (READY_LINE: the labelling workers warmed up, which a web server
-        answering /healthz says nothing of) and /healthz sees the database and Redis; when (time.time())."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit("issue-sorter run exited:\n" + self.log_path.read_text()[-3000:])
-            with contextlib.suppress(requests.RequestException, ValueError):
-                health = requests.get(f"{self.base}/healthz", timeout=1).json()
-                if health.get("database") == health.get("redis") == "ok" and READY_LINE in self.log():
-                    return time.time()
-            time.sleep(0.3)
-        raise SystemExit("issue-sorter run did not come up:\n" + self.log()[-3000:])
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def redis_url(self) -> str:
-        """REDIS_URL when given, else the embedded Redis's: its port from the log, its password from the file
-        `run` keeps it in (a URL with the password never reaches a log)."""
-        if self.env.get("REDIS_URL"):
-            return self.env["REDIS_URL"]
-        port = re.search(r"listening on 127\.0\.0\.1:(\d+),", self.log()).group(1)
-        password = (self.workdir / REDIS_PASSWORD_FILE).read_text().strip()
-        return f"redis://{REDIS_USER}:{password}@127.0.0.1:{port}/0"
-
-    def child_pids(self, pattern: str) -> list[int]:
-        """The pids of the supervisor's children whose command line matches `pattern` (workers, Redis)."""
-        out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], check=True, capture_output=True, text=True)
-        lines = (line.split(None, 2) for line in out.stdout.splitlines())
-        return sorted(int(pid) for pid, ppid, args in lines
-                      if int(ppid) == self.process.pid and re.search(pattern, args))
-
-    def stop(self) -> int:
-        """SIGTERM, as an operator stops it; its exit code (-9: killed after 90 s)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return -9
 
 
 @contextlib.contextmanager

@@ -35,17 +35,13 @@ class FoldModels:
         """`train` (issues → a trained model), returning its classifier and keeping the model by fold."""
         def trainer(examples):
             model = train(examples)
-            fold = self.fold_left_out(examples)
+            present = {example.repo for example in examples}  # the fold it left out (None: the whole mix)
+            fold = next((i for i, group in enumerate(self.folds.groups) if not present & set(group)), None)
             if fold is not None:
                 self.trained.setdefault(fold, {})[name] = model
                 self.save(fold)
             return model.classifier("bench")
         return trainer
-
-    def fold_left_out(self, examples) -> int | None:
-        """The fold none of whose repositories `examples` has (None: the whole mix)."""
-        present = {example.repo for example in examples}
-        return next((i for i, group in enumerate(self.folds.groups) if not present & set(group)), None)
 
     def save(self, fold: int) -> None:
         from trainer.blend import TrainedBlend

@@ -208,7 +208,7 @@ def review_prediction(**review) -> str:
     github = ctx.github(review["installation_id"])
     if not pending.is_turn(ctx.redis, review["prediction_id"], review["review_id"]):
         job = get_current_job()  # an earlier click on the prediction is still queued: this one comes after it
-        wait = pending.NotItsTurn(pending.turn_wait(int(job.meta.get("deferrals", 0)) if job else 0))
+        wait = pending.NotItsTurn(int(job.meta.get("deferrals", 0)) if job else 0)
         return _reschedule(ctx, queues.REVIEW_PREDICTION, review, wait)
     if github is None:
         outcome = "skipped: dry-run cannot write to GitHub"

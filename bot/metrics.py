@@ -122,6 +122,14 @@ def serving_engines(redis) -> list[tuple[str, str, str, str]]:
     return sorted(rows)
 
 
+def _family(kind, name: str, documentation: str, labels: list[str], rows):
+    """A metric family of `kind` holding each (label values, value) of `rows`."""
+    family = kind(name, documentation, labels=labels)
+    for values, value in rows:
+        family.add_metric(list(values), value)
+    return family
+
+
 class Collector:
     """Yields every metric afresh at each scrape; a service that cannot be read yields nothing of its own."""
 
@@ -140,37 +148,25 @@ class Collector:
             pass
 
     def _from_redis(self):
-        deliveries = CounterMetricFamily("issue_sorter_deliveries", "Webhook deliveries answered, by event and "
-                                         "outcome", labels=["event", "outcome"])
-        for field, count in self.redis.hgetall(metrics.DELIVERIES_KEY).items():
-            event, _, outcome = field.decode().partition("|")
-            deliveries.add_metric([event, outcome], int(count))
-        yield deliveries
-        depth = GaugeMetricFamily("issue_sorter_queue_depth", "Jobs waiting, by queue", labels=["queue"])
-        failed = GaugeMetricFamily("issue_sorter_failed_jobs", "Jobs in RQ's failed registry", labels=["queue"])
-        for name in QUEUES:
-            depth.add_metric([name], Queue(name, connection=self.redis, serializer=SERIALIZER).count)
-            failed.add_metric([name], FailedJobRegistry(name, connection=self.redis,
-                                                            serializer=SERIALIZER).count)
-        yield depth
-        yield failed
-        workers = GaugeMetricFamily("issue_sorter_workers_alive", "Workers with a recent heartbeat, by queue",
-                                    labels=["queue"])
-        for queue, count in self.cache.get("workers", lambda: live_workers(self.redis)).items():
-            workers.add_metric([queue], count)
-        yield workers
-        serving = GaugeMetricFamily("issue_sorter_serving_engine", "1 for each engine a live bot worker serves a "
-                                    "model with (chosen on its machine: core.engines)",
-                                    labels=["worker", "scope", "version", "engine"])
-        for row in self.cache.get("engines", lambda: serving_engines(self.redis)):
-            serving.add_metric(list(row), 1)
-        yield serving
+        deliveries = self.redis.hgetall(metrics.DELIVERIES_KEY).items()
+        yield _family(CounterMetricFamily, "issue_sorter_deliveries", "Webhook deliveries answered, by event and "
+                      "outcome", ["event", "outcome"],
+                      ((field.decode().partition("|")[::2], int(count)) for field, count in deliveries))
+        yield _family(GaugeMetricFamily, "issue_sorter_queue_depth", "Jobs waiting, by queue", ["queue"],
+                      (([name], Queue(name, connection=self.redis, serializer=SERIALIZER).count) for name in QUEUES))
+        yield _family(GaugeMetricFamily, "issue_sorter_failed_jobs", "Jobs in RQ's failed registry", ["queue"],
+                      (([name], FailedJobRegistry(name, connection=self.redis, serializer=SERIALIZER).count)
+                       for name in QUEUES))
+        alive = self.cache.get("workers", lambda: live_workers(self.redis))
+        yield _family(GaugeMetricFamily, "issue_sorter_workers_alive", "Workers with a recent heartbeat, by queue",
+                      ["queue"], (([queue], count) for queue, count in alive.items()))
+        yield _family(GaugeMetricFamily, "issue_sorter_serving_engine", "1 for each engine a live bot worker serves "
+                      "a model with (chosen on its machine: core.engines)", ["worker", "scope", "version", "engine"],
+                      ((row, 1) for row in self.cache.get("engines", lambda: serving_engines(self.redis))))
         yield self._job_durations()
-        errors = CounterMetricFamily("issue_sorter_github_errors", "GitHub API errors met by jobs, by status",
-                                     labels=["status"])
-        for status, count in self.redis.hgetall(metrics.GITHUB_ERRORS_KEY).items():
-            errors.add_metric([status.decode()], int(count))
-        yield errors
+        errors = self.redis.hgetall(metrics.GITHUB_ERRORS_KEY).items()
+        yield _family(CounterMetricFamily, "issue_sorter_github_errors", "GitHub API errors met by jobs, by status",
+                      ["status"], (([status.decode()], int(count)) for status, count in errors))
 
     def _job_durations(self):
         family = HistogramMetricFamily("issue_sorter_job_duration_seconds", "How long jobs ran, by job",
@@ -183,11 +179,10 @@ class Collector:
         return family
 
     def _from_database(self):
-        outcomes = CounterMetricFamily("issue_sorter_predictions", "Issues classified, by what the bot did "
-                                       "(applied, abstained, suggested, shadow, held, ...)", labels=["outcome"])
-        for outcome, count in self.cache.get("predictions", self._predictions_by_outcome):
-            outcomes.add_metric([outcome], count)
-        yield outcomes
+        yield _family(CounterMetricFamily, "issue_sorter_predictions", "Issues classified, by what the bot did "
+                      "(applied, abstained, suggested, shadow, held, ...)", ["outcome"],
+                      (([outcome], count) for outcome, count in self.cache.get("predictions",
+                                                                              self._predictions_by_outcome)))
 
     def _predictions_by_outcome(self) -> list[tuple[str, int]]:
         with self.session_factory() as session:

@@ -54,8 +54,9 @@ def run_command(args: argparse.Namespace, load: LoadSettings = load_settings) ->
     """Prepare what the command declared (settings, a migrated database), run it, explain its errors."""
     try:
         settings = None if args.settings is None else load(require_webhook_secret=args.settings == WEBHOOK)
-        if settings is not None:
-            warn_unknown_variables(os.environ)
+        if settings is not None:  # each ISSUE_SORTER_* variable nothing reads: a misspelt one keeps its default
+            for line in unknown_variables(os.environ).values():
+                print(f"issue-sorter: warning: {line}", file=sys.stderr)
         if args.database:
             require_tables(settings.database_url)
         return args.handler(args, settings) or 0
@@ -64,12 +65,6 @@ def run_command(args: argparse.Namespace, load: LoadSettings = load_settings) ->
     except (DatabaseNotReady, RegistryError, SlotsError, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-
-
-def warn_unknown_variables(environ) -> None:
-    """Name each ISSUE_SORTER_* variable nothing reads: a misspelt one would otherwise leave its default on."""
-    for line in unknown_variables(environ).values():
-        print(f"issue-sorter: warning: {line}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None, *, load: LoadSettings = load_settings) -> int:

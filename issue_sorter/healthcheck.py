@@ -10,6 +10,7 @@ import os
 import socket
 import sys
 import urllib.request
+from http.client import HTTPException
 from pathlib import Path
 
 from redis import Redis
@@ -41,19 +42,20 @@ def container_role(command_line: Path = CONTAINER_COMMAND) -> str | None:
     return role_of_command([word.decode(errors="replace") for word in argv if word])
 
 
-def web_healthy(port: int, timeout: float = 5.0) -> bool:
-    """The web process on this host answers 200 on /healthz (its database and Redis are reachable)."""
+def web_answers(url: str, timeout: float = 5.0) -> bool:
+    """GET `url` (the web process's /healthz on loopback: its database and Redis are reachable) answers 200."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as response:
-            return response.status == 200
-    except OSError:  # refused, timed out, or a 503 (HTTPError is an OSError too)
+        with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310 - our own loopback URL
+            return answer.status == 200
+    except (OSError, HTTPException):  # refused, timed out, a 503 (an HTTPError is an OSError), garbled while starting
         return False
 
 
 def check(role: str, settings: Settings, hostname: str | None = None) -> str | None:
     """None when `role` is healthy here, else what is wrong."""
     if role == "web":
-        return None if web_healthy(settings.port) else f"no 200 from http://127.0.0.1:{settings.port}/healthz"
+        url = f"http://127.0.0.1:{settings.port}/healthz"
+        return None if web_answers(url) else f"no 200 from {url}"
     if not settings.redis_url:
         return "REDIS_URL is not set"
     hostname = hostname or socket.gethostname()

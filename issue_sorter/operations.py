@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import random
 import sys
+import tempfile
 from pathlib import Path
 
 from core.db import make_sessionmaker, session_scope
@@ -164,7 +165,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        from simulation.replay import ReplayOptions, replay, temporary_workdir, write_curve
+        from simulation.replay import ReplayOptions, replay, write_curve
     except ModuleNotFoundError as error:
         if error.name != "simulation":
             raise
@@ -192,7 +193,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     if args.label_map:
         options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))
     base = args.base_model_dir or _promoted_model_dir(settings)
-    with temporary_workdir() as workdir:
+    with tempfile.TemporaryDirectory(prefix="issue-sorter-replay-") as workdir:
         result = replay(examples, options, base, workdir=Path(workdir), progress=not args.json, history=history)
     csv_path, png_path = write_curve(result, args.out)
     if args.json:

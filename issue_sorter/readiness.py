@@ -10,14 +10,13 @@ waiting (deliveries are taken and queued meanwhile).
 from __future__ import annotations
 
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.client import HTTPException
 
 from redis.exceptions import RedisError
 
 from core import engines
+from issue_sorter.healthcheck import web_answers
 from issue_sorter.supervisor import Child
 
 READY_SECONDS = 300.0  # say what is missing after this long: a cold start loads torch and a model (seconds)
@@ -30,15 +29,6 @@ def warmed_processes(redis) -> set[str] | None:
         return {process.decode() for process in redis.hkeys(engines.WARMED_KEY)}
     except RedisError:
         return None
-
-
-def web_answers(url: str, timeout: float = 1.0) -> bool:
-    """GET `url` (the service's /healthz on loopback) answers 200."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310 - our own loopback URL
-            return answer.status == 200
-    except (OSError, HTTPException):  # refused, reset or garbled while gunicorn starts
-        return False
 
 
 @dataclass
@@ -90,5 +80,5 @@ def make_readiness(labelling: Sequence[Child], redis, port: int, announce: Calla
                    timeout: float = READY_SECONDS) -> Readiness:
     """The readiness of a `run` whose labelling workers are `labelling`, web server on `port`."""
     url = f"http://127.0.0.1:{port}/healthz"
-    return Readiness(labelling, lambda: warmed_processes(redis), lambda: web_answers(url), announce, say,
+    return Readiness(labelling, lambda: warmed_processes(redis), lambda: web_answers(url, 1.0), announce, say,
                      time.monotonic() if started is None else started, timeout)

@@ -29,7 +29,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -37,7 +37,7 @@ import jwt
 import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from flask import Flask, Response, request
+from flask import Flask, Response, abort, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import WSGIRequestHandler, make_server
 
@@ -528,7 +528,7 @@ class FakeGitHub:
             ("GET", issue, self._issue, None),
             ("PATCH", issue, self._update_issue, None),
             ("GET", f"{repo}/issue-types", self._list_issue_types, None),
-            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue_by_repo_id, None),
+            ("GET", "/repositories/<int:repo_id>/issues/<int:number>", self._issue, None),
             ("GET", "/repositories/<int:repo_id>", self._public_repository, "anyone"),
             ("GET", f"{repo}/labels", self._list_labels, "user+"),
             ("POST", f"{repo}/labels", self._create_label, None),
@@ -554,6 +554,7 @@ class FakeGitHub:
         for method, rule, view, who in routes:
             app.add_url_rule(rule, view.__name__.lstrip("_"), view, methods=[method])
             self._who[view.__name__.lstrip("_")] = who
+        app.url_value_preprocessor(self._full_name)
         app.before_request(self._before_request)
         app.after_request(self._record)
         app.register_error_handler(HTTPException,
@@ -581,10 +582,8 @@ class FakeGitHub:
         if issued is None or issued.expires_at <= time.time():
             return _error(401, "Bad credentials")
         args = request.view_args or {}
-        visible = self._installations[issued.installation_id]
-        full_name = (f"{args['owner']}/{args['name']}" if "owner" in args
-                     else self._repo_name(args.get("repo_id")))
-        if full_name is not None and full_name not in visible:
+        full_name = args.get("full_name")
+        if full_name is not None and full_name not in self._installations[issued.installation_id]:
             return _error(404, "Not Found")  # GitHub hides what the installation cannot see
         moved = self._moved.get((full_name, args.get("number")))
         if moved is not None:  # a transferred issue: every URL under the old one redirects
@@ -594,9 +593,14 @@ class FakeGitHub:
             return _json(body, 301, {"Location": location})
         return None
 
-    def _repo_name(self, repo_id: int | None) -> str | None:
-        """The full name of the repository with this id, None when there is none."""
-        return next((name for name, repo in self._repos.items() if repo["id"] == repo_id), None)
+    def _full_name(self, endpoint: str | None, args: dict[str, Any] | None) -> None:
+        """The handlers take a repository's full name: /repos/{owner}/{name}'s, or that of /repositories/{id}
+        (None when there is none)."""
+        if args and "owner" in args:
+            args["full_name"] = f"{args.pop('owner')}/{args.pop('name')}"
+        elif args and "repo_id" in args:
+            repo_id = args.pop("repo_id")
+            args["full_name"] = next((name for name, repo in self._repos.items() if repo["id"] == repo_id), None)
 
     def _check_user_token(self, credentials: str, who: str | None) -> Response | None:
         login, expires = self._user_tokens.get(credentials, (None, 0.0))
@@ -605,9 +609,9 @@ class FakeGitHub:
         if who == "user":
             return None
         args = request.view_args or {}
-        if who != "user+" or "owner" not in args:
+        if who != "user+" or "full_name" not in args:
             return _error(403, "Resource not accessible by integration")
-        if self._role(f"{args['owner']}/{args['name']}", login) == "none":
+        if self._role(args["full_name"], login) == "none":
             return _error(404, "Not Found")
         return None
 
@@ -693,8 +697,9 @@ class FakeGitHub:
         return _issue_json(self.url, full_name, issue, self._labels_json(full_name, issue["labels"]),
                            single=single)
 
-    def _page(self, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
-        """One page of `items` and GitHub's Link header (rels prev, next, last, first) for the others."""
+    def _paged(self, items: list[Any], wrap: Callable[[list[Any]], Any] = list) -> Response:
+        """One page of `items` (as `wrap` makes it the answer's body) with GitHub's Link header (rels prev,
+        next, last, first) for the others."""
         per_page = min(max(int(request.args.get("per_page", 30)), 1), 100)
         page, last = max(int(request.args.get("page", 1)), 1), max(math.ceil(len(items) / per_page), 1)
         rels = [("prev", page - 1)] if page > 1 else []
@@ -703,7 +708,14 @@ class FakeGitHub:
         params = {**request.args.to_dict(), "per_page": str(per_page)}
         link = ", ".join(f'<{self.url}{request.path}?{urlencode({**params, "page": n})}>; rel="{rel}"'
                          for rel, n in rels)
-        return items[(page - 1) * per_page:page * per_page], ({"Link": link} if link else {})
+        return _json(wrap(items[(page - 1) * per_page:page * per_page]), headers={"Link": link} if link else {})
+
+    def _issue_of(self, full_name: str | None, number: int) -> dict[str, Any]:
+        """The repository's issue; a missing one is answered 404 (abort: GitHub's body, by the error handler)."""
+        issue = self._repos[full_name]["issues"].get(number) if full_name in self._repos else None
+        if issue is None:
+            abort(404)
+        return issue
 
     def _newest_first(self) -> list[dict[str, Any]]:
         return sorted(self._deliveries.values(), key=lambda a: (a["delivered_at"], a["id"]), reverse=True)
@@ -736,13 +748,12 @@ class FakeGitHub:
         return _json({"token": issued.token, "expires_at": _timestamp(issued.expires_at),
                       "permissions": permissions, "repository_selection": "selected"}, 201)
 
-    def _repo_installation(self, owner: str, name: str) -> Response:
-        if f"{owner}/{name}" not in self._repos:
+    def _repo_installation(self, full_name: str) -> Response:
+        iid = self._repos.get(full_name, {}).get("installation_id")
+        if full_name not in self._installations.get(iid, ()):  # none, taken out of it, or the App uninstalled
             return _error(404, "Not Found")
-        iid = self._repos[f"{owner}/{name}"]["installation_id"]
-        if f"{owner}/{name}" not in self._installations.get(iid, ()):
-            return _error(404, "Not Found")  # taken out of the installation, or the App uninstalled
-        return _json(_installation_json(self.url, iid, owner, self.app_id, self._single_files.get(iid, [CONFIG_FILE])))
+        return _json(_installation_json(self.url, iid, full_name.split("/")[0], self.app_id,
+                                        self._single_files.get(iid, [CONFIG_FILE])))
 
     def _the_app(self) -> Response:
         """The App itself (GET /app), owned by the account of its first installation ("octo" without one)."""
@@ -756,10 +767,8 @@ class FakeGitHub:
         """The App's installations (GET /app/installations, as the App), each named by its first repository's
         owner."""
         found = [(iid, sorted(names)) for iid, names in sorted(self._installations.items()) if names]
-        page, headers = self._page([_installation_json(self.url, iid, names[0].split("/")[0], self.app_id,
-                                                       self._single_files.get(iid, [CONFIG_FILE]))
-                                    for iid, names in found])
-        return _json(page, headers=headers)
+        return self._paged([_installation_json(self.url, iid, names[0].split("/")[0], self.app_id,
+                                               self._single_files.get(iid, [CONFIG_FILE])) for iid, names in found])
 
     def _list_hook_deliveries(self) -> Response:
         """Newest first; the Link header's rel="next" carries the cursor of the next page, as on GitHub."""
@@ -791,40 +800,32 @@ class FakeGitHub:
         self._deliveries[attempt["id"]] = attempt
         return _json({}, 202)
 
-    def _repository(self, owner: str, name: str) -> Response:
-        repo = self._repos[f"{owner}/{name}"]  # one the token cannot see was answered 404 before this
-        return _json(_repo_json(self.url, f"{owner}/{name}", repo["id"], repo.get("private", False)))
+    def _repository(self, full_name: str) -> Response:
+        repo = self._repos[full_name]  # one the token cannot see was answered 404 before this
+        return _json(_repo_json(self.url, full_name, repo["id"], repo.get("private", False)))
 
-    def _public_repository(self, repo_id: int) -> Response:
+    def _public_repository(self, full_name: str | None) -> Response:
         """GET /repositories/{id} without a token: a public repository; a private one is hidden (404)."""
-        full_name = self._repo_name(repo_id)
         if full_name is None or self._repos[full_name].get("private", False):
             return _error(404, "Not Found")
-        return _json(_repo_json(self.url, full_name, repo_id, False))
+        return _json(_repo_json(self.url, full_name, self._repos[full_name]["id"], False))
 
-    def _list_issues(self, owner: str, name: str) -> Response:
-        full_name, state = f"{owner}/{name}", request.args.get("state", "open")
+    def _list_issues(self, full_name: str) -> Response:
+        state = request.args.get("state", "open")
         issues = [i for i in self._repos[full_name]["issues"].values() if state in ("all", i["state"])]
         newest_first = request.args.get("direction", "desc") != "asc"
         issues.sort(key=lambda i: (i["created_at"], i["number"]), reverse=newest_first)
-        page, headers = self._page(issues)
-        return _json([self._issue_json(full_name, i, single=False) for i in page], headers=headers)
+        return self._paged(issues, lambda page: [self._issue_json(full_name, i, single=False) for i in page])
 
-    def _issue(self, owner: str, name: str, number: int) -> Response:
-        issue = self._repos[f"{owner}/{name}"]["issues"].get(number)
-        return _json(self._issue_json(f"{owner}/{name}", issue)) if issue else _error(404, "Not Found")
+    def _issue(self, full_name: str | None, number: int) -> Response:
+        return _json(self._issue_json(full_name, self._issue_of(full_name, number)))
 
-    def _issue_by_repo_id(self, repo_id: int, number: int) -> Response:
-        full_name = self._repo_name(repo_id)
-        return self._issue(*full_name.split("/"), number) if full_name else _error(404, "Not Found")
+    def _list_labels(self, full_name: str) -> Response:
+        names = [label["name"] for label in self._repos[full_name]["labels"].values()]
+        return self._paged(names, lambda page: self._labels_json(full_name, page))
 
-    def _list_labels(self, owner: str, name: str) -> Response:
-        full_name = f"{owner}/{name}"
-        page, headers = self._page([label["name"] for label in self._repos[full_name]["labels"].values()])
-        return _json(self._labels_json(full_name, page), headers=headers)
-
-    def _create_label(self, owner: str, name: str) -> Response:
-        full_name, spec = f"{owner}/{name}", request.get_json(silent=True) or {}
+    def _create_label(self, full_name: str) -> Response:
+        spec = request.get_json(silent=True) or {}
         label_name, color = spec.get("name"), spec.get("color", NEW_LABEL_COLOR)
         if not label_name:
             code, field = "missing_field", "name"
@@ -837,36 +838,31 @@ class FakeGitHub:
             return _json(_label_json(self.url, full_name, label), 201)
         return _error(422, "Validation Failed", errors=[{"resource": "Label", "code": code, "field": field}])
 
-    def _list_issue_types(self, owner: str, name: str) -> Response:
-        types = self._repos[f"{owner}/{name}"]["issue_types"]
+    def _list_issue_types(self, full_name: str) -> Response:
+        types = self._repos[full_name]["issue_types"]
         return _json(types) if types else _error(404, "Not Found")
 
-    def _update_issue(self, owner: str, name: str, number: int) -> Response:
+    def _update_issue(self, full_name: str, number: int) -> Response:
         """PATCH an issue: the fake knows `type` (a type name, or None to remove it)."""
-        repo, body = self._repos[f"{owner}/{name}"], request.get_json(silent=True) or {}
-        issue = repo["issues"].get(number)
-        if issue is None:
-            return _error(404, "Not Found")
+        issue, body = self._issue_of(full_name, number), request.get_json(silent=True) or {}
         if "type" in body:
-            found = [t for t in repo["issue_types"] if body["type"] and t["name"].lower() == str(body["type"]).lower()]
+            types = self._repos[full_name]["issue_types"]
+            found = [t for t in types if body["type"] and t["name"].lower() == str(body["type"]).lower()]
             if body["type"] is not None and not found:
                 return _error(422, "Validation Failed", errors=[{"resource": "Issue", "field": "type",
                                                                   "code": "invalid"}])
             issue["type"] = found[0] if found else None
-        return _json(self._issue_json(f"{owner}/{name}", issue))
+        return _json(self._issue_json(full_name, issue))
 
     def issue_type(self, full_name: str, number: int) -> str | None:
         """The name of the issue's type, None when it has none."""
         with self._lock:
             return (self._repos[full_name]["issues"][number].get("type") or {}).get("name")
 
-    def _add_labels(self, owner: str, name: str, number: int) -> Response:
+    def _add_labels(self, full_name: str, number: int) -> Response:
         """Body is a bare list (what PyGithub sends) or {"labels": [...]}; unknown labels are created."""
-        full_name, body = f"{owner}/{name}", request.get_json(silent=True)
-        issue = self._repos[full_name]["issues"].get(number)
+        issue, body = self._issue_of(full_name, number), request.get_json(silent=True)
         names = body.get("labels") if isinstance(body, dict) else body
-        if issue is None:
-            return _error(404, "Not Found")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             return _error(422, "Invalid request.")
         for label in (self._label(full_name, n)["name"] for n in names):
@@ -874,8 +870,7 @@ class FakeGitHub:
                 issue["labels"].append(label)
         return _json(self._labels_json(full_name, issue["labels"]))
 
-    def _remove_label(self, owner: str, name: str, number: int, label: str) -> Response:
-        full_name = f"{owner}/{name}"
+    def _remove_label(self, full_name: str, number: int, label: str) -> Response:
         issue = self._repos[full_name]["issues"].get(number)
         present = [n for n in (issue["labels"] if issue else []) if n.lower() == label.lower()]
         if not present:
@@ -883,11 +878,8 @@ class FakeGitHub:
         issue["labels"].remove(present[0])
         return _json(self._labels_json(full_name, issue["labels"]))
 
-    def _create_comment(self, owner: str, name: str, number: int) -> Response:
-        full_name, body = f"{owner}/{name}", (request.get_json(silent=True) or {}).get("body")
-        issue = self._repos[full_name]["issues"].get(number)
-        if issue is None:
-            return _error(404, "Not Found")
+    def _create_comment(self, full_name: str, number: int) -> Response:
+        issue, body = self._issue_of(full_name, number), (request.get_json(silent=True) or {}).get("body")
         if not isinstance(body, str):
             return _error(422, "Invalid request.")
         cid, now = next(self._ids), _timestamp(time.time())
@@ -900,21 +892,17 @@ class FakeGitHub:
         issue["comments"].append(comment)
         return _json(comment, 201)
 
-    def _list_comments(self, owner: str, name: str, number: int) -> Response:
-        issue = self._repos[f"{owner}/{name}"]["issues"].get(number)
-        if issue is None:
-            return _error(404, "Not Found")
-        page, headers = self._page(issue["comments"])
-        return _json(page, headers=headers)
+    def _list_comments(self, full_name: str, number: int) -> Response:
+        return self._paged(self._issue_of(full_name, number)["comments"])
 
-    def _create_reaction(self, owner: str, name: str, comment_id: int) -> Response:
+    def _create_reaction(self, full_name: str, comment_id: int) -> Response:
         """POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions: 201 with the reaction, 200 when
         this user already reacted so. The fake keeps no users' comments, so any id of a known repo is one."""
         content = (request.get_json(silent=True) or {}).get("content")
         if content not in REACTIONS:
             return _error(422, "Validation Failed", errors=[{"resource": "Reaction", "code": "invalid",
                                                              "field": "content"}])
-        reactions = self._reactions.setdefault((f"{owner}/{name}", comment_id), [])
+        reactions = self._reactions.setdefault((full_name, comment_id), [])
         user = _user_json(self.url, "issue-sorter[bot]", "Bot")
         for reaction in reactions:
             if reaction["content"] == content and reaction["user"]["login"] == user["login"]:
@@ -925,14 +913,13 @@ class FakeGitHub:
         reactions.append(reaction)
         return _json(reaction, 201)
 
-    def _permission(self, owner: str, name: str, login: str) -> Response:
+    def _permission(self, full_name: str, login: str) -> Response:
         # Someone who is not a collaborator reads as "none", as on a private repository.
-        role = self._role(f"{owner}/{name}", login)
+        role = self._role(full_name, login)
         user = {**_user_json(self.url, login), "permissions": _permission_levels(role), "role_name": role}
         return _json({"permission": ROLE_PERMISSION.get(role, "none"), "role_name": role, "user": user})
 
-    def _contents(self, owner: str, name: str, path: str) -> Response:
-        full_name = f"{owner}/{name}"
+    def _contents(self, full_name: str, path: str) -> Response:
         allowed = self._single_files.get(self._repos[full_name]["installation_id"])
         if allowed is not None and path not in allowed:
             return _error(403, "Resource not accessible by integration")
@@ -1011,8 +998,7 @@ class FakeGitHub:
         found = [(iid, self._visible_repos(login, iid)) for iid in sorted(self._installations)]
         installations = [_installation_json(self.url, iid, repos[0].split("/")[0], self.app_id)
                          for iid, repos in found if repos]
-        page, headers = self._page(installations)
-        return _json({"total_count": len(installations), "installations": page}, headers=headers)
+        return self._paged(installations, lambda page: {"total_count": len(installations), "installations": page})
 
     def _user_installation_repositories(self, installation_id: int) -> Response:
         """The installation's repositories the user can access, each with the user's `permissions`."""
@@ -1022,6 +1008,5 @@ class FakeGitHub:
             return _error(404, "Not Found")
         repos = [{**_repo_json(self.url, name, self._repos[name]["id"]),
                   "permissions": _permission_levels(self._role(name, login))} for name in names]
-        page, headers = self._page(repos)
-        return _json({"total_count": len(repos), "repository_selection": "selected", "repositories": page},
-                     headers=headers)
+        return self._paged(repos, lambda page: {"total_count": len(repos), "repository_selection": "selected",
+                                                "repositories": page})

@@ -22,7 +22,6 @@ import json
 import logging
 import re
 import secrets
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -185,25 +184,24 @@ def write_curve(result: dict, out_dir: Path) -> tuple[Path, Path]:
 
 
 def chart():
-    """(figure, axes) of a new chart, in the size every replay chart has (this one's and bench.replay's)."""
+    """A new chart's axes (its figure: `axes.figure`), in every replay chart's size (this one's, bench.replay's)."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7, 4), dpi=120)
-    return figure, figure.add_subplot()
+    return Figure(figsize=(7, 4), dpi=120).add_subplot()
 
 
-def save_chart(figure, axes, path: Path, *, title: str, xlabel: str, ylabel: str) -> Path:
+def save_chart(axes, path: Path, *, title: str, xlabel: str, ylabel: str) -> Path:
     """The charts' one look: a 0–1 score axis, a light grid, the legend bottom right; the PNG at `path`."""
     axes.set(title=title, xlabel=xlabel, ylabel=ylabel, ylim=(0, 1))
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path)
+    axes.figure.tight_layout()
+    axes.figure.savefig(path)
     return path
 
 
 def _plot(result: dict, path: Path) -> None:
-    figure, axes = chart()
+    axes = chart()
     seen = [point["seen"] for point in result["curve"]]
     axes.plot(seen, [point["accuracy"] for point in result["curve"]], marker="o", color="#0969da", label="accuracy")
     axes.plot(seen, [point["macro_f1"] for point in result["curve"]], marker="s", color="#8250df", label="macro-F1")
@@ -211,10 +209,6 @@ def _plot(result: dict, path: Path) -> None:
         promoted = "promoted" in (retrain["result"] or "") and "not promoted" not in (retrain["result"] or "")
         axes.axvline(retrain["seen"], color="#1a7f37" if promoted else "#bf8700", linestyle="--", linewidth=1)
     history = f", {result['history']} labelled before install" if result.get("history") else ""
-    save_chart(figure, axes, path, title=f"Replay of {result['repo']} ({result['issues']} new issues{history})",
+    save_chart(axes, path, title=f"Replay of {result['repo']} ({result['issues']} new issues{history})",
                xlabel="new issues seen (dashed: retraining; green promoted, amber kept out)",
                ylabel=f"on the next {result['window']} issues")
-
-
-def temporary_workdir() -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix="issue-sorter-replay-")

@@ -184,15 +184,3 @@ def tiny_model_dir(tmp_path_factory):
     from tests.tiny_model import train_tiny_model
 
     return train_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model")
-
-
-def promote_model(database_url: str, model_dir, source_dir, scope: str = "global") -> str:
-    """Register a copy of `source_dir` in the registry at `model_dir` and make it serve `scope`."""
-    from core.db import make_sessionmaker, session_scope
-    from trainer.registry import Registry
-
-    with session_scope(make_sessionmaker(database_url)) as session:
-        registry = Registry(model_dir, session)  # registering builds no fast path: PyTorch serves the bot's tests
-        row = registry.register(source_dir, scope=scope)
-        registry.promote(row.version, "test", scope=scope)
-        return row.version

@@ -42,13 +42,9 @@ def _scope_hash(scope: str) -> str:
 
 
 def scope_job_id(action: str, scope: str) -> str:
-    """One job id per action and scope, so a second request finds the first one's job."""
+    """One job id per action and scope, so a second request finds the first one's job (the retraining's: the
+    command's and the review page's button's alike)."""
     return f"{action}--{_scope_hash(scope)}"
-
-
-def retrain_job_id(scope: str) -> str:
-    """The retraining's id, shared by the command and the review page's button."""
-    return scope_job_id("retrain", scope)
 
 
 def claim_scope_job(redis: Redis, action: str, scope: str, who: str, cooldown_seconds: int) -> bool:
@@ -77,12 +73,13 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
     role = github.get_permission(repo, login)
     if role not in RETRAIN_ROLES:
         return f"refused: {login} has {role} permission; nothing written"
-    job_id = retrain_job_id(repo)
     if not claim_scope_job(redis, "retrain", repo, login, RETRAIN_COOLDOWN_SECONDS):
-        _react(github, event, ALREADY_QUEUED)
+        if event.get("comment_id") is not None:  # jobs queued before comment ids travelled have none
+            github.react_to_comment(repo, event["comment_id"], ALREADY_QUEUED)
         return f"refused: a retraining of {repo} is already queued, running or less than an hour old"
     reply_to = {"installation_id": event.get("installation_id"), "repo": repo, "number": event["number"]}
-    enqueue(redis, RETRAIN, {"scope": repo, "trigger": "comment", "reply_to": reply_to}, job_id=job_id)
+    enqueue(redis, RETRAIN, {"scope": repo, "trigger": "comment", "reply_to": reply_to},
+            job_id=scope_job_id("retrain", repo))
     event[QUEUED] = True  # the job's arguments: a rerun for the answer's write turn carries the decision
     github.create_comment(repo, event["number"], ACKNOWLEDGEMENT)
     return f"retraining queued for {repo} by {login} ({role})"
@@ -93,11 +90,6 @@ def is_job_pending(redis: Redis, job_id: str) -> bool:
         return Job.fetch(job_id, connection=redis, serializer=SERIALIZER).get_status() in PENDING
     except NoSuchJobError:
         return False
-
-
-def _react(github, event: dict, content: str) -> None:
-    if event.get("comment_id") is not None:  # jobs queued before comment ids travelled have none
-        github.react_to_comment(event["repo"], event["comment_id"], content)
 
 
 def retrain_reply(result: dict) -> str:

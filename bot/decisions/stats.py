@@ -8,6 +8,7 @@ from collections import Counter
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from core.store import as_utc
 from core.tables import IssueRecord, Prediction, Repository, utcnow
 
 RECENT_DAYS = 30
@@ -50,11 +51,6 @@ def summarize(predictions: list[Prediction]) -> dict:
             "abstained": outcomes["abstained"] + shadow_abstained, "awaiting_review": len(chosen) - judged,
             "judged": judged, "live_precision": decisions["accepted"] / judged if judged else None,
             "not_written": unwritten}
-
-
-def as_utc(moment: dt.datetime) -> dt.datetime:
-    # SQLite hands back naive datetimes; every timestamp we write is UTC
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
 def format_precision(precision: float | None, judged: int) -> str:

@@ -87,10 +87,6 @@ def problem_report(source: str, problems: tuple[str, ...] | list[str], *, held: 
     return "\n".join([head, *lines])
 
 
-def config_warning(report: str) -> str:
-    return f"{CONFIG_MARKER}\n{report}"
-
-
 def config_warning_key(repo: str, report: str) -> str:
     """Redis key that makes one report a day per repository (the same problems, the same key)."""
     return CONFIG_WARNED_KEY.format(repo, hashlib.sha256(report.encode()).hexdigest()[:16])

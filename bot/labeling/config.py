@@ -209,17 +209,14 @@ def _meant_guard(key: object, data: dict) -> bool:
 
 # ---- one check per setting: (key, value) → (parsed value, None) or (None, problem) -----------------------
 
-def _mode(key: str, value: object) -> tuple[object, str | None]:
-    mode = "off" if value is False else value  # YAML 1.1 reads bare off as false
-    if isinstance(mode, str) and mode in MODES:
-        return mode, None
-    return None, f"mode must be one of {', '.join(MODES)}, not {describe(value)}"
-
-
-def _apply(key: str, value: object) -> tuple[object, str | None]:
-    if isinstance(value, str) and value in APPLY:
-        return value, None
-    return None, f"apply must be one of {', '.join(APPLY)}, not {describe(value)}"
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, object], tuple[object, str | None]]:
+    """The check of a setting that names one of `choices` (mode, apply)."""
+    def check(key: str, value: object) -> tuple[object, str | None]:
+        chosen = "off" if value is False else value  # YAML 1.1 reads bare off as false (mode: off)
+        if isinstance(chosen, str) and chosen in choices:
+            return chosen, None
+        return None, f"{key} must be one of {', '.join(choices)}, not {describe(value)}"
+    return check
 
 
 def _labels(key: str, value: object) -> tuple[object, str | None]:
@@ -297,7 +294,7 @@ def _min_examples(key: str, value: object) -> tuple[object, str | None]:
 
 
 # every setting the file may hold, in the order `issue-sorter check-config` shows them
-CHECKS = {"mode": _mode, "apply": _apply, "labels": _labels, "allow": _names, "threshold": _fraction,
+CHECKS = {"mode": _one_of(MODES), "apply": _one_of(APPLY), "labels": _labels, "allow": _names, "threshold": _fraction,
           "target_precision": _target_precision, "comment_template": _template, "skip_authors": _names,
           "abstain_label": _label_name, "remove_abstain_label": _boolean, "areas": _areas,
           "min_examples": _min_examples}

@@ -371,5 +371,6 @@ def _config_warning(inputs: LabelingInputs) -> tuple[Write, ...]:
     """The config file's problems, commented on the issue once a day in comment and suggest mode."""
     if not inputs.config_report or inputs.policy.dry_run or inputs.policy.mode not in ("comment", "suggest"):
         return ()
-    return (Write("create_comment", (inputs.repo, inputs.number, comments.config_warning(inputs.config_report)),
+    text = f"{comments.CONFIG_MARKER}\n{inputs.config_report}"
+    return (Write("create_comment", (inputs.repo, inputs.number, text),
                   once_key=comments.config_warning_key(inputs.repo, inputs.config_report)),)

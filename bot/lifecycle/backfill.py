@@ -57,7 +57,9 @@ def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation
              max_issues: int = 1000) -> str:
     with session_scope(sessions) as session:
         repository = store.ensure_repository(session, repo, installation_id)
-        page, before = repository.backfill_next_page, _backfilled_count(session, repository)
+        page = repository.backfill_next_page
+        before = session.scalar(select(func.count(IssueRecord.id)).where(IssueRecord.repository_id == repository.id,
+                                                                         stored_by_backfill()))
     if page == BACKFILL_DONE:
         return f"{repo}: already backfilled"
     page, stored = page or 1, before  # an interrupted run's issues count towards the bound
@@ -72,11 +74,6 @@ def backfill(sessions: sessionmaker[Session], github, repo: str, *, installation
         page += 1
     log.info("backfilled %d labelled issues of %s", stored - before, repo)
     return f"{repo}: {stored - before} labelled issues stored"
-
-
-def _backfilled_count(session: Session, repository) -> int:
-    return session.scalar(select(func.count(IssueRecord.id)).where(IssueRecord.repository_id == repository.id,
-                                                                   stored_by_backfill()))
 
 
 def stored_by_backfill():

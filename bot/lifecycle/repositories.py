@@ -176,8 +176,9 @@ def _purge_one(session: Session, repository: Repository, model_dir: Path) -> Pur
     issue_ids = select(IssueRecord.id).where(IssueRecord.repository_id == repository.id)
     versions = list(session.scalars(select(ModelVersion).where(ModelVersion.scope == repository.full_name)))
     version_ids = [version.id for version in versions]
-    purged = Purged(repositories=1, model_versions=len(versions),
-                    directories=[Path(v.path) for v in versions if _inside(Path(v.path), model_dir)],
+    # a registered path outside MODEL_DIR is the operator's own copy: never deleted by a webhook
+    ours = [Path(v.path) for v in versions if Path(v.path).resolve().is_relative_to(model_dir.resolve())]
+    purged = Purged(repositories=1, model_versions=len(versions), directories=ours,
                     names=[(repository.full_name, repository.github_id)])
     _delete(session, MemoryEntry, MemoryEntry.repository_id == repository.id)  # embeddings of its issues
     prediction_ids = select(Prediction.id).where(Prediction.issue_id.in_(issue_ids))
@@ -209,11 +210,6 @@ def _forget_versions(session: Session, scope: str, version_ids: list[int]) -> No
 
 def _delete(session: Session, table, where) -> int:
     return session.execute(delete(table).where(where).execution_options(synchronize_session=False)).rowcount
-
-
-def _inside(path: Path, model_dir: Path) -> bool:
-    # a registered path outside MODEL_DIR is the operator's own copy: never deleted by a webhook
-    return path.resolve().is_relative_to(model_dir.resolve())
 
 
 def delete_directories(purged: Purged, redis: Redis | None = None) -> None:

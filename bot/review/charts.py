@@ -19,27 +19,28 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def _figure(width: float = 7.0, height: float = 3.2):
+def _axes(width: float = 7.0, height: float = 3.2):
+    """The one plot of a new figure (`axes.figure`), with a light grid."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    axes = Figure(figsize=(width, height), layout="constrained").add_subplot()
+    axes.grid(alpha=0.3)
+    return axes
 
 
 def _nothing(message: str, width: float = 7.0, height: float = 3.2) -> bytes:
     """A picture that says there is nothing to draw yet."""
-    figure = _figure(width, height)
-    axes = figure.add_subplot()
+    axes = _axes(width, height)
     axes.text(0.5, 0.5, message, ha="center", va="center", color=GREY)
     axes.set_axis_off()
-    return _png(figure)
+    return _png(axes.figure)
 
 
 def weekly_quality(weeks: Sequence[Week]) -> bytes:
     """Coverage (labelled share) and live precision (kept share of judged labels), week by week."""
     if not weeks:
         return _nothing("no predictions yet")
-    figure = _figure()
-    axes = figure.add_subplot()
+    axes = _axes()
     labels = [week.start.strftime("%b %d") for week in weeks]
     axes.plot(labels, [w.coverage for w in weeks], marker="o", color=BLUE, label="coverage: issues labelled")
     precision = [(label, w.precision) for label, w in zip(labels, weeks, strict=True) if w.precision is not None]
@@ -56,10 +57,9 @@ def weekly_quality(weeks: Sequence[Week]) -> bytes:
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("share")
     axes.set_title("Per week (weeks starting on)")
-    axes.grid(alpha=0.3)
     axes.legend(loc="lower left", fontsize=8)
     axes.tick_params(axis="x", labelrotation=30, labelsize=8)
-    return _png(figure)
+    return _png(axes.figure)
 
 
 def decisions_matrix(pairs: Sequence[tuple[str, str]]) -> bytes:
@@ -77,8 +77,7 @@ def model_history(rows: Sequence[ModelRow]) -> bytes:
     scored = [row for row in rows if row.macro_f1 is not None]  # the table's macro-F1, never another figure
     if not scored:
         return _nothing("no scored model yet")
-    figure = _figure()
-    axes = figure.add_subplot()
+    axes = _axes()
     for index, row in enumerate(scored):
         score = row.macro_f1
         color = GREEN if row.serving else (AMBER if row.scope != "global" else BLUE)
@@ -89,8 +88,7 @@ def model_history(rows: Sequence[ModelRow]) -> bytes:
     axes.set_ylim(0, 1)
     axes.set_ylabel("macro-F1 at registration\n(x: unseen repositories, per-repo mean)")
     axes.set_title("Models (green: serving, blue: global, amber: this repository's)")
-    axes.grid(alpha=0.3)
-    return _png(figure)
+    return _png(axes.figure)
 
 
 def backtest_curve(report: dict | None) -> bytes:
@@ -98,8 +96,7 @@ def backtest_curve(report: dict | None) -> bytes:
     share the App would have labelled and the precision of those labels; the target dashed."""
     if not report or not report.get("curve"):
         return _nothing("no dry run yet")
-    figure = _figure()
-    axes = figure.add_subplot()
+    axes = _axes()
     seen = [point["seen"] + point["issues"] for point in report["curve"]]
     axes.plot(seen, [point["coverage"] for point in report["curve"]], marker="o", color=BLUE,
               label="labelled: share of the window's issues")
@@ -114,6 +111,5 @@ def backtest_curve(report: dict | None) -> bytes:
     axes.set_xlabel(f"issues replayed, in time order (windows of {report['window']})")
     axes.set_ylabel("share")
     axes.set_title(f"Dry run on {report['repo']}'s history")
-    axes.grid(alpha=0.3)
     axes.legend(loc="lower right", fontsize=8)
-    return _png(figure)
+    return _png(axes.figure)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from bot.decisions.stats import as_utc
+from core.store import as_utc
 from core.tables import IssueRecord, LabelEvent, ModelVersion, Prediction, Repository
 
 PER_PAGE = 20

@@ -50,9 +50,10 @@ class NotItsTurn(Exception):
     deferral = True
     waits_for = "an earlier review of the same prediction"
 
-    def __init__(self, retry_after: float):
-        super().__init__(f"waits {retry_after:.0f} s for an earlier review of the same prediction")
-        self.retry_after = retry_after
+    def __init__(self, deferrals: int):
+        """It looks again in TURN_WAIT seconds, doubled for each of its `deferrals` so far, at most MAX_TURN_WAIT."""
+        self.retry_after = min(TURN_WAIT * 2 ** min(deferrals, 10), MAX_TURN_WAIT)
+        super().__init__(f"waits {self.retry_after:.0f} s for an earlier review of the same prediction")
 
 
 def subject_of(choice: str | None, label: str | None) -> str:
@@ -80,11 +81,6 @@ def is_turn(redis: Redis, prediction_id: int, review_id: str, *, now: float | No
     live = _live(redis.hgetall(_QUEUED.format(prediction_id)), time.time() if now is None else now)
     mine = next((review for review in live.values() if review.get("review_id") == review_id), None)
     return mine is None or not any(review["number"] < mine["number"] for review in live.values())
-
-
-def turn_wait(deferrals: int) -> float:
-    """Seconds before a review that is not its turn looks again, after `deferrals` waits already."""
-    return min(TURN_WAIT * 2 ** min(deferrals, 10), MAX_TURN_WAIT)
 
 
 def finish(redis: Redis, prediction_id: int, outcome: str, *, subject: str = KIND,

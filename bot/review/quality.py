@@ -11,7 +11,7 @@ from collections import Counter
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from bot.decisions.stats import as_utc, summarize
+from bot.decisions.stats import summarize
 from bot.review.decisions import of_repository
 from core import store
 from core.kinds import kind_of_label
@@ -28,7 +28,6 @@ from core.tables import (
 )
 from core.thresholds import DEFAULT_TARGET_PRECISION, MIN_SUPPORT
 
-MANAGING_ROLES = ("admin", "maintain")  # who may promote, roll back and retrain: the slash command's rule
 # Below this many judged labels a week's precision is shown with a warning: at 10 it is known to about
 # ±30 points (2·sqrt(0.25/n)), so a week of 3 decisions says next to nothing.
 MIN_WEEK_DECISIONS = 10
@@ -70,7 +69,7 @@ def weekly(session: Session, repo: str) -> list[Week]:
     """One row per ISO week with predictions, oldest first."""
     weeks: dict[dt.date, list[Prediction]] = {}
     for prediction in session.scalars(of_repository(select(Prediction), repo)):
-        day = as_utc(prediction.created_at).date()
+        day = store.as_utc(prediction.created_at).date()
         weeks.setdefault(day - dt.timedelta(days=day.weekday()), []).append(prediction)
     return [_week(start, found) for start, found in sorted(weeks.items())]
 
@@ -178,8 +177,3 @@ def own_label_quality(session: Session, repo: str) -> list[OwnLabelQuality]:
                             carried=len(carried.get(label, [])),
                             found=sum((issue, label) in applied_on for issue in carried.get(label, [])))
             for label in labels]
-
-
-def may_manage(role: str) -> bool:
-    return role in MANAGING_ROLES
-

@@ -16,6 +16,7 @@ from flask import Blueprint, abort, current_app, flash, g, redirect, render_temp
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
+from bot.decisions.commands import RETRAIN_ROLES  # who may manage models: the slash command's rule
 from bot.metrics import live_workers
 from bot.review import admins, charts, display, model_jobs, operator, pending, quality
 from bot.review.access import RepositoryAccess, ReviewStore
@@ -304,8 +305,9 @@ def _queue_review(repo: RepositoryAccess, row, choice: str | None, label: str | 
         pending.unmark(_redis(), row.prediction_id, subject)
         raise
     state = f"{choice}{' ' + job['label'] if job['label'] else ''} by {g.reviewer.login}"
-    return result | {"queued": True, "state": state,
-                     "message": f"Queued: {_describe(choice, row.label, label)} on #{row.number}."}
+    described = {"accept": f"accept {row.label!r}", "relabel": f"label {label!r}", "reject": "reject",
+                 "own-accept": f"accept {label!r}", "own-reject": f"reject {label!r}"}[choice]
+    return result | {"queued": True, "state": state, "message": f"Queued: {described} on #{row.number}."}
 
 
 def _review_problem(row, choice: str | None, label: str | None, repo: str) -> str | None:
@@ -322,11 +324,6 @@ def _review_problem(row, choice: str | None, label: str | None, repo: str) -> st
     if choice == "relabel" and label not in _known_labels(repo):
         return "Pick one of the repository's labels."
     return None
-
-
-def _describe(choice: str, ours: str | None, picked: str | None) -> str:
-    return {"accept": f"accept {ours!r}", "relabel": f"label {picked!r}", "reject": "reject",
-            "own-accept": f"accept {picked!r}", "own-reject": f"reject {picked!r}"}[choice]
 
 
 # ---- the operator's page: the instance's admins only (ISSUE_SORTER_ADMINS); anyone else gets 404 -----
@@ -371,7 +368,7 @@ def quality_page(owner: str, name: str):
     jobs = model_jobs.states(_redis(), repo.full_name)
     return render_template("review/quality.html", repo=repo, weeks=weeks, models=models, target=target,
                            own=own,
-                           manage=quality.may_manage(repo.role), shadow=shadow, held=held, jobs=jobs,
+                           manage=repo.role in RETRAIN_ROLES, shadow=shadow, held=held, jobs=jobs,
                            min_week=quality.MIN_WEEK_DECISIONS,
                            preview=preview.REPORTS.last(_redis(), repo.full_name),
                            backtest=backtest.REPORTS.last(_redis(), repo.full_name),
@@ -400,7 +397,7 @@ def manage_models(owner: str, name: str, action: str):
     the preview: triage. One job per repository and action at a time, then a cooldown (model_jobs)."""
     repo = _reviewable(owner, name)
     managing = action in model_jobs.MANAGING
-    if action not in model_jobs.ACTIONS or (managing and not quality.may_manage(repo.role)):
+    if action not in model_jobs.ACTIONS or (managing and repo.role not in RETRAIN_ROLES):
         abort(404)
     kwargs = {"retrain": {"scope": repo.full_name, "trigger": "review"},
               "promote": {"version": request.form.get("version", ""), "scope": repo.full_name,

@@ -18,7 +18,8 @@ from bot.worker import build_context
 from core.queues import QUEUES, SERIALIZER
 from simulation.fake_github import FakeGitHub, generate_app_keypair
 from tests.bot.rules import repository
-from tests.conftest import WEBHOOK_SECRET, marked_settings, promote_model
+from tests.conftest import WEBHOOK_SECRET, marked_settings
+from tests.tiny_model import promote_model
 from trainer import context as training_context
 from trainer.worker import build_context as build_training_context
 

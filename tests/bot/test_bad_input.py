@@ -30,8 +30,9 @@ from core.tables import IssueRecord, Prediction, WebhookDelivery
 from tests.bot import rules
 from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
 from tests.bot.rules import CLASSIFIER, label, repository, snapshot
-from tests.conftest import WEBHOOK_SECRET, promote_model
+from tests.conftest import WEBHOOK_SECRET
 from tests.fakes import FakeClassifier, FakeGitHub
+from tests.tiny_model import promote_model
 
 pytestmark = pytest.mark.redis
 

@@ -124,7 +124,7 @@ def test_permission_and_missing_issue_errors_are_recorded_and_dropped(worker_con
 
 def test_dry_run_classifies_and_stores_but_never_calls_github(app_settings, sessions, redis, tiny_model_dir,
                                                               fake_github, client, payload):
-    from tests.conftest import promote_model
+    from tests.tiny_model import promote_model
 
     promote_model(app_settings.database_url, app_settings.model_dir, tiny_model_dir)
     dry = dataclasses.replace(app_settings, app_id=None, private_key=None)
@@ -142,7 +142,7 @@ def test_dry_run_classifies_and_stores_but_never_calls_github(app_settings, sess
 
 def test_a_promotion_reaches_the_running_worker_without_restart(worker_context, fake_github, client, payload,
                                                                 redis, tiny_model_dir, app_settings):
-    from tests.conftest import promote_model
+    from tests.tiny_model import promote_model
 
     open_issue(fake_github, client, payload, 1, "d-v1")
     run_worker(redis)

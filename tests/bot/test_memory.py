@@ -15,7 +15,7 @@ from bot.worker import build_context
 from core.db import session_scope
 from core.tables import IssueRecord, MemoryEntry, ModelVersion, Prediction, Repository
 from tests.bot.conftest import INSTALLATION, REPO, deliver, issue_payload, run_worker
-from tests.conftest import promote_model
+from tests.tiny_model import promote_model
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 OTHER = "Codertocat/Other-Repo"

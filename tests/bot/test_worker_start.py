@@ -17,7 +17,7 @@ from core.card import update_card
 from core.encoder import TransformerClassifier
 from core.engines import ENGINES_KEY, TORCH_BF16, TORCH_FP32, WARMED_KEY, process_name
 from core.queues import LABELING_QUEUE, ContractJob, make_queue
-from tests.conftest import promote_model
+from tests.tiny_model import promote_model
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 EVENTS: list[str] = []

@@ -21,8 +21,9 @@ from core.kinds import labels_for_kinds
 from core.migrate import upgrade
 from core.tables import Prediction
 from simulation.fake_github import FakeGitHub
-from tests.conftest import WEBHOOK_SECRET, promote_model
+from tests.conftest import WEBHOOK_SECRET
 from tests.ports import free_port
+from tests.tiny_model import promote_model
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 REPO = "Codertocat/Hello-World"

@@ -19,8 +19,8 @@ from core.tables import IssueRecord, Prediction
 from issue_sorter.cli import main
 from issue_sorter.predict import read_issue
 from tests.bot.rules import LABELS, REPO, SETTINGS, repository, run_job
-from tests.conftest import promote_model
 from tests.fakes import FakeEncoder
+from tests.tiny_model import promote_model
 
 ENCODER = FakeEncoder({"crash": "bug", "please add": "feature"}, version="fake-1")
 TITLE, BODY = "Crash when saving a file", "Traceback (most recent call last): TypeError"

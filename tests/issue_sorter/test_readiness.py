@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import pytest
 
 from core import engines
-from issue_sorter.readiness import Readiness, warmed_processes, web_answers
+from issue_sorter.healthcheck import web_answers
+from issue_sorter.readiness import Readiness, warmed_processes
 from issue_sorter.supervisor import Child, supervise
 
 

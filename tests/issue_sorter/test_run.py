@@ -12,9 +12,9 @@ from redis.exceptions import AuthenticationError, NoPermissionError, ResponseErr
 from core.migrate import upgrade
 from issue_sorter.run import READY_LINE
 from simulation.fake_github import FakeGitHub
-from tests.conftest import promote_model
 from tests.issue_sorter.running import deliver, running_service, wait_for
 from tests.ports import free_port
+from tests.tiny_model import promote_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 REPO = "Codertocat/Hello-World"

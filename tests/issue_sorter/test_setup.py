@@ -15,10 +15,10 @@ import yaml
 from core.migrate import upgrade
 from issue_sorter.setup import SetupError, read_env, run_setup, start_registration
 from simulation.fake_github import FakeGitHub
-from tests.conftest import promote_model
 from tests.issue_sorter.running import deliver, running_service, wait_for
 from tests.paths import REPO_ROOT
 from tests.ports import free_port
+from tests.tiny_model import promote_model
 
 APP_YML = REPO_ROOT / "app.yml"
 REPO = "octo/widgets"

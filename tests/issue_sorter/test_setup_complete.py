@@ -18,12 +18,12 @@ from core.settings import Settings
 from issue_sorter.env_file import fill_from_env_file
 from issue_sorter.setup import SetupError, next_steps, read_env, run_setup, start_registration
 from simulation.fake_github import FakeGitHub
-from tests.conftest import promote_model
 from tests.issue_sorter.running import running_service, wait_for
-from tests.ports import free_port
 from tests.issue_sorter.test_forward import Channel
 from tests.issue_sorter.test_setup import in_background, wait_for_page
 from tests.paths import REPO_ROOT
+from tests.ports import free_port
+from tests.tiny_model import promote_model
 
 APP_YML = REPO_ROOT / "app.yml"
 REPO = "octo/widgets"

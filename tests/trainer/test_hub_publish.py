@@ -9,7 +9,7 @@ import pytest
 from core.card import MODEL_CARD, ModelCard, read_card, write_card
 from core.settings import Settings
 from issue_sorter.cli import main
-from tests.conftest import promote_model
+from tests.tiny_model import promote_model
 from trainer import publish
 
 REPO = "octo/issue-sorter-model"

@@ -12,7 +12,8 @@ from core.encoder import SERVES
 from core.engines import FAST_DIR
 from core.settings import Settings
 from issue_sorter.cli import main
-from tests.conftest import ONNX_FIRST, promote_model
+from tests.conftest import ONNX_FIRST
+from tests.tiny_model import promote_model
 from trainer import publish
 from trainer.registry import Registry
 

@@ -14,8 +14,8 @@ from core.migrate import upgrade
 from issue_sorter.cli import main
 from simulation.fake_github import FakeGitHub
 from simulation.replay import DEFAULT_LABELS, ReplayOptions, replay
-from tests.conftest import promote_model
 from tests.paths import NLBSE
+from tests.tiny_model import promote_model
 from trainer.dataset import load_file
 
 REPO, HISTORY, ISSUES, WINDOW = "opencv/opencv", 12, 40, 7
