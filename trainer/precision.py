@@ -2,12 +2,13 @@
 showed it trains as well as fp32, else fp32.
 
 Whether bf16 autocast keeps fp32's quality, and how much time it saves, is a property of the CPU's bf16
-instructions (AMX, AVX-512 BF16), not of the model or the issues. So it is measured once per CPU kind (its maker
-and the instruction flags that bear on bf16: `CpuKind`; CPU models with the same flags train alike) by a short training of both precisions on the same
-issues (`measure_verdict`), kept in the model directory's precision-verdicts.json, and read by every training
-after it: bootstrap-model, train, select and each retraining train once. Verdicts measured on known CPU kinds
-ship with the project (`SHIPPED_VERDICTS`); `issue-sorter measure-precision` measures this machine's again. A
-CPU without bf16 instructions trains fp32 and needs no verdict; `--precision fp32|bf16` trains as asked.
+instructions (AMX, AVX-512 BF16), not of the model or the issues. So it is measured once per CPU kind (its
+maker and the instruction flags that bear on bf16: `CpuKind`; CPU models with the same flags train alike)
+by a short training of both precisions on the same issues (`measure_verdict`), kept in the model
+directory's precision-verdicts.json, and read by every training after it: bootstrap-model, train, select
+and each retraining train once. Verdicts measured on known CPU kinds ship with the project
+(`SHIPPED_VERDICTS`); `issue-sorter measure-precision` measures this machine's again. A CPU without bf16
+instructions trains fp32 and needs no verdict; `--precision fp32|bf16` trains as asked.
 The card records the precision and the verdict it followed (`training.precision_verdict`).
 """
 
