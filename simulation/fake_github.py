@@ -579,7 +579,8 @@ class FakeGitHub:
                 return None
             return _error(401, "A JSON web token could not be decoded")
         issued = self._tokens.get(credentials)
-        if issued is None or issued.expires_at <= time.time():
+        # expired, or its installation deleted (the App uninstalled): GitHub revokes its tokens
+        if issued is None or issued.expires_at <= time.time() or issued.installation_id not in self._installations:
             return _error(401, "Bad credentials")
         args = request.view_args or {}
         full_name = args.get("full_name")

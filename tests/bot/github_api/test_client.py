@@ -350,6 +350,18 @@ def test_token_refusal_for_a_removed_installation_is_permanent(app, fake_github)
     assert caught.value.status == 404
 
 
+def test_an_installation_deleted_while_its_token_is_held_is_permanent_not_retried(writer, fake_github):
+    writer.get_issue(REPO, 1)  # the token is fetched and cached
+    fake_github.set_installation(INSTALLATION_ID, deleted=True)  # the App uninstalled mid-job
+
+    with pytest.raises(PermanentGitHubError) as caught:
+        writer.get_issue(REPO, 1)
+
+    assert caught.value.status == 404  # the token refused (401), its renewal refused: the installation is gone
+    assert [r.status for r in fake_github.calls("GET", rf"/repos/{REPO}/issues/1")] == [200, 401]
+    assert [r.status for r in token_posts(fake_github)] == [201, 404]
+
+
 def test_connection_refused_is_transient(app_key):
     with FakeGitHub(APP_ID, app_key[1]) as fake:
         url = fake.url  # a port that was just free and now has nobody listening
