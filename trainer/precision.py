@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import random
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,6 +172,16 @@ def held_out_f1(trained: TrainedModel, held_out: Sequence[Example]) -> float:
     return evaluate_classifier(trained.classifier(), held_out, labels=trained.labels)["macro_f1"]
 
 
+def speedup(bf16: TrainedModel, fp32: TrainedModel) -> float:
+    """fp32's time over bf16's: their median steps where both timed each one. Both took the same batches in
+    the same order, and a median leaves out the first steps, which the run measured first pays for (new
+    tensor shapes, memory touched for the first time), enough to turn whole runs' ratio around
+    (docs/BENCHMARKS.md, "Training per precision")."""
+    if bf16.step_seconds and fp32.step_seconds:
+        return round(statistics.median(fp32.step_seconds) / max(statistics.median(bf16.step_seconds), 1e-9), 2)
+    return round(fp32.seconds / max(bf16.seconds, 1e-9), 2)
+
+
 def measure_verdict(config: TrainConfig, examples: Sequence[Example], kind: CpuKind, *,
                     options: MeasureOptions = MeasureOptions(), progress: bool = False,
                     train: Callable[..., TrainedModel] = fine_tune,
@@ -191,8 +202,7 @@ def measure_verdict(config: TrainConfig, examples: Sequence[Example], kind: CpuK
             for precision in ("bf16", "fp32")}
     f1 = {precision: score(trained, held_out) for precision, trained in runs.items()}
     holds = bf16_holds(f1["bf16"], f1["fp32"], len(held_out))
-    verdict = Verdict(kind.key, "bf16" if holds else "fp32",
-                      round(runs["fp32"].seconds / max(runs["bf16"].seconds, 1e-9), 2), round(f1["bf16"], 4),
+    verdict = Verdict(kind.key, "bf16" if holds else "fp32", speedup(runs["bf16"], runs["fp32"]), round(f1["bf16"], 4),
                       round(f1["fp32"], 4), len(held_out), round(noise(f1["fp32"], len(held_out)), 4),
                       runs["bf16"].steps, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     log.log(logging.INFO if holds else logging.WARNING, "precision on %s: bf16 macro-F1 %.4f against fp32's "

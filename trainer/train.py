@@ -41,6 +41,7 @@ class TrainedModel:
     precision: str = "fp32"  # what the CPU trained it in: fp32 | bf16 (autocast); on CUDA, fp32 weights
     precision_verdict: dict | None = None  # the CPU's verdict it followed, or why none (trainer.precision)
     device: str = "cpu"  # where it trained: cpu, or cuda (float16 autocast, `config.fp16`)
+    step_seconds: list[float] = field(default_factory=list)  # wall time of each step
 
     def save(self, directory: Path | str, *, version: str, metrics: dict | None = None,
              thresholds: dict[str, float] | None = None, data_fingerprint: str = "") -> Path:
@@ -93,12 +94,12 @@ def fine_tune(config: TrainConfig, examples: Sequence[Example], labels: Sequence
     device = config.resolved_device()
     if device != "cpu":
         precision = "fp32"  # fp32 weights, float16 autocast on CUDA
-    steps, losses = train_loop(model, tokenizer, input_ids, targets, config, progress, weights, precision)
+    losses, step_seconds = train_loop(model, tokenizer, input_ids, targets, config, progress, weights, precision)
     seconds = time.perf_counter() - started
     log.info("fine-tuned %s on %d examples: %d steps on %s in %.1f s (%s)", config.resolved_base_model(),
-             len(examples), steps, device, seconds, precision)
+             len(examples), len(losses), device, seconds, precision)
     return TrainedModel(model.eval(), tokenizer, labels, config, config.resolved_base_model(), seconds,
-                        steps, losses, precision, device=device)
+                        len(losses), losses, precision, device=device, step_seconds=step_seconds)
 
 
 def check_labels(examples: Sequence[Example], labels: Sequence[str] | None) -> list[str]:
@@ -178,8 +179,8 @@ def linear_schedule(optimizer, total_steps: int, warmup_ratio: float):
 
 def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int], config: TrainConfig,
                progress: bool, weights: Sequence[float] | None = None, precision: str = "fp32"
-               ) -> tuple[int, list[float]]:
-    """Run the optimizer over the epochs (or max_steps); returns steps taken and each step's loss.
+               ) -> tuple[list[float], list[float]]:
+    """Run the optimizer over the epochs (or max_steps); returns each step's loss and its seconds.
     `weights`, one per class, scale each class's share of the loss (None: all alike)."""
     import torch
     import torch.nn.functional as F
@@ -218,13 +219,16 @@ def train_loop(model, tokenizer, input_ids: list[list[int]], targets: list[int],
     generator = torch.Generator().manual_seed(config.seed)  # batch order, independent of other RNG use
     lengths = [len(ids) for ids in input_ids]
     losses: list[float] = []
+    step_seconds: list[float] = []
     model.train()
     with tqdm(total=total, disable=not progress, desc="fine-tuning", unit="step") as bar:
         for _ in range(config.epochs):
             for batch in length_buckets(lengths, config.batch_size, generator):
                 if len(losses) == total:
-                    return len(losses), losses
+                    return losses, step_seconds
+                started = time.perf_counter()
                 losses.append(step(batch))
+                step_seconds.append(time.perf_counter() - started)
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
-    return len(losses), losses
+    return losses, step_seconds

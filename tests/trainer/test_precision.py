@@ -20,6 +20,7 @@ from trainer.precision import (
     bf16_holds,
     fine_tune_for_cpu,
     noise,
+    speedup,
 )
 from trainer.train import TrainedModel, fine_tune
 
@@ -78,6 +79,20 @@ def test_a_second_training_reads_the_verdict_the_first_measured_and_trains_once(
     second, runs = trained_on(AMX, verdicts)  # the next bootstrap or retraining, same model directory
     assert runs == ["bf16"]
     assert second.precision_verdict == first.precision_verdict
+
+
+def test_the_verdicts_speed_is_its_median_steps_not_the_first_runs_warm_up():
+    """The precision measured first pays the process's first steps; each step's median leaves them out."""
+    def run(precision, step_seconds, seconds=None):
+        return TrainedModel(model=None, tokenizer=None, labels=["bug"], config=TrainConfig(), base_model="b",
+                            seconds=seconds or sum(step_seconds), steps=len(step_seconds), precision=precision,
+                            step_seconds=step_seconds)
+
+    bf16 = run("bf16", [9.0, 7.0, 0.4, 0.5, 0.4, 0.6, 0.5])  # measured first: two slow first steps
+    fp32 = run("fp32", [0.8, 0.7, 0.8, 0.7, 0.75, 0.8, 0.7])
+    assert fp32.seconds / bf16.seconds < 1  # whole runs would call bf16 the slower
+    assert speedup(bf16, fp32) == 1.5
+    assert speedup(run("bf16", [], 60.0), run("fp32", [], 78.0)) == 1.3  # steps not timed: the whole runs
 
 
 def test_a_verdict_that_bf16_lost_quality_makes_every_training_fp32(verdicts, caplog):
