@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.card import base_model_name
+from core.engines import served_engine
 from core.settings import Settings
 from core.tables import GLOBAL_SCOPE
 from issue_sorter.command import add, open_registry
@@ -309,12 +310,14 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         classifier = registry.load(args.model, scope=args.scope)
     result = evaluate_classifier(classifier, examples, batch_size=args.batch_size,
                                  target_precision=args.target_precision)
+    result["engine"] = served_engine(classifier)  # what ran the encoder here (None: TF-IDF alone)
     if args.confusion_png:
         plot_confusion(result["confusion"], result["labels"], args.confusion_png)
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{classifier.version}: {result['n_scored']} scored, {result['n_skipped']} skipped "
+    engine = f" on {result['engine']}" if result["engine"] else ""
+    print(f"{classifier.version}{engine}: {result['n_scored']} scored, {result['n_skipped']} skipped "
           f"(labels it does not know: {result['skipped_labels']}){_score_text(result)}")
     for label, row in result["per_label"].items():
         print(f"  {label:<20} P {row['precision']:.3f}  R {row['recall']:.3f}  F1 {row['f1']:.3f}  "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from core import engines
 from core.card import ModelCard
 from core.settings import Settings
 from core.tables import TrainingRun
@@ -43,6 +44,7 @@ def test_evaluate_json_prints_one_object_with_every_metric(run_cli, registry, se
     assert {"macro_f1", "mean_repo_macro_f1", "per_repo", "per_label", "confusion", "labels", "n_scored",
             "n_skipped", "issues_per_second", "thresholds"} <= result.keys()
     assert (result["n_scored"], result["n_skipped"]) == (len(small_heldout), 1)
+    assert result["engine"] is None  # TF-IDF alone: no encoder ran
     assert (tmp_path / "c.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -78,7 +80,9 @@ def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry
     assert served.card.fast_path["gates"]  # `train` built and gated the fast path (trainer.pipeline), on --eval
     capsys.readouterr()
     assert run_cli("evaluate", eval_file, "--json") == 0
-    assert json.loads(capsys.readouterr().out)["model_version"] == serving.version  # nothing else on stdout
+    scored = json.loads(capsys.readouterr().out)  # nothing else on stdout
+    assert scored["model_version"] == serving.version
+    assert scored["engine"] in engines.ENGINES  # the engine that scored it here, as it would serve
     assert run_cli("models") == 0
     assert f"* {serving.version}" in capsys.readouterr().out
     assert run_cli("rollback") == 1
