@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,4 +124,8 @@ def update_card(directory: Path | str, **fields: Any) -> ModelCard:
 
 
 def _write(directory: Path | str, card: dict[str, Any]) -> None:
-    (Path(directory) / MODEL_CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    # whole or not at all: a worker may read the card of a serving model while the training worker adds to it
+    target = Path(directory) / MODEL_CARD
+    partial = target.with_name(f".{MODEL_CARD}.{os.getpid()}")
+    partial.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    os.replace(partial, target)

@@ -193,6 +193,8 @@ def refusal(card: ModelCard, engine: str) -> str | None:
         gate = record.get("gate")  # a card written before every engine had its gate recorded
     if not gate:
         return "its registration did not gate it"
+    if gate.get("pending"):  # a first model's other engines, until the training worker gates them
+        return str(gate["reason"])
     if not gate.get("passed"):
         return f"its registration's same-answers gate refused it ({gate_text(gate)})"
     if TABLE[engine].graph and engine not in artefacts(card):

@@ -98,10 +98,12 @@ RETRAIN = _spec("trainer.jobs.retrain", TRAINING_QUEUE, "scope", "trigger")
 PROMOTE = _spec("trainer.jobs.promote_version", TRAINING_QUEUE, "version", "scope", "requested_by")
 ROLLBACK = _spec("trainer.jobs.rollback_scope", TRAINING_QUEUE, "scope", "requested_by")
 RETRAIN_DUE = _spec("trainer.jobs.retrain_due", TRAINING_QUEUE)
+# the engines `issue-sorter run`'s first model left ungated so that it served sooner (trainer.fast_path)
+GATE_PENDING = _spec("trainer.jobs.gate_pending_engines", TRAINING_QUEUE, "version")
 JOBS = (LABEL_ISSUE, REFRESH_LABELS, RECORD_ISSUE_EVENT, HANDLE_COMMENT, BACKFILL_INSTALLATION, BACKFILL_REPOSITORY,
         FILL_MEMORY, UPDATE_REPOSITORY, REMOVE_INSTALLATION, REMOVE_REPOSITORIES, SUSPEND_INSTALLATION, CLEAR_UNCONFIRMED,
         REPLY_TO_RETRAIN, REDELIVER_FAILED, REVIEW_PREDICTION, TAKE_OFF_ABSTAIN_MARK, PREVIEW, BACKTEST, RETRAIN,
-        RETRAIN_DUE, PROMOTE, ROLLBACK)
+        RETRAIN_DUE, PROMOTE, ROLLBACK, GATE_PENDING)
 
 
 class NotAContractJob(RuntimeError):

@@ -11,6 +11,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from redis import Redis
+from redis.exceptions import RedisError
+
 from core.card import base_model_name
 from core.engines import served_engine
 from core.settings import Settings
@@ -28,7 +31,9 @@ from trainer.config import (
 )
 from trainer.dataset import FORMATS, HUB_DATASET, TEST_REPOS, Example, load_database, load_file
 from trainer.evaluate import evaluate_classifier, plot_confusion
+from trainer.fast_path import FastPathOptions, default_gate_issues, gate_pending
 from trainer.gate import compare_and_promote, verdict
+from trainer.jobs import queue_pending_gates
 from trainer.registry import KEEP_PROMOTED
 from trainer.sources import load_sources
 
@@ -103,6 +108,8 @@ def _bootstrap_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", help=f"the commit (or branch, tag) of {HUB_DATASET} to read "
                                            "(default: main); the card records the commit read")
     parser.add_argument("--force", action="store_true", help="promote even if a better model serves")
+    # `issue-sorter run`'s: gate the engine this CPU serves, queue the others' gates for its training worker
+    parser.add_argument("--gate-others-later", action="store_true", help=argparse.SUPPRESS)
     _training_arguments(parser, TrainConfig(**BOOTSTRAP_RECIPE))
 
 
@@ -189,15 +196,18 @@ def train(args: argparse.Namespace, settings: Settings) -> int:
 
 def train_and_register(settings: Settings, config: TrainConfig, examples: Sequence[Example],
                        eval_examples: Sequence[Example], *, scope: str, promote: str | None, trigger: str,
-                       progress: bool, data_source: str = "", unseen: Sequence[str] = ()) -> str:
+                       progress: bool, data_source: str = "", unseen: Sequence[str] = (),
+                       gate_others_later: bool = False) -> str:
     """Train, score on `eval_examples` if any, register (trainer.pipeline); promote ("gate" or "force").
 
     `unseen`: the held-out issues are these repositories, never trained on (the hub's lesson split): its
-    figures are the unseen-repository protocol's, and the card and the listing say so."""
+    figures are the unseen-repository protocol's, and the card and the listing say so. `gate_others_later`:
+    the fast path gates the engine this CPU serves, and the training queue the others (`GATE_PENDING`)."""
+    fast_path = FastPathOptions(all_engines=not gate_others_later)
     with open_registry(settings) as registry:
         model, trained, metrics = pipeline.train_and_register(registry, config, examples, scope=scope,
                                                               held_out=eval_examples, evaluate=True,
-                                                              progress=progress)
+                                                              progress=progress, fast_path=fast_path)
         steps = f" {trained.steps} steps" if hasattr(trained, "steps") else ""  # TF-IDF alone takes none
         print(f"trained{steps} in {trained.seconds:.0f} s")
         if unseen and metrics:
@@ -210,6 +220,17 @@ def train_and_register(settings: Settings, config: TrainConfig, examples: Sequen
             run = compare_and_promote(registry, model, held_out, scope=scope, force=promote == "force",
                                       trigger=trigger)
             print(verdict(run))
+    if gate_others_later:
+        try:
+            pending = queue_pending_gates(Redis.from_url(settings.redis_url), model)
+        except RedisError as error:  # no queue to hand them to: gated here, as without the flag
+            print(f"Redis did not take the other engines' gates ({type(error).__name__}): gating them now")
+            issues, source = default_gate_issues()
+            gate_pending(model, issues, source=source)
+        else:
+            if pending:
+                print(f"gated the engine this CPU serves; the training worker gates the others ({', '.join(pending)}) "
+                      "once the service is up")
     return model.version
 
 
@@ -237,7 +258,8 @@ def bootstrap_model(args: argparse.Namespace, settings: Settings) -> int:
     started = time.perf_counter()
     version = train_and_register(settings, config, examples, eval_examples, scope=GLOBAL_SCOPE,
                                  promote="force" if args.force else "gate", trigger="bootstrap",
-                                 progress=not args.no_progress, data_source=described, unseen=unseen)
+                                 progress=not args.no_progress, data_source=described, unseen=unseen,
+                                 gate_others_later=args.gate_others_later)
     print(f"bootstrap done in {time.perf_counter() - started:.0f} s: {version}")
     return 0
 

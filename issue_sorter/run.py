@@ -136,7 +136,9 @@ def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: b
     if not bootstrap:
         raise SystemExit("no model is promoted: run `issue-sorter bootstrap-model`")
     print("no model is promoted yet: fine-tuning one now (`issue-sorter bootstrap-model`, a few minutes on CPU)")
-    if subprocess.run([sys.executable, "-m", "issue_sorter.cli", "bootstrap-model"], env=dict(environ)).returncode:
+    # the engine this CPU serves is gated before the service starts; the others' gates wait for its training worker
+    if subprocess.run([sys.executable, "-m", "issue_sorter.cli", "bootstrap-model", "--gate-others-later"],
+                      env=dict(environ)).returncode:
         raise SystemExit("issue-sorter run: the first model could not be trained (its error is above); fix that, "
                          "then run again")
 

@@ -15,7 +15,9 @@ beside the encoder either way (`_as_served`). Every engine is gated: int8 (the f
 fused fp32 graph (PyTorch's answers to ~1e-6; no torch in the worker: quicker to load, less memory), and
 bf16 autocast where the registering CPU has bf16 instructions (AMX or AVX-512 BF16; without them bf16 is
 emulated, slower than fp32). Their figures: docs/BENCHMARKS.md, "Serving". Every artefact that passes is
-kept; which of them serves is chosen where the worker runs (core.engines).
+kept; which of them serves is chosen where the worker runs (core.engines). `issue-sorter run`'s first model
+gates only this CPU's engines, fastest first, until one passes: the service starts sooner, and the training
+worker gates the others (`gate_pending`) for workers on other CPUs once it is up.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import logging
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 MAX_F1_DROP = 0.005  # macro-F1 the fast path may lose against PyTorch on the gate's issues (0.5 points)
 MIN_AGREEMENT = 0.99  # share of the gate's issues whose top label must be PyTorch's
 OPSET = 17  # ONNX opset of the export; LayerNormalization is native from 17
+PENDING = "not gated yet: the training worker gates it once the service is up (trainer.jobs.gate_pending_engines)"
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,11 @@ class FastPathOptions:
     # on 2 cores, for an engine measured slower than OpenVINO's bf16 on AMX and refused by its gate there
     static_int8: bool = False
     cpu_flags: frozenset[str] | None = None  # the registering CPU's, which decide what is gated (None: this one's)
+    # False: gate only what this CPU tries in turn (core.engines.preference) until one passes, the engine that
+    # serves here, and leave the others pending for `gate_pending` (the training queue's job once the service
+    # is up): `issue-sorter run`'s first model serves sooner. Only where the gate's issues can be found again
+    # (NLBSE'24's test split); otherwise every engine is gated at once.
+    all_engines: bool = True
 
     def issues(self, held_out: Sequence[Example]) -> tuple[Sequence[Example], str]:
         """(the gate's issues, where they come from) for a registration that held out `held_out`."""
@@ -72,6 +80,11 @@ class FastPathOptions:
         if issues:
             return issues, source
         return held_out, f"the {len(held_out)} held-out issues of the registration"
+
+    def gates_all_now(self) -> bool:
+        """Whether the registration gates every engine: unless `all_engines` is off and the gate's issues are
+        NLBSE'24's test split, which `gate_pending` finds again for the rest."""
+        return self.all_engines or self.gate_issues is not None or not default_gate_issues()[0]
 
 
 @lru_cache(maxsize=1)
@@ -86,12 +99,14 @@ def default_gate_issues(data_dir: Path | None = None) -> tuple[tuple[Example, ..
 
 def build_fast_path(model: Model, issues: Sequence[Example], *,
                     source: str = "", cpu_flags: frozenset[str] | None = None,
-                    calibration: Sequence[str] = (), reference: Answers | None = None) -> ModelCard:
+                    calibration: Sequence[str] = (), reference: Answers | None = None,
+                    all_engines: bool = True) -> ModelCard:
     """Export the encoder of the registered `model` (as it came from its registration), gate each artefact
     on `issues`, record the outcome in its card; returns the card as recorded (`fast_path`). `calibration`:
     texts of the issues it was trained on, which static int8 calibrates its activations on (none: no static
     int8). `reference`: fp32 PyTorch's answers on `issues` as served, where the registration already has them
-    (None: computed here).
+    (None: computed here). `all_engines` False: only this CPU's engines in turn until one passes; the others
+    are recorded as pending (`PENDING`) and their graphs kept for `gate_pending`.
 
     Never raises for a model that cannot be exported: registration goes on and PyTorch serves, with the
     reason in the card (`fast_path.error`) and in the log.
@@ -107,7 +122,7 @@ def build_fast_path(model: Model, issues: Sequence[Example], *,
     flags = engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags
     try:
         record = _export_and_gate(directory, issues, source, model_directory, card, flags, calibration,
-                                  reference)
+                                  reference, all_engines)
     except Exception as error:  # noqa: BLE001 - any exporter, optimizer or ORT failure: serve PyTorch, keep the model
         log.warning("fast path: could not build %s (%s: %s); PyTorch serves it", directory, type(error).__name__,
                     error)
@@ -148,9 +163,9 @@ class _ScoredOnce:
 
 def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, model_directory: Path,
                      card: ModelCard, cpu_flags: frozenset[str], calibration: Sequence[str],
-                     reference: Answers | None) -> dict[str, Any]:
-    """Every engine gated against fp32 PyTorch; the artefacts of those that pass are kept, the first ONNX
-    Runtime one (int8 before fp32) named `serves` as the default of a worker that cannot choose."""
+                     reference: Answers | None, all_engines: bool) -> dict[str, Any]:
+    """Every engine (or this CPU's, in turn, until one passes) gated against fp32 PyTorch; the artefacts of
+    those that pass are kept (`_settle`)."""
     started = time.perf_counter()
     encoder_card = card if directory == model_directory else ModelCard.read(directory)
     graphs = export_onnx(directory, calibration=calibration, max_length=encoder_card.max_length)
@@ -158,10 +173,68 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
                               "export_seconds": round(time.perf_counter() - started, 1)}
     as_served, answers = _as_served(model_directory, card)
     pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
-    candidates, not_gated = _engines_to_gate(directory, graphs, encoder_card, pytorch, cpu_flags)
+    gated, not_gated = _engines_to_gate(graphs, cpu_flags)
+    load = _loader(directory, graphs, encoder_card, pytorch)
     reference = reference or served_answers(as_served(pytorch), issues)
-    record["gates"] = gate_engines(reference, candidates, issues, as_served,
-                                   {"issues_source": source, "answers": answers}) | not_gated
+    extra = {"issues_source": source, "answers": answers}
+    if all_engines:
+        gates = gate_engines(reference, ((engine, load(engine)) for engine in gated), issues, as_served, extra)
+    else:
+        gates = _gate_until_one_passes(reference, gated, engines.preference(cpu_flags), load, issues, as_served,
+                                       extra)
+    record["gates"] = gates | not_gated
+    return _settle(record, directory, graphs)
+
+
+def gate_pending(model: Model, issues: Sequence[Example], *, source: str = "",
+                 cpu_flags: frozenset[str] | None = None) -> ModelCard:
+    """Gate the engines that `model`'s registration left pending (`FastPathOptions.all_engines` off) on
+    `issues`, as its registration would have; their verdicts join the card, the graphs of those refused go.
+    Returns the card as recorded; a card with nothing pending is returned as it is."""
+    record = model.card.fast_path
+    pending = [engine for engine, gate in record.get("gates", {}).items() if gate.get("pending")]
+    if not pending:
+        return model.card
+    directory = model.encoder_directory
+    encoder_card = model.card if directory == model.directory else ModelCard.read(directory)
+    graphs = {name: directory / FAST_DIR / engine.graph for name, engine in TABLE.items()
+              if engine.graph and (directory / FAST_DIR / engine.graph).is_file()}
+    flags = engines.this_machine().cpu_flags if cpu_flags is None else cpu_flags
+    as_served, answers = _as_served(model.directory, model.card)
+    pytorch = TransformerClassifier.from_directory(directory, encoder_card, device="cpu")
+    gated, not_gated = _engines_to_gate(graphs, flags)
+    load = _loader(directory, graphs, encoder_card, pytorch)
+    started = time.perf_counter()
+    reference = served_answers(as_served(pytorch), issues)
+    gates = gate_engines(reference, ((engine, load(engine)) for engine in gated if engine in pending), issues,
+                         as_served, {"issues_source": source, "answers": answers})
+    gates |= {engine: why for engine, why in not_gated.items() if engine in pending}
+    record = _settle(record | {"gates": record["gates"] | gates}, directory, graphs)
+    record["pending_seconds"] = round(time.perf_counter() - started, 1)
+    log.info("fast path of %s: pending gates run (%s); %s serves where a worker cannot choose",
+             model.version, {engine: gates[engine]["passed"] for engine in pending}, record["serves"])
+    return _record(model.directory, directory, record)
+
+
+def _gate_until_one_passes(reference: Answers, gated: Sequence[str], order: Sequence[str],
+                           load: Callable[[str], Any], issues: Sequence[Example], as_served: Callable[[Any], Any],
+                           extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Gate the engines of this CPU's `order` in turn until one passes (the one its workers will serve);
+    every other engine of `gated` is pending."""
+    gates: dict[str, dict[str, Any]] = {}
+    for engine in [engine for engine in order if engine in gated]:
+        gates |= gate_engines(reference, [(engine, load(engine))], issues, as_served, extra)
+        if gates[engine]["passed"]:
+            break
+    return gates | {engine: {"passed": False, "pending": True, "reason": PENDING}
+                    for engine in gated if engine not in gates}
+
+
+def _settle(record: dict[str, Any], directory: Path, graphs: dict[str, Path]) -> dict[str, Any]:
+    """`record` with the artefacts of the engines whose gate passed (file and SHA-256) and the ONNX Runtime
+    one a worker that cannot choose serves (int8 before fp32); graphs no engine passed or awaits are deleted."""
+    record = record | {"serves": "pytorch", "artefacts": {}}
+    record.pop("gate", None)
     for engine, artefact in graphs.items():
         if not record["gates"][engine]["passed"]:
             continue
@@ -169,7 +242,9 @@ def _export_and_gate(directory: Path, issues: Sequence[Example], source: str, mo
         record["artefacts"][engine] = kept
         if record["serves"] == "pytorch" and engine in (SERVES, SERVES_FP32):
             record |= {"serves": engine, "gate": record["gates"][engine]} | kept
-    for artefact in set(graphs.values()) - {directory / kept["file"] for kept in record["artefacts"].values()}:
+    needed = {directory / kept["file"] for kept in record["artefacts"].values()}
+    needed |= {artefact for engine, artefact in graphs.items() if record["gates"][engine].get("pending")}
+    for artefact in set(graphs.values()) - needed:
         artefact.unlink()
     return record
 
@@ -183,11 +258,11 @@ def gate_engines(reference: Answers, candidates: Iterable[tuple[str, Any]], issu
             | (extra or {}) for engine, fast in candidates}
 
 
-def _engines_to_gate(directory: Path, graphs: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier,
-                     cpu_flags: frozenset[str]) -> tuple[Iterator[tuple[str, Any]], dict[str, dict[str, Any]]]:
-    """(each engine to gate, loaded when its turn comes: one beside PyTorch in memory at a time; why each
-    other engine is not gated). bf16 only where the CPU has bf16 instructions (emulated without them:
-    slower than fp32); OpenVINO where it is installed; a graph engine where its graph was exported."""
+def _engines_to_gate(graphs: dict[str, Path], cpu_flags: frozenset[str]
+                     ) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """(the engines to gate, why each other engine is not gated). bf16 only where the CPU has bf16
+    instructions (emulated without them: slower than fp32); OpenVINO where it is installed; a graph engine
+    where its graph was exported."""
     openvino = importlib.util.find_spec("openvino") is not None
     why = {}
     for name, engine in TABLE.items():
@@ -198,15 +273,19 @@ def _engines_to_gate(directory: Path, graphs: dict[str, Path], card: ModelCard, 
         elif engine.graph and name not in graphs:
             why[name] = (f"not gated: no {engine.graph} (no training issues to calibrate it on, or its "
                          "quantisation failed: the registration's log says which)")
+    gated = [engine for engine in engines.ENGINES if engine not in why and engine != engines.TORCH_FP32]
+    return gated, {engine: {"passed": False, "reason": reason} for engine, reason in why.items()}
 
+
+def _loader(directory: Path, graphs: dict[str, Path], card: ModelCard, pytorch: TransformerClassifier
+            ) -> Callable[[str], Any]:
+    """Loads an engine when its turn to be gated comes: one beside PyTorch in memory at a time."""
     def load(engine: str):
         if engine in graphs:
             return graph_classifier(directory, graphs[engine], card, engine)
         return TransformerClassifier(pytorch.model, pytorch.tokenizer, card, bf16=True)
 
-    gated = [engine for engine in engines.ENGINES if engine not in why and engine != engines.TORCH_FP32]
-    return ((engine, load(engine)) for engine in gated), {
-        engine: {"passed": False, "reason": reason} for engine, reason in why.items()}
+    return load
 
 
 def _record(model_directory: Path, encoder: Path, record: dict[str, Any]) -> ModelCard:

@@ -1,18 +1,22 @@
-"""RQ entry points of the training worker: retrain one scope, or every scope that is due (RQ cron)."""
+"""RQ entry points of the training worker: retrain one scope, or every scope that is due (RQ cron); promote,
+roll back; gate the engines a first model left pending."""
 
 from __future__ import annotations
 
 import logging
 import time
 
+from redis import Redis
+
 from core import metrics
 from core.db import session_scope
-from core.queues import REPLY_TO_RETRAIN, enqueue
+from core.queues import GATE_PENDING, REPLY_TO_RETRAIN, enqueue
 from core.tables import GLOBAL_SCOPE
 from trainer import context
 from trainer.dataset import load_database
+from trainer.fast_path import default_gate_issues, gate_pending
 from trainer.gate import NOT_PROMOTED, compare_and_promote, verdict
-from trainer.registry import Registry, RegistryError
+from trainer.registry import Model, Registry, RegistryError
 from trainer.retrain import RetrainPolicy, retrain_scope, scopes_due
 
 log = logging.getLogger(__name__)
@@ -71,3 +75,31 @@ def rollback_scope(*, scope: str, requested_by: str) -> str:
         message = f"not rolled back: {error}"
     log.info("%s rolled back %s: %s", requested_by, scope, message)
     return message
+
+
+def queue_pending_gates(redis: Redis, model: Model) -> list[str]:
+    """Hand the engines `model`'s registration left pending to the training worker (`gate_pending_engines`);
+    the engines queued (none: nothing is)."""
+    pending = [engine for engine, gate in model.card.fast_path.get("gates", {}).items() if gate.get("pending")]
+    if pending:
+        enqueue(redis, GATE_PENDING, {"version": model.version})
+    return pending
+
+
+def gate_pending_engines(*, version: str) -> str:
+    """Gate the engines `version`'s registration left pending (`issue-sorter run`'s first model gates only
+    the engine this CPU serves), on the issues its registration gated on: workers on other CPUs then find
+    theirs allowed. A version gone, or with nothing pending, is said, not a failed job."""
+    ctx = context.current()
+    issues, source = default_gate_issues()
+    try:
+        with Registry.open(ctx.settings.model_dir, ctx.sessionmaker) as registry:
+            model = registry.model(version)
+            if not issues:  # deferred only where they were there: ../shared moved since
+                return f"{version}: pending gates not run: NLBSE'24's test split, their issues, is gone"
+            card = gate_pending(model, issues, source=source)
+    except RegistryError as error:
+        return f"{version}: pending gates not run: {error}"
+    gates = card.fast_path.get("gates", {})
+    return f"{version}: " + ", ".join(f"{engine} {'passed' if gate.get('passed') else 'refused'}"
+                                      for engine, gate in gates.items() if "top_label_agreement" in gate)

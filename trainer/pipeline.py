@@ -84,4 +84,5 @@ def add_to_registry(registry: Registry, source: Saveable | Path | str, *, scope:
     issues, issues_source = fast_path.issues(held_out)
     texts = [example.text for example in calibration] if fast_path.static_int8 else []
     return Model(model.row, build_fast_path(model, issues, source=issues_source, cpu_flags=fast_path.cpu_flags,
-                                            calibration=texts, reference=reference))
+                                            calibration=texts, reference=reference,
+                                            all_engines=fast_path.gates_all_now()))

@@ -3,6 +3,7 @@ intact."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -19,18 +20,24 @@ from core.card import ModelCard, read_card
 from core.classifier import BlendedClassifier, load_classifier
 from core.db import Base, make_sessionmaker, session_scope
 from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, OpenVinoClassifier, TransformerClassifier
+from core.queues import GATE_PENDING, TRAINING_QUEUE, make_queue
+from core.settings import Settings
 from tests.conftest import ONNX_FIRST, ONNX_FIRST_CPU
 from tests.fakes import FakeEncoder
 from tests.trainer.conftest import balanced
+from trainer import context, jobs
 from trainer.blend import TrainedBlend
 from trainer.config import TrainConfig
+from trainer.context import TrainingContext
 from trainer.evaluate import evaluate_classifier, macro_f1
 from trainer.fast_path import (
     MIN_AGREEMENT,
+    PENDING,
     Answers,
     FastPathOptions,
     build_fast_path,
     gate_engines,
+    gate_pending,
     is_same_answers,
     served_answers,
 )
@@ -291,6 +298,8 @@ def test_without_nlbse_beside_the_checkout_the_gate_uses_the_registrations_held_
 
 
 AMX = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile"})
+# bf16 instructions without AMX: ONNX Runtime first, whose fp32 graph passes every gate (PyTorch's answers)
+ZEN4 = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})
 OPENVINO = (engines.OV_INT8, engines.OV_BF16)
 
 
@@ -365,3 +374,68 @@ def test_without_openvino_installed_its_engines_are_not_gated_and_onnx_runtime_s
         served = load_classifier(model.directory, engine=engines.OV_INT8, hardware=ONNX_FIRST)
     assert isinstance(served, OnnxClassifier) and served.engine in FAST_ENGINES
     assert "openvino-int8 does not serve" in caplog.text
+
+
+def test_a_first_model_gates_the_engine_its_cpu_serves_and_the_others_later_as_if_gated_at_once(
+        registry, decisive_minilm, gate_issues):
+    """`issue-sorter run`'s first model: the engines of its CPU's order are gated in turn until one passes,
+    the one its workers serve; the others wait (their graphs kept) for the training worker's `gate_pending`,
+    which records the verdicts a registration gating every engine at once gives."""
+    first = registry.register(decisive_minilm)
+    card = build_fast_path(first, gate_issues, source="given by the caller", cpu_flags=ZEN4, all_engines=False)
+    gates = card.fast_path["gates"]
+    order = [engine for engine in dict.fromkeys((*engines.preference(ZEN4), *engines.ENGINES))  # then others'
+             if "top_label_agreement" in gates.get(engine, {}) or gates.get(engine, {}).get("pending")]
+    ran = [engine for engine in order if "top_label_agreement" in gates[engine]]
+    assert ran and ran == order[:len(ran)]  # in the CPU's order, from its fastest
+    assert [gates[engine]["passed"] for engine in ran] == [False] * (len(ran) - 1) + [True]  # until one passed
+    waiting = [engine for engine in order if gates[engine].get("pending")]
+    assert waiting == order[len(ran):] and waiting  # the others wait, each saying so
+    assert all(gates[engine] == {"passed": False, "pending": True, "reason": PENDING} for engine in waiting)
+    directory = first.encoder_directory
+    assert all((directory / "fast" / engines.TABLE[engine].graph).is_file()
+               for engine in waiting if engines.TABLE[engine].graph)
+    assert load_classifier(directory, hardware=engines.Hardware(ZEN4)).engine == ran[-1]
+    elsewhere = engines.choose(card, lambda name: name, hardware=engines.Hardware(AMX))  # bf16 first there
+    assert elsewhere.engine == ran[-1] and elsewhere.passed_over[engines.OV_BF16] == PENDING
+
+    later = gate_pending(registry.model(first.version), gate_issues, source="given by the caller", cpu_flags=ZEN4)
+    at_once = build_fast_path(registry.register(decisive_minilm), gate_issues, source="given by the caller",
+                              cpu_flags=ZEN4)
+    assert not any(gate.get("pending") for gate in later.fast_path["gates"].values())
+    assert later == ModelCard.read(directory)
+    for engine, gate in at_once.fast_path["gates"].items():
+        assert {name: later.fast_path["gates"][engine].get(name) for name in ("passed", "top_label_agreement")} \
+            == {name: gate.get(name) for name in ("passed", "top_label_agreement")}, engine
+    assert later.fast_path["artefacts"].keys() == at_once.fast_path["artefacts"].keys()
+    assert later.fast_path["serves"] == at_once.fast_path["serves"]
+    assert sorted(path.name for path in (directory / "fast").iterdir()) == sorted(
+        {Path(kept["file"]).name for kept in later.fast_path["artefacts"].values()})  # the refused went
+    assert gate_pending(registry.model(first.version), gate_issues) == later  # nothing left: nothing run
+
+
+def test_the_training_worker_gates_the_engines_a_first_model_left_pending_on_nlbses_test_split(
+        registry, session, database_url, model_dir, redis, decisive_minilm, gate_issues, nlbse_test):
+    """What `issue-sorter run` queues after its first model (`queue_pending_gates`), the training worker
+    runs: every pending engine gated on the issues a registration gates on (NLBSE'24's test split)."""
+    first = registry.register(decisive_minilm)
+    card = build_fast_path(first, gate_issues, cpu_flags=ZEN4, all_engines=False)
+    session.commit()
+    pending = [engine for engine, gate in card.fast_path["gates"].items() if gate.get("pending")]
+    assert jobs.queue_pending_gates(redis, registry.model(first.version)) == pending and pending
+    (queued,) = make_queue(redis, TRAINING_QUEUE).get_jobs()
+    assert (queued.func_name, queued.kwargs) == (GATE_PENDING.name, {"version": first.version})
+    settings = dataclasses.replace(Settings(webhook_secret="s"), database_url=database_url, model_dir=model_dir)
+    context.configure(TrainingContext(settings, make_sessionmaker(database_url), redis))
+    try:
+        message = jobs.gate_pending_engines(**queued.kwargs)
+        gone = jobs.gate_pending_engines(version="no-such-version")
+    finally:
+        context.configure(None)
+    gates = ModelCard.read(first.directory).fast_path["gates"]
+    assert not any(gate.get("pending") for gate in gates.values())
+    for engine in pending:
+        assert gates[engine].get("issues", len(nlbse_test)) == len(nlbse_test)  # gated on the split, or said why not
+        assert ("top_label_agreement" in gates[engine]) is (f"{engine} " in message), message
+    assert jobs.queue_pending_gates(redis, registry.model(first.version)) == []  # nothing left to queue
+    assert gone.startswith("no-such-version: pending gates not run: ")  # said, not a failed job
