@@ -128,7 +128,8 @@ def build_fast_path(model: Model, issues: Sequence[Example], *,
                     error)
         shutil.rmtree(directory / FAST_DIR, ignore_errors=True)
         record = {"serves": "pytorch", "gates": {}, "error": f"{type(error).__name__}: {str(error)[:300]}"}
-    log.info("fast path of %s: %s serves (gates: %s)", card.version, record["serves"], record["gates"])
+    log.info("fast path of %s: gates %s; %s serves where a worker cannot choose", card.version, record["gates"],
+             record["serves"])
     return _record(model_directory, directory, record)
 
 
