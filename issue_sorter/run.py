@@ -131,7 +131,9 @@ def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: b
     upgrade(settings.database_url)
     print(f"database migrated: {settings.database_url.split('@')[-1]}")
     with session_scope(make_sessionmaker(settings.database_url)) as session:
-        if store.serving_model_version(session) is not None:
+        serving = store.serving_model_version(session)
+        if serving is not None:
+            _queue_pending_gates(settings, serving)
             return
     if not bootstrap:
         raise SystemExit("no model is promoted: run `issue-sorter bootstrap-model`")
@@ -141,6 +143,20 @@ def _prepare(settings: Settings, environ: MutableMapping[str, str], bootstrap: b
                       env=dict(environ)).returncode:
         raise SystemExit("issue-sorter run: the first model could not be trained (its error is above); fix that, "
                          "then run again")
+
+
+def _queue_pending_gates(settings: Settings, row) -> None:
+    """The first model's other engines, when a stop cut their gates short (the training worker finishes its
+    job first, but a killed one does not): queued again, once (the job's id is the version's)."""
+    from core.card import ModelCard
+    from trainer.jobs import queue_pending_gates
+    from trainer.registry import Model
+
+    if not Path(row.path).is_dir():  # the worker that loads it says so
+        return
+    pending = queue_pending_gates(Redis.from_url(settings.redis_url), Model(row, ModelCard.read(row.path)))
+    if pending:
+        print(f"{row.version}: the training worker gates {', '.join(pending)}, left pending at its registration")
 
 
 def _announce(settings: Settings, environ: MutableMapping[str, str]) -> None:

@@ -7,10 +7,11 @@ import logging
 import time
 
 from redis import Redis
+from rq.job import JobStatus
 
 from core import metrics
 from core.db import session_scope
-from core.queues import GATE_PENDING, REPLY_TO_RETRAIN, enqueue
+from core.queues import GATE_PENDING, REPLY_TO_RETRAIN, enqueue, make_queue
 from core.tables import GLOBAL_SCOPE
 from trainer import context
 from trainer.dataset import load_database
@@ -78,11 +79,13 @@ def rollback_scope(*, scope: str, requested_by: str) -> str:
 
 
 def queue_pending_gates(redis: Redis, model: Model) -> list[str]:
-    """Hand the engines `model`'s registration left pending to the training worker (`gate_pending_engines`);
-    the engines queued (none: nothing is)."""
+    """Hand the engines `model`'s registration left pending to the training worker (`gate_pending_engines`),
+    unless its job is queued or running already; the engines pending (none: nothing is queued)."""
     pending = [engine for engine, gate in model.card.fast_path.get("gates", {}).items() if gate.get("pending")]
-    if pending:
-        enqueue(redis, GATE_PENDING, {"version": model.version})
+    job_id = f"{GATE_PENDING.short_name}--{model.version}"
+    queued = make_queue(redis, GATE_PENDING.queue).fetch_job(job_id)
+    if pending and (queued is None or queued.get_status() not in (JobStatus.QUEUED, JobStatus.STARTED)):
+        enqueue(redis, GATE_PENDING, {"version": model.version}, job_id=job_id)  # one job per version at a time
     return pending
 
 
