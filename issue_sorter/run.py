@@ -19,6 +19,7 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 from redis import Redis
+from redis.exceptions import RedisError
 
 from core.queues import FEEDBACK_QUEUE, LABELING_QUEUE
 from core.settings import ConfigError, Settings, unknown_variables
@@ -154,7 +155,12 @@ def _queue_pending_gates(settings: Settings, row) -> None:
 
     if not Path(row.path).is_dir():  # the worker that loads it says so
         return
-    pending = queue_pending_gates(Redis.from_url(settings.redis_url), Model(row, ModelCard.read(row.path)))
+    try:
+        pending = queue_pending_gates(Redis.from_url(settings.redis_url), Model(row, ModelCard.read(row.path)))
+    except RedisError as error:  # the workers will say the same of Redis; the next start tries again
+        print(f"issue-sorter run: warning: {row.version}'s pending engine gates not queued ({type(error).__name__})",
+              file=sys.stderr)
+        return
     if pending:
         print(f"{row.version}: the training worker gates {', '.join(pending)}, left pending at its registration")
 

@@ -82,9 +82,11 @@ def queue_pending_gates(redis: Redis, model: Model) -> list[str]:
     """Hand the engines `model`'s registration left pending to the training worker (`gate_pending_engines`),
     unless its job is queued or running already; the engines pending (none: nothing is queued)."""
     pending = [engine for engine, gate in model.card.fast_path.get("gates", {}).items() if gate.get("pending")]
+    if not pending:  # the usual case at every start: Redis is not asked
+        return []
     job_id = f"{GATE_PENDING.short_name}--{model.version}"
     queued = make_queue(redis, GATE_PENDING.queue).fetch_job(job_id)
-    if pending and (queued is None or queued.get_status() not in (JobStatus.QUEUED, JobStatus.STARTED)):
+    if queued is None or queued.get_status() not in (JobStatus.QUEUED, JobStatus.STARTED):
         enqueue(redis, GATE_PENDING, {"version": model.version}, job_id=job_id)  # one job per version at a time
     return pending
 

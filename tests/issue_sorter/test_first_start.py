@@ -8,6 +8,7 @@ from core.queues import GATE_PENDING, TRAINING_QUEUE, make_queue
 from core.settings import Settings
 from issue_sorter.run import _prepare
 from tests.conftest import REDIS_TEST_URL
+from tests.ports import free_port
 from tests.tiny_model import promote_model
 from trainer.fast_path import PENDING
 
@@ -34,3 +35,14 @@ def test_a_start_queues_again_the_gates_the_first_model_left_pending_once_whatev
                                                                    ORT_FP32: {"passed": True, "issues": 3}}})
     _prepare(settings, {}, bootstrap=False)  # its gates have run: nothing to queue
     assert queue.get_jobs() == []
+
+
+def test_a_start_that_cannot_reach_redis_says_the_gates_wait_and_goes_on(tmp_path, tiny_model_dir, capsys):
+    settings = Settings(webhook_secret="s", database_url=f"sqlite:///{tmp_path / 'issue-sorter.db'}",
+                        redis_url=f"redis://127.0.0.1:{free_port()}/0", model_dir=tmp_path / "models")
+    upgrade(settings.database_url)
+    version = promote_model(settings.database_url, settings.model_dir, tiny_model_dir)
+    update_card(settings.model_dir / version, fast_path={"gates": {ORT_INT8: {"passed": False, "pending": True,
+                                                                              "reason": PENDING}}})
+    _prepare(settings, {}, bootstrap=False)  # no traceback: the workers will say the same of Redis
+    assert f"{version}'s pending engine gates not queued (ConnectionError)" in capsys.readouterr().err
