@@ -20,7 +20,7 @@ from core.card import ModelCard, read_card
 from core.classifier import BlendedClassifier, load_classifier
 from core.db import Base, make_sessionmaker, session_scope
 from core.encoder import SERVES, SERVES_FP32, OnnxClassifier, OpenVinoClassifier, TransformerClassifier
-from core.queues import GATE_PENDING, TRAINING_QUEUE, make_queue
+from core.queues import CRASH_RETRY, GATE_PENDING, TRAINING_QUEUE, make_queue
 from core.settings import Settings
 from tests.conftest import ONNX_FIRST, ONNX_FIRST_CPU
 from tests.fakes import FakeEncoder
@@ -425,6 +425,7 @@ def test_the_training_worker_gates_the_engines_a_first_model_left_pending_on_nlb
     assert jobs.queue_pending_gates(redis, registry.model(first.version)) == pending and pending
     (queued,) = make_queue(redis, TRAINING_QUEUE).get_jobs()
     assert (queued.func_name, queued.kwargs) == (GATE_PENDING.name, {"version": first.version})
+    assert queued.retries_left == CRASH_RETRY.max  # a worker killed mid-run: the next one runs it again
     settings = dataclasses.replace(Settings(webhook_secret="s"), database_url=database_url, model_dir=model_dir)
     context.configure(TrainingContext(settings, make_sessionmaker(database_url), redis))
     try:
