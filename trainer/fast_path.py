@@ -192,8 +192,7 @@ def gate_pending(model: Model, issues: Sequence[Example], *, source: str = "",
     """Gate the engines that `model`'s registration left pending (`FastPathOptions.all_engines` off) on
     `issues`, as its registration would have; their verdicts join the card, the graphs of those refused go.
     Returns the card as recorded; a card with nothing pending is returned as it is."""
-    record = model.card.fast_path
-    pending = [engine for engine, gate in record.get("gates", {}).items() if gate.get("pending")]
+    record, pending = model.card.fast_path, pending_engines(model.card)
     if not pending:
         return model.card
     directory = model.encoder_directory
@@ -215,6 +214,11 @@ def gate_pending(model: Model, issues: Sequence[Example], *, source: str = "",
     log.info("fast path of %s: pending gates run (%s); %s serves where a worker cannot choose",
              model.version, {engine: gates[engine]["passed"] for engine in pending}, record["serves"])
     return _record(model.directory, directory, record)
+
+
+def pending_engines(card: ModelCard) -> list[str]:
+    """The engines whose gate `card`'s registration left for the training worker (`gate_pending`)."""
+    return [engine for engine, gate in card.fast_path.get("gates", {}).items() if gate.get("pending")]
 
 
 def _gate_until_one_passes(reference: Answers, gated: Sequence[str], order: Sequence[str],

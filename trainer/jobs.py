@@ -15,7 +15,7 @@ from core.queues import CRASH_RETRY, GATE_PENDING, REPLY_TO_RETRAIN, enqueue, ma
 from core.tables import GLOBAL_SCOPE
 from trainer import context
 from trainer.dataset import load_database
-from trainer.fast_path import default_gate_issues, gate_pending
+from trainer.fast_path import default_gate_issues, gate_pending, pending_engines
 from trainer.gate import NOT_PROMOTED, compare_and_promote, verdict
 from trainer.registry import Model, Registry, RegistryError
 from trainer.retrain import RetrainPolicy, retrain_scope, scopes_due
@@ -81,7 +81,7 @@ def rollback_scope(*, scope: str, requested_by: str) -> str:
 def queue_pending_gates(redis: Redis, model: Model) -> list[str]:
     """Hand the engines `model`'s registration left pending to the training worker (`gate_pending_engines`),
     unless its job is queued or running already; the engines pending (none: nothing is queued)."""
-    pending = [engine for engine, gate in model.card.fast_path.get("gates", {}).items() if gate.get("pending")]
+    pending = pending_engines(model.card)
     if not pending:  # the usual case at every start: Redis is not asked
         return []
     job_id = f"{GATE_PENDING.short_name}--{model.version}"
