@@ -58,9 +58,9 @@ TABLE = {engine.name: engine for engine in (
     Engine(OV_BF16, FP32_FILE, openvino=True, bf16=True),  # the fused fp32 graph, inferring in bf16
     Engine(ORT_INT8, FAST_FILE),  # VNNI runs it natively
     Engine(ORT_FP32, FP32_FILE),  # PyTorch's answers to ~1e-6, no torch in the worker
-    # autocast to bfloat16 (on the CPU, or the GPU where the model runs there): the fastest where AMX
-    # multiplies bf16 tiles; with AVX-512 BF16 alone faster than fp32 PyTorch, not than ONNX Runtime;
-    # emulated, and slow, without either
+    # autocast to bfloat16 (on the CPU, or the GPU where the model runs there): faster than fp32 PyTorch
+    # where AMX or AVX-512 BF16 multiply bf16, slower than OpenVINO's bf16 on both; emulated, and slow,
+    # without either
     Engine(TORCH_BF16, bf16=True),
     Engine(TORCH_FP32),
 )}
@@ -74,12 +74,13 @@ WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-u
 # Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"), one issue at a time as a labelling job runs:
 # - AMX: OpenVINO's bf16, then its static int8 (slower than its bf16 one issue at a time: the activations'
 #   quantisation costs more than int8 tiles save on an issue's few tokens), then bf16 autocast.
-# - AVX-512 BF16 without AMX: bf16 autocast beats fp32 PyTorch but not ONNX Runtime: the ONNX engines first,
-#   bf16 before fp32 PyTorch.
-# - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured.
-# OpenVINO is ordered only where it was measured (AMX); elsewhere ISSUE_SORTER_ENGINE=measure times it.
+# - AVX-512 BF16 without AMX (AMD Zen 4 and 5): ONNX Runtime's int8 (VNNI), then OpenVINO's bf16, then its
+#   static int8, all faster than ONNX Runtime's fp32 (measured on a Zen 5, on one thread and on two); bf16
+#   autocast beats fp32 PyTorch but not ONNX Runtime's fp32 on two threads.
+# - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured. OpenVINO was not
+#   measured there: ISSUE_SORTER_ENGINE=measure times it.
 ORDER_WITH_AMX = (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
-ORDER_WITH_AVX512_BF16 = (ORT_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
+ORDER_WITH_AVX512_BF16 = (ORT_INT8, OV_BF16, OV_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
 # - An NVIDIA GPU that PyTorch can use (bench.cuda --served): fp32 on the GPU beats bf16 autocast there (tiny
 #   kernels: the casts cost more than they save) and every CPU engine: PyTorch fp32 on the GPU alone.
