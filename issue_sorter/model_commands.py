@@ -326,10 +326,11 @@ def select(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:
-    """`evaluate FILE`: every metric of a registered model on a labelled file."""
+    """`evaluate FILE`: every metric of a registered model on a labelled file, run as a worker here would
+    run it (ISSUE_SORTER_ENGINE included)."""
     examples = load_file(args.file, format=args.format)
     with open_registry(settings) as registry:
-        classifier = registry.load(args.model, scope=args.scope)
+        classifier = registry.load(args.model, scope=args.scope, engine=settings.engine)
     result = evaluate_classifier(classifier, examples, batch_size=args.batch_size,
                                  target_precision=args.target_precision)
     result["engine"] = served_engine(classifier)  # what ran the encoder here (None: TF-IDF alone)

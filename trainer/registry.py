@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from core.card import ModelCard, encoder_directory, read_card, update_card
 from core.classifier import Classifier, classifier_from, load_classifier
 from core.db import session_scope
-from core.engines import Hardware
+from core.engines import AUTO, Hardware
 from core.store import serving_model_for, serving_model_version
 from core.tables import GLOBAL_SCOPE, ModelPromotion, ModelVersion
 
@@ -241,15 +241,15 @@ class Registry:
         return list(self.session.scalars(query))
 
     def load(self, version: str | None = None, *, scope: str = GLOBAL_SCOPE,
-             hardware: Hardware | None = None) -> Classifier:
+             hardware: Hardware | None = None, engine: str = AUTO) -> Classifier:
         """The classifier of `version`, or of the version serving `scope` when none is named, as it serves
-        on `hardware` (None: this machine)."""
+        on `hardware` (None: this machine), `engine` forced as ISSUE_SORTER_ENGINE forces it on a worker."""
         row = self.get(version) if version else self.serving(scope)
         if row is None:
             raise nothing_promoted(scope)
         if not Path(row.path).is_dir():
             raise _missing(row)
-        return load_classifier(row.path, hardware=hardware)
+        return load_classifier(row.path, hardware=hardware, engine=engine)
 
 
 def _missing(row: ModelVersion) -> RegistryError:

@@ -1,5 +1,6 @@
 """The model commands of issue-sorter, run through the command tree against a temp database and MODEL_DIR."""
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -65,8 +66,9 @@ def test_measure_precision_refuses_a_run_of_no_steps_before_any_work(run_cli, ca
     assert "--steps and --held-out must be at least 1" in capsys.readouterr().err
 
 
-def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry, tiny_bert_dir, small_train,
-                                                               small_heldout, tmp_path, capsys, without_shared):
+def test_train_registers_and_promotes_then_models_and_rollback(run_cli, settings, registry, tiny_bert_dir,
+                                                               small_train, small_heldout, tmp_path, capsys,
+                                                               without_shared):
     train_file = _write_jsonl(tmp_path / "train.jsonl", small_train)
     eval_file = _write_jsonl(tmp_path / "eval.jsonl", small_heldout)
     assert run_cli("train", train_file, "--base-model", tiny_bert_dir, "--max-length", 32, "--epochs", 1,
@@ -83,6 +85,10 @@ def test_train_registers_and_promotes_then_models_and_rollback(run_cli, registry
     scored = json.loads(capsys.readouterr().out)  # nothing else on stdout
     assert scored["model_version"] == serving.version
     assert scored["engine"] in engines.ENGINES  # the engine that scored it here, as it would serve
+    forced = engines.TORCH_FP32 if scored["engine"] != engines.TORCH_FP32 else engines.ORT_FP32
+    assert main(["evaluate", str(eval_file), "--json"],  # as a worker with ISSUE_SORTER_ENGINE set serves it
+                load=lambda **_: dataclasses.replace(settings, engine=forced)) == 0
+    assert json.loads(capsys.readouterr().out)["engine"] == forced
     assert run_cli("models") == 0
     assert f"* {serving.version}" in capsys.readouterr().out
     assert run_cli("rollback") == 1
