@@ -21,7 +21,8 @@ from typing import Any
 
 from redis import Redis
 from rq import Queue, Retry
-from rq.job import Job
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 LABELING_QUEUE = "labeling"  # issues to classify and label: latency matters
@@ -183,3 +184,14 @@ def job_text(redis: Redis, spec: JobSpec, job_id: str, kwargs: dict[str, Any]) -
 def forget_text(redis: Redis, job_id: str) -> None:
     """The job is over (done, failed, rescheduled): its issue text goes; a retry reads the issue again."""
     redis.delete(JOB_TEXT_KEY.format(job_id))
+
+
+UNFINISHED = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)  # a retry waits SCHEDULED
+
+
+def is_job_pending(redis: Redis, job_id: str) -> bool:
+    """Whether the job `job_id` is waiting, running, or waiting to be retried: one of a kind at a time."""
+    try:
+        return Job.fetch(job_id, connection=redis, serializer=SERIALIZER).get_status() in UNFINISHED
+    except NoSuchJobError:
+        return False

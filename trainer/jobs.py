@@ -7,11 +7,10 @@ import logging
 import time
 
 from redis import Redis
-from rq.job import JobStatus
 
 from core import metrics
 from core.db import session_scope
-from core.queues import CRASH_RETRY, GATE_PENDING, REPLY_TO_RETRAIN, enqueue, make_queue
+from core.queues import CRASH_RETRY, GATE_PENDING, REPLY_TO_RETRAIN, enqueue, is_job_pending
 from core.tables import GLOBAL_SCOPE
 from trainer import context
 from trainer.dataset import load_database
@@ -85,8 +84,7 @@ def queue_pending_gates(redis: Redis, model: Model) -> list[str]:
     if not pending:  # the usual case at every start: Redis is not asked
         return []
     job_id = f"{GATE_PENDING.short_name}--{model.version}"
-    queued = make_queue(redis, GATE_PENDING.queue).fetch_job(job_id)
-    if queued is None or queued.get_status() not in (JobStatus.QUEUED, JobStatus.STARTED):
+    if not is_job_pending(redis, job_id):
         # one job per version at a time; a stop that kills it mid-run: the next training worker retries it
         enqueue(redis, GATE_PENDING, {"version": model.version}, job_id=job_id, retry=CRASH_RETRY)
     return pending

@@ -13,10 +13,8 @@ import hashlib
 import re
 
 from redis import Redis
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 
-from core.queues import RETRAIN, SERIALIZER, enqueue
+from core.queues import RETRAIN, enqueue, is_job_pending
 
 RETRAIN_COMMAND = re.compile(r"^/issue-sorter\s+retrain\b")  # the first line of the comment
 RETRAIN_ROLES = ("admin", "maintain")
@@ -25,7 +23,6 @@ REPLY_MARKER = "<!-- issue-sorter:retrain -->"
 RETRAIN_COOLDOWN_SECONDS = 3600  # after a command queues a retraining, the next one waits this long
 ACTION_COOLDOWN_KEY = "issue-sorter:{}-cooldown:{}"  # SET NX per action and scope, expiring with the cooldown
 COOLDOWN_KEY = ACTION_COOLDOWN_KEY.format("retrain", "{}")  # the retraining's, per scope
-PENDING = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 # GitHub's author_association of a commenter who may hold a role on the repository; anyone else holds none
 MAY_HOLD_A_ROLE = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 QUEUED = "retrain_queued"  # set in the job's arguments once the command queued its retraining
@@ -83,13 +80,6 @@ def handle_retrain_command(event: dict, github, redis: Redis) -> str:
     event[QUEUED] = True  # the job's arguments: a rerun for the answer's write turn carries the decision
     github.create_comment(repo, event["number"], ACKNOWLEDGEMENT)
     return f"retraining queued for {repo} by {login} ({role})"
-
-
-def is_job_pending(redis: Redis, job_id: str) -> bool:
-    try:
-        return Job.fetch(job_id, connection=redis, serializer=SERIALIZER).get_status() in PENDING
-    except NoSuchJobError:
-        return False
 
 
 def retrain_reply(result: dict) -> str:

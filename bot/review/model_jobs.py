@@ -16,7 +16,18 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from bot.decisions import commands
-from core.queues import BACKTEST, KEEP_SECONDS, PREVIEW, PROMOTE, RETRAIN, ROLLBACK, SERIALIZER, JobSpec, enqueue
+from core.queues import (
+    BACKTEST,
+    KEEP_SECONDS,
+    PREVIEW,
+    PROMOTE,
+    RETRAIN,
+    ROLLBACK,
+    SERIALIZER,
+    JobSpec,
+    enqueue,
+    is_job_pending,
+)
 
 ACTIONS: dict[str, JobSpec] = {"retrain": RETRAIN, "promote": PROMOTE, "rollback": ROLLBACK,
                                "preview": PREVIEW, "backtest": BACKTEST}
@@ -60,7 +71,7 @@ def queue_action(redis: Redis, action: str, repo: str, who: str, kwargs: dict[st
 
 
 def _refusal(redis: Redis, action: str, repo: str) -> str:
-    if commands.is_job_pending(redis, commands.scope_job_id(action, repo)):
+    if is_job_pending(redis, commands.scope_job_id(action, repo)):
         return f"A {action} of {repo} is queued or running already; the page shows it below."
     seconds = max(redis.ttl(commands.cooldown_key(action, repo)), 1)
     minutes = -(-seconds // 60)

@@ -1,6 +1,8 @@
 """`issue-sorter run` where its first model's registration left some engines' gates pending (trainer.fast_path):
 a start queues them again for the training worker, so that a stop before it ran them loses nothing."""
 
+from rq.job import JobStatus
+
 from core.card import update_card
 from core.engines import ORT_FP32, ORT_INT8
 from core.migrate import upgrade
@@ -29,6 +31,10 @@ def test_a_start_queues_again_the_gates_the_first_model_left_pending_once_whatev
     assert f"the training worker gates {ORT_INT8}, {ORT_FP32}" in capsys.readouterr().out
     _prepare(settings, {}, bootstrap=False)  # started again before the training worker ran it
     assert [job.id for job in queue.get_jobs()] == [queued.id]
+    queue.remove(queued)  # a worker killed mid-run: RQ holds the job back for its retry (CRASH_RETRY)
+    queued.set_status(JobStatus.SCHEDULED)
+    _prepare(settings, {}, bootstrap=False)  # started again during that wait: the retry will run it
+    assert queue.get_jobs() == []
 
     redis.flushdb()
     update_card(settings.model_dir / version, fast_path={"gates": {ORT_INT8: {"passed": False, "issues": 3},
