@@ -63,7 +63,19 @@ def measure(folder: Path, model: Path | None, texts: list, rates: list[float], s
         sender.wait([sender.deliver(*repo) for repo in list(repos.items())[1:]], DRAIN_SECONDS)
         for rate in rates:
             results[f"{rate:g}/s"] = sender.steady(rate, seconds, service.redis_url())
+        results["engines"] = serving_engines(service.redis_url())
         return results
+
+
+def serving_engines(redis_url: str) -> list[str]:
+    """The engine each live worker serves its models with ("worker scope: version engine"), as GET /metrics
+    names it: the latency depends on it."""
+    from redis import Redis
+
+    from bot.metrics import serving_engines as live_engines
+
+    with Redis.from_url(redis_url) as redis:
+        return [f"{worker} {scope}: {version} {engine}" for worker, scope, version, engine in live_engines(redis)]
 
 
 class Sender:
