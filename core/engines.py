@@ -74,9 +74,10 @@ WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-u
 # Fastest first, by measurement (docs/BENCHMARKS.md, "Serving"), one issue at a time as a labelling job runs:
 # - AMX: OpenVINO's bf16, then its static int8 (slower than its bf16 one issue at a time: the activations'
 #   quantisation costs more than int8 tiles save on an issue's few tokens), then bf16 autocast.
-# - AVX-512 BF16 without AMX (AMD Zen 4 and 5): ONNX Runtime's int8 (VNNI), then OpenVINO's bf16 (both
-#   measured on a Zen 5 on one thread and on two), then its static int8 (on two), all faster than ONNX
-#   Runtime's fp32; bf16 autocast beats fp32 PyTorch but not ONNX Runtime's fp32 on two threads.
+# - AVX-512 BF16 without AMX (AMD Zen 4 and 5): ONNX Runtime's int8 (VNNI), then OpenVINO's bf16 (a tie on
+#   two threads on a Zen 4 and a Zen 5, int8 ahead on one), then its static int8, all twice ONNX Runtime's
+#   fp32 or more; then ONNX Runtime's fp32 (PyTorch's answers to 1e-6, in less memory than bf16 autocast,
+#   which ties or beats it).
 # - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured. OpenVINO was not
 #   measured there: ISSUE_SORTER_ENGINE=measure times it.
 ORDER_WITH_AMX = (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
