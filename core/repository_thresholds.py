@@ -137,27 +137,22 @@ def judged_predictions(session: Session, repository_id: int, version: str, class
 def judged_history(session: Session, repository_id: int, version: str, classes: Sequence[str], *,
                    exclude: set[int] = frozenset()) -> list[Judged]:
     """The memory's rows with the model's raw scores, each adjusted by the rest of the memory."""
-    rows = session.execute(select(MemoryEntry.issue_id, MemoryEntry.label, MemoryEntry.embedding,
-                                  MemoryEntry.scores)
-                           .where(MemoryEntry.repository_id == repository_id,
-                                  MemoryEntry.model_version == version)
-                           .order_by(MemoryEntry.id)).all()
-    rows = [(issue_id, memory.class_of(label, classes), blob, scores)
-            for issue_id, label, blob, scores in rows]
-    rows = [row for row in rows if row[1] is not None]
-    scored = [i for i, (issue_id, _, _, scores) in enumerate(rows)
-              if issue_id not in exclude and scores and set(classes) <= set(scores)]
+    rows = memory.read_rows(session, repository_id, version)
+    kept = [i for i, label in enumerate(rows.labels) if memory.class_of(label, classes) is not None]
+    # the memory as the labelling job reads it (core.memory.read_rows: oldest confirmed first), so that its
+    # trust is the served one: the self-check's "latest" rows are the last confirmed, not the last stored
+    # (a fill stores the newest first)
+    held = rows.to_memory(classes)
+    scores = [rows.scores[i] for i in kept]
+    scored = [position for position, i in enumerate(kept)
+              if rows.issue_ids[i] not in exclude and scores[position] and set(classes) <= set(scores[position])]
     if not scored:
         return []
-    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob, _ in rows])
-    labels = [label for _, label, _, _ in rows]
-    raw = [{c: float(rows[i][3][c]) for c in classes} for i in scored]
-    # the vote's trust as the labelling job computes it (Memory.trust), once for the whole memory: leaving
-    # one row of the self-check's latest out moves it by a step of the clip at most
-    trust = memory.Memory(vectors, labels, model_labels=[memory.model_label(scores, classes)
-                                                         for _, _, _, scores in rows]).trust
-    served = leave_one_out(vectors, labels, scored, raw, trust=trust)
-    return [Judged(scores, labels[i]) for i, scores in zip(scored, served, strict=True)]
+    raw = [{c: float(scores[position][c]) for c in classes} for position in scored]
+    # the vote's trust once for the whole memory: leaving one row of the self-check's latest out moves it
+    # by a step of the clip at most
+    served = leave_one_out(held.vectors, held.labels, scored, raw, trust=held.trust)
+    return [Judged(adjusted, held.labels[position]) for position, adjusted in zip(scored, served, strict=True)]
 
 
 def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int],

@@ -2,6 +2,7 @@
 come from (the bot's judged predictions, its history in the memory scored leave-one-out), the fall-back to
 the global thresholds, and the cache on the repository's row."""
 
+import datetime as dt
 
 import numpy as np
 import pytest
@@ -103,6 +104,31 @@ def test_a_kind_with_enough_history_gets_its_own_threshold_and_the_others_the_gl
     assert (stats.from_predictions, stats.from_history) == (0, 27)
     # the lowest bug threshold that keeps 90 %: every bug prediction, the two wrong ones included
     assert (stats.quality.judged, stats.quality.labelled, stats.quality.correct) == (27, 27, 25)
+
+
+def test_the_history_is_scored_with_the_trust_the_labelling_job_serves_with_whatever_order_it_was_stored_in(
+        sessions, repo):
+    # 90 confirmed issues: the 30 oldest questions the model called bugs (the memory's vote saves them), the
+    # 60 newest bugs it got right. The self-check judges the newest 50: the vote does no better than the
+    # model there, so the labelling job gives it no weight and serves the model's scores. A fill stores the
+    # newest first, so the last rows stored are the oldest confirmed.
+    rows = [("question", "question", "bug", 0.6)] * 30 + [("bug", "bug", "bug", 0.7)] * 60
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    with session_scope(sessions) as session:
+        issues = [confirm(session, repo, number, label) for number, (label, *_) in enumerate(rows, 1)]
+        for offset, issue in enumerate(issues):
+            issue.confirmed_at = start + dt.timedelta(minutes=offset)
+        for offset in reversed(range(len(rows))):  # newest first, as core.memory's fill stores them
+            label, looks_like, predicted, score = rows[offset]
+            memory.remember(session, issues[offset], label, VERSION, vector(looks_like, offset / 1000),
+                            scores=raw(predicted, score))
+        served_trust = memory.read_rows(session, repo, VERSION).to_memory(CLASSES).trust
+        judged, _ = judged_issues(session, repo, VERSION, CLASSES)
+    assert served_trust == 0.0
+    assert len(judged) == 90
+    # the model's own scores, unmoved by a vote the labelling job would not weigh: the 30 questions stay bugs
+    assert [row.predicted for row in judged].count("bug") == 90
+    assert sum(row.correct for row in judged) == 60
 
 
 def test_judged_predictions_count_rejections_against_their_kind_and_win_over_the_history(sessions, repo):
