@@ -244,6 +244,11 @@ def load_pipeline(model: Path, threads: int, batch_size: int, *, capped: bool):
             lambda texts: [row["label"] for row in classify(texts, batch_size=batch_size, **options)])
 
 
+def agreement(result: dict) -> str:
+    """The engine's top labels against the PyTorch path's, or why there is no figure."""
+    return f"{result['agreement']:.1%}" if "agreement" in result else "n/a (pytorch not run)"
+
+
 def table(results: dict[str, dict], args: argparse.Namespace) -> str:
     """One row per engine, its ratios to the pipeline at its defaults and at the card's max_length."""
     bases = [(name, results[name]) for name in ("pipeline", "pipeline-128") if name in results]
@@ -256,7 +261,7 @@ def table(results: dict[str, dict], args: argparse.Namespace) -> str:
                            f"{r['single_per_s'] / base['single_per_s']:.2f}x" for _, base in bases)
         lines.append(f"| {engine} | {r['load_s']:.1f} | {r['backfill_per_s']:.1f} | {r['single_per_s']:.1f} | "
                      f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f}{speedups} | {r['peak_rss_mb']:.0f} | "
-                     f"{r.get('agreement', 0):.1%} | {r['macro_f1']:.4f} |")
+                     f"{agreement(r)} | {r['macro_f1']:.4f} |")
     first = next(iter(results.values()))
     if "fast" in results:
         lines.append(f"\nfast = {results['fast']['engine']}, what load_classifier chooses on this CPU for this "
