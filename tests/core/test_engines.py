@@ -61,8 +61,8 @@ class FakeEngines:
 
 def test_the_cpus_flags_order_the_engines_openvino_only_where_bf16_is_native():
     assert order("auto", SAPPHIRE_RAPIDS) == (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
-    # AVX-512 BF16 without AMX (measured on a Zen 5): ORT's int8 on VNNI, then OpenVINO's bf16 and int8, all
-    # faster than ORT's fp32; bf16 autocast faster than fp32 PyTorch, slower than ORT's fp32
+    # AVX-512 BF16 without AMX (measured on a Zen 4 and a Zen 5): ORT's int8 on VNNI, then OpenVINO's bf16 and
+    # int8, all faster than ORT's fp32; then ORT's fp32 (PyTorch's answers, less memory) before bf16 autocast
     assert order("auto", ZEN4) == (ORT_INT8, OV_BF16, OV_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
     assert order("auto", {"avx2", "fma"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # bf16 emulated: not tried
     assert order("auto", {"avx512f", "avx512_vnni"}) == (ORT_INT8, ORT_FP32, TORCH_FP32)  # Ice Lake: no bf16
