@@ -32,6 +32,9 @@ from core.tables import IssueRecord, MemoryEntry, ModelVersion, Prediction, Repo
 from core.thresholds import DEFAULT, MIN_SUPPORT, Judged, KindThreshold, Quality, kind_thresholds, quality_at
 
 APP_THRESHOLD = 0.5  # core.settings' ISSUE_SORTER_THRESHOLD default, for callers that do not pass theirs
+# How the history is scored, in every cache key: a result stored by an earlier way of scoring it is
+# recomputed, not served. 2: the memory read in confirmation order, as the labelling job reads it.
+HISTORY_SCORING = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,9 +181,10 @@ def leave_one_out(vectors: np.ndarray, labels: Sequence[str], rows: Sequence[int
 
 def _inputs(version: str, target: float, global_thresholds: Mapping[str, float], default_threshold: float,
             min_support: int) -> list:
-    """The first part of the cache key, as stored JSON reads back: what the caller passes."""
+    """The first part of the cache key, as stored JSON reads back: what the caller passes, then how the
+    history is scored (refresh_stored reads the first five back)."""
     return [version, float(target), [[k, float(v)] for k, v in sorted(global_thresholds.items())],
-            float(default_threshold), min_support]
+            float(default_threshold), min_support, HISTORY_SCORING]
 
 
 def _moved(session: Session, repository_id: int, version: str) -> list:

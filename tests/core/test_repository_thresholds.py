@@ -238,6 +238,23 @@ def test_the_labelling_read_serves_what_is_stored_and_the_feedback_refresh_moves
                                      stale_ok=True)[1].target == 0.8
 
 
+def test_a_result_stored_by_an_earlier_way_of_scoring_the_history_is_recomputed_not_served(sessions, repo):
+    with session_scope(sessions) as session:
+        remember_history(session, repo, 1, RIGHT_BUGS + [WRONG_BUG] * 2)
+        first = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {"question": 0.8}, stale_ok=True)
+        repository = session.get(Repository, repo)
+        key = repository.threshold_cache["key"]
+        # as stored before the key said how the history was scored: the caller's five inputs, then the counts
+        repository.threshold_cache = {**repository.threshold_cache, "key": key[:5] + key[6:]}
+    with session_scope(sessions) as session, statements(sessions) as seen:
+        again = repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {"question": 0.8}, stale_ok=True)
+    assert [sql for sql in seen if "memory_entries.embedding" in sql]  # the history scored again
+    assert again == first
+    with session_scope(sessions) as session, statements(sessions) as seen:  # and stored under the new key
+        assert repository_thresholds(session, repo, VERSION, CLASSES, 0.9, {"question": 0.8}, stale_ok=True) == first
+    assert not [sql for sql in seen if "memory_entries.embedding" in sql]
+
+
 def test_nothing_is_refreshed_before_a_labelling_job_stored_a_target(sessions, repo):
     with session_scope(sessions) as session:
         remember_history(session, repo, 1, RIGHT_BUGS)
