@@ -78,8 +78,9 @@ WARMED_KEY = "issue-sorter:workers:warmed"  # field "host:pid" → ms its warm-u
 #   two threads on a Zen 4 and a Zen 5, int8 ahead on one), then its static int8, all twice ONNX Runtime's
 #   fp32 or more; then ONNX Runtime's fp32 (PyTorch's answers to 1e-6, in less memory than bf16 autocast,
 #   which ties or beats it).
-# - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured. OpenVINO was not
-#   measured there: ISSUE_SORTER_ENGINE=measure times it.
+# - Neither: bf16 is emulated, slower than fp32: never tried unless forced or measured. OpenVINO's int8 is
+#   slower there than ONNX Runtime's fp32 (its kernels want VNNI or AMX; on an AVX2-only Zen 3, 28.3
+#   against 41.0 issues/s in batches): ISSUE_SORTER_ENGINE=measure still times it.
 ORDER_WITH_AMX = (OV_BF16, OV_INT8, TORCH_BF16, ORT_INT8, ORT_FP32, TORCH_FP32)
 ORDER_WITH_AVX512_BF16 = (ORT_INT8, OV_BF16, OV_INT8, ORT_FP32, TORCH_BF16, TORCH_FP32)
 ORDER_WITHOUT_BF16 = (ORT_INT8, ORT_FP32, TORCH_FP32)
