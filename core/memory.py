@@ -208,9 +208,13 @@ class MemoryRows:
     numbers: list[int]
     scores: list[Mapping[str, float] | None]
 
+    def rows_of(self, classes: Sequence[str]) -> list[int]:
+        """The positions of the rows whose label maps onto one of `classes`: the rows `to_memory` keeps."""
+        return [i for i, label in enumerate(self.labels) if class_of(label, classes) is not None]
+
     def to_memory(self, classes: Sequence[str]) -> Memory:
         """The kind's memory: labels mapped onto `classes`, rows of other labels left out."""
-        kept = [i for i, label in enumerate(self.labels) if class_of(label, classes) is not None]
+        kept = self.rows_of(classes)
         if not kept:
             return Memory(np.zeros((0, 0), dtype=np.float32), [])
         return Memory(self.vectors[kept], [class_of(self.labels[i], classes) for i in kept],

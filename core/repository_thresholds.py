@@ -141,7 +141,7 @@ def judged_history(session: Session, repository_id: int, version: str, classes: 
                    exclude: set[int] = frozenset()) -> list[Judged]:
     """The memory's rows with the model's raw scores, each adjusted by the rest of the memory."""
     rows = memory.read_rows(session, repository_id, version)
-    kept = [i for i, label in enumerate(rows.labels) if memory.class_of(label, classes) is not None]
+    kept = rows.rows_of(classes)  # the memory's rows below, by their position in `rows`
     # the memory as the labelling job reads it (core.memory.read_rows: oldest confirmed first), so that its
     # trust is the served one: the self-check's "latest" rows are the last confirmed, not the last stored
     # (a fill stores the newest first)
