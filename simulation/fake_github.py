@@ -872,9 +872,9 @@ class FakeGitHub:
         return _json(self._labels_json(full_name, issue["labels"]))
 
     def _remove_label(self, full_name: str, number: int, label: str) -> Response:
-        issue = self._repos[full_name]["issues"].get(number)
-        present = [n for n in (issue["labels"] if issue else []) if n.lower() == label.lower()]
-        if not present:
+        issue = self._issue_of(full_name, number)  # no such issue: GitHub's "Not Found"
+        present = [n for n in issue["labels"] if n.lower() == label.lower()]
+        if not present:  # the issue is there, the label is not on it
             return _error(404, "Label does not exist")
         issue["labels"].remove(present[0])
         return _json(self._labels_json(full_name, issue["labels"]))

@@ -161,7 +161,14 @@ def test_labels_with_spaces_and_odd_characters_are_added_and_removed(writer, fak
 def test_removing_a_label_the_issue_lacks_is_permanent(writer):
     with pytest.raises(PermanentGitHubError) as caught:
         writer.remove_label(REPO, 1, "enhancement")
-    assert caught.value.status == 404
+    assert caught.value.status == 404 and "Label does not exist" in str(caught.value)
+
+
+def test_removing_a_label_from_an_issue_that_is_not_there_says_not_found_as_github_does(writer, fake_github):
+    with pytest.raises(PermanentGitHubError) as caught:
+        writer.remove_label(REPO, 999, "bug")
+    assert caught.value.status == 404 and "Not Found" in str(caught.value)
+    assert fake_github.calls("DELETE", rf"/repos/{REPO}/issues/999/labels/bug")[0].status == 404
 
 
 def test_create_label_and_comment_reach_github(writer, fake_github):
