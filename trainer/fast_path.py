@@ -445,6 +445,8 @@ def same_answers(reference: Answers, fast: Answers, issues: Sequence[Example], l
 
 def _agreement(reference: Sequence[str], fast: Sequence[str]) -> float:
     return sum(a == b for a, b in zip(reference, fast, strict=True)) / len(reference)
+
+
 def is_same_answers(f1_pytorch: float, f1_fast: float, agreement: float) -> bool:
     """The gate's rule: no more than 0.5 points of macro-F1 lost, the top label agreeing on >= 99 %."""
     return agreement >= MIN_AGREEMENT and f1_fast >= f1_pytorch - MAX_F1_DROP

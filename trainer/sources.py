@@ -37,6 +37,7 @@ def shared_dir(environ: Mapping[str, str] = os.environ, *, checkout: Path = CHEC
     ../shared beside the checkout. The one place that says where it is."""
     return Path(environ.get(SHARED_ENV) or checkout.parent / "shared")
 
+
 NLBSE_DIR = "nlbse24-issue-report-classification"
 NLBSE_TRAIN_FILE = f"{NLBSE_DIR}/issues_train.csv"
 NLBSE_TEST_FILE = f"{NLBSE_DIR}/issues_test.csv"  # the NLBSE'24 protocol's test split: never in the mix

@@ -137,7 +137,6 @@ def _map_to_repository(predicted: str, score: float, repo_labels: list[str], pol
     return Choice(predicted, score, None, f"the repository has no label for {predicted!r}")
 
 
-
 # ---- the plan ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

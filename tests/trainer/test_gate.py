@@ -94,7 +94,6 @@ def test_a_score_stored_for_exactly_these_issues_is_reused(registry, tfidf_model
         evaluate_classifier(tfidf_model.classifier(), fewer)["macro_f1"])
 
 
-
 class _Answers:
     """A stand-in classifier: the label `answer_for` gives each text."""
 
