@@ -60,6 +60,9 @@ def add_commands(commands) -> None:
                         help="time: as the issues were opened; shuffled: seeded random order, for files sampled "
                              "per label (NLBSE took the newest 100 of each label, so its time order is skewed)")
     replay.add_argument("--seed", type=int, default=42, help="seed of --order shuffled")
+    replay.add_argument("--target-precision", type=float, metavar="P",
+                        help="the repository's config asks for precision P (0-1): the App abstains below each kind's "
+                             "threshold for it, as an install with that target (default: every issue labelled)")
     replay.add_argument("--out", type=Path, default=Path("var/replay"), help="where the CSV and PNG go")
     replay.add_argument("--json", action="store_true")
     replay.add_argument("--no-memory", action="store_true",
@@ -181,6 +184,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         random.Random(args.seed).shuffle(examples)
     if args.history < 0:
         raise SystemExit(f"--history must be 0 or more issues, not {args.history}")
+    if args.target_precision is not None and not 0.0 < args.target_precision <= 1.0:
+        raise SystemExit(f"--target-precision must be above 0 and at most 1, not {args.target_precision}")
     if args.history >= len(examples):
         raise SystemExit(f"--history {args.history} leaves no new issue: {args.file} has {len(examples)} issues of "
                          f"{args.repo} (use 0 to {len(examples) - 1})")
@@ -189,7 +194,9 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
                             retrain_epochs=args.epochs, retrain_max_length=args.max_length,
                             min_per_label=args.min_per_label, min_holdout=args.min_holdout,
                             memory=not (args.no_memory or args.no_learning),
-                            retrain=not (args.no_retrain or args.no_learning))
+                            retrain=not (args.no_retrain or args.no_learning),
+                            target_precision=args.target_precision,
+                            threshold=0.0 if args.target_precision is None else settings.threshold)
     if args.label_map:
         options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))
     base = args.base_model_dir or _promoted_model_dir(settings)

@@ -56,7 +56,10 @@ class ReplayOptions:
     retrain_every: int = 50  # confirmed issues between retraining jobs
     window: int | None = None  # issues per point of the curve (default: retrain_every)
     label_names: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_LABELS))
-    threshold: float = 0.0  # label every issue, so every issue is judged
+    threshold: float = 0.0  # label every issue, so every issue is judged (the default where a target is set)
+    # the repository's config asks for this precision: per-kind thresholds from its confirmed issues, as the
+    # feedback queue refreshes them, and an abstention below them (None: the flat threshold above)
+    target_precision: float | None = None
     retrain_epochs: int = 2
     retrain_max_length: int = 256
     min_per_label: int = 20
@@ -78,10 +81,11 @@ def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, 
         issues = [IssueSnapshot(number, example.title, example.body or "", "closed",
                                 (options.label_names.get(example.label, example.label),), False, "reporter",
                                 example.created_at) for number, example in enumerate((*history, *examples), 1)]
-        # a flat threshold in the repository's config: every issue is labelled and judged (no per-kind
-        # thresholds for a target precision, which would abstain on some)
+        # without a target, a flat threshold in the repository's config: every issue is labelled and judged
+        config = (f"target_precision: {options.target_precision}\n" if options.target_precision is not None
+                  else f"threshold: {options.threshold}\n")
         github.add_repo(options.repo, labels=list(options.label_names.values()), installation_id=INSTALLATION,
-                        files={CONFIG_PATH: f"threshold: {options.threshold}\n"})
+                        files={CONFIG_PATH: config})
         for issue in issues[:len(history)]:
             github.add_issue(options.repo, issue.number, issue.title, issue.body, labels=issue.labels, state="closed",
                              created_at=issue.created_at)

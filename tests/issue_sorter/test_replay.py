@@ -60,3 +60,28 @@ def test_replay_with_a_history_as_long_as_the_file_is_a_clear_error(tiny_model_d
     with pytest.raises(SystemExit, match="--history 5000 leaves no new issue"):
         main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--history", "5000",
               "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path)])
+
+
+def test_replay_with_a_target_precision_abstains_below_each_kinds_threshold(tiny_model_dir, tmp_path, capsys):
+    arguments = ["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--order", "shuffled",
+                 "--history", "12", "--limit", "8", "--window", "4", "--no-retrain",
+                 "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path / "curve"), "--json"]
+    assert main(arguments) == 0
+    flat = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main([*arguments, "--target-precision", "0.9"]) == 0
+    target = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    # without a target every issue is labelled and judged; with one, the repository's config asks for it
+    assert flat["config"]["target_precision"] is None and flat["coverage"] == 1.0 and flat["thresholds"] == {}
+    assert target["config"]["target_precision"] == 0.9
+    assert set(target["thresholds"]) == {"bug", "feature", "question"}
+    # the tiny model's scores are far from 0.9 precision: it abstains, each time below its kind's threshold
+    assert target["coverage"] < 1.0 and target["abstained"]["issues"] == 8 - target["labelled"]
+    assert target["abstained"]["examples"]
+    assert all(row["score"] < row["threshold"] for row in target["abstained"]["examples"])
+
+
+def test_replay_with_a_target_precision_out_of_range_is_a_clear_error(tiny_model_dir, tmp_path):
+    with pytest.raises(SystemExit, match="--target-precision must be above 0 and at most 1, not 1.5"):
+        main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--target-precision", "1.5",
+              "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path)])
