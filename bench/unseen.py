@@ -138,6 +138,7 @@ def run(args) -> dict:
     quick = QUICK if args.quick else {}
     recipe = BOOTSTRAP_RECIPE | {"max_length": quick.get("max_length", args.max_length), "epochs": args.epochs}
     recipe |= {"class_weight": args.class_weight} if args.class_weight else {}
+    recipe |= {"lr": args.lr} if args.lr else {}
     config = TrainConfig(device="cpu", seed=args.seed, max_steps=quick.get("max_steps"),
                          base_model=args.base_model, **recipe)
     mix = MixConfig(per_group_kind=quick.get("per_group_kind", args.per_group_kind), seed=args.seed)
@@ -219,6 +220,7 @@ def main() -> int:
                         help="skip the whole-mix models and the NLBSE'24 test-split table")
     parser.add_argument("--save-fold-models", action="store_true",
                         help="save each fold's blend to <workdir>/fold-K/ and <workdir>/fold-of-repository.json")
+    parser.add_argument("--lr", type=float, default=None, help="TrainConfig.lr (default: the recipe's)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench-unseen")
@@ -226,8 +228,8 @@ def main() -> int:
     out = args.out or (args.workdir if args.quick else REPO_ROOT / "docs" / "quality")
     started = time.perf_counter()
     result = run(args)
-    result = run_record("unseen.py", {"quick": args.quick, "wall_minutes": round((time.perf_counter() - started) / 60, 1),
-                                      **result})
+    minutes = round((time.perf_counter() - started) / 60, 1)
+    result = run_record("unseen.py", {"quick": args.quick, "wall_minutes": minutes, **result})
     return write_report(out, "unseen", result, markdown(result))
 
 
