@@ -25,10 +25,15 @@ QUICK = {"folds": 2, "per_group_kind": 6, "eval_per_group_kind": 4, "max_length"
 
 class FoldModels:
     """Each fold's trained members, saved as one blend per fold (registry directory format) under
-    <workdir>/fold-K/: a model that never saw the fold's repositories, for replays that start from it."""
+    <workdir>/fold-K/: a model that never saw the fold's repositories, for replays that start from it.
 
-    def __init__(self, folds, workdir: Path, tfidf_share: float):
+    Its card carries what the served model's does: the metrics and per-kind thresholds measured on
+    `held_out` (NLBSE'24's test split, as the bootstrap's), less the fold's own repositories, so a replay
+    with a target precision starts from the thresholds an install would get."""
+
+    def __init__(self, folds, workdir: Path, tfidf_share: float, held_out=()):
         self.folds, self.workdir, self.tfidf_share = folds, workdir, tfidf_share
+        self.held_out = list(held_out)
         self.trained: dict[int, dict] = {}
 
     def keeping(self, name: str, train):
@@ -45,11 +50,16 @@ class FoldModels:
 
     def save(self, fold: int) -> None:
         from trainer.blend import TrainedBlend
+        from trainer.evaluate import evaluate_classifier
 
         members = self.trained[fold]
         if {"encoder", "tfidf"} <= set(members):
             blend = TrainedBlend(members["encoder"], members["tfidf"], self.tfidf_share)
-            blend.save(self.workdir / f"fold-{fold}", version=f"unseen-fold-{fold}")
+            left_out = set(self.folds.groups[fold])
+            held_out = [example for example in self.held_out if example.repo not in left_out]
+            metrics = evaluate_classifier(blend.classifier(f"unseen-fold-{fold}"), held_out) if held_out else None
+            blend.save(self.workdir / f"fold-{fold}", version=f"unseen-fold-{fold}", metrics=metrics,
+                       thresholds=(metrics or {}).get("thresholds"))
 
     def write_index(self) -> None:
         """repository → the fold directory whose blend never saw it."""
@@ -148,7 +158,9 @@ def run(args) -> dict:
                        per_group_kind=quick.get("eval_per_group_kind", args.eval_per_group_kind), seed=args.seed)
     print(f"{len(folds.groups)} folds: {folds.groups}; scoring {describe(folds.pool)}", flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    keep = FoldModels(folds, args.workdir, config.tfidf_share) if args.save_fold_models else None
+    test = [e for e in load_file(data / NLBSE_TEST_FILE) if e.repo in REPOS]
+    test = test if not args.quick else test[::50]
+    keep = FoldModels(folds, args.workdir, config.tfidf_share, test) if args.save_fold_models else None
     models = members(config, KINDS, keep)
     oof = run_folds(sources, folds, models, mix, log=lambda line: print(line, flush=True))
     if keep is not None:
@@ -159,8 +171,6 @@ def run(args) -> dict:
     if args.no_nlbse24:
         return result
     whole = training_mix(sources, mix)
-    test = [e for e in load_file(data / NLBSE_TEST_FILE) if e.repo in REPOS]
-    test = test if not args.quick else test[::50]
     test = capped(test, args.nlbse_per_repo_kind, args.seed) if args.nlbse_per_repo_kind else test
     started = time.perf_counter()
     trained = {name: trainer(whole) for name, trainer in models.items()}
