@@ -112,7 +112,11 @@ def test_the_private_key_is_parsed_once_for_every_installations_token(app_key, f
 
     parsed = []
     real = serialization.load_pem_private_key
-    counting = lambda *a, **k: parsed.append(1) or real(*a, **k)
+
+    def counting(*args, **kwargs):
+        parsed.append(1)
+        return real(*args, **kwargs)
+
     monkeypatch.setattr(serialization, "load_pem_private_key", counting)
     monkeypatch.setattr(jwt.algorithms, "load_pem_private_key", counting)  # PyJWT's own reference
     for installation in (21, 22, 23):

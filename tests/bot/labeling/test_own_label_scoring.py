@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import select
 
 from bot.labeling import decide as labeling
+from bot.labeling.config import CONFIG_PATH
 from core import memory, own_labels, store
 from core.db import session_scope
 from core.own_labels.heads import fit_rules
 from core.own_labels.storage import decode
 from core.tables import IssueRecord, OwnLabelFit
-from bot.labeling.config import CONFIG_PATH
 from tests.bot.labeling.test_own_labels import (
     ENCODER,
     REPOSITORY_LABELS,
