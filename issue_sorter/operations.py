@@ -184,19 +184,20 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         random.Random(args.seed).shuffle(examples)
     if args.history < 0:
         raise SystemExit(f"--history must be 0 or more issues, not {args.history}")
-    if args.target_precision is not None and not 0.0 < args.target_precision <= 1.0:
-        raise SystemExit(f"--target-precision must be above 0 and at most 1, not {args.target_precision}")
     if args.history >= len(examples):
         raise SystemExit(f"--history {args.history} leaves no new issue: {args.file} has {len(examples)} issues of "
                          f"{args.repo} (use 0 to {len(examples) - 1})")
     history, examples = examples[:args.history], examples[args.history:][:args.limit]
-    options = ReplayOptions(repo=args.repo, retrain_every=args.retrain_every, window=args.window,
-                            retrain_epochs=args.epochs, retrain_max_length=args.max_length,
-                            min_per_label=args.min_per_label, min_holdout=args.min_holdout,
-                            memory=not (args.no_memory or args.no_learning),
-                            retrain=not (args.no_retrain or args.no_learning),
-                            target_precision=args.target_precision,
-                            threshold=0.0 if args.target_precision is None else settings.threshold)
+    try:
+        options = ReplayOptions(repo=args.repo, retrain_every=args.retrain_every, window=args.window,
+                                retrain_epochs=args.epochs, retrain_max_length=args.max_length,
+                                min_per_label=args.min_per_label, min_holdout=args.min_holdout,
+                                memory=not (args.no_memory or args.no_learning),
+                                retrain=not (args.no_retrain or args.no_learning),
+                                target_precision=args.target_precision,
+                                threshold=None if args.target_precision is None else settings.threshold)
+    except ValueError as error:  # the target, checked as the repository's config file checks it
+        raise SystemExit(f"--target-precision: {error}") from None
     if args.label_map:
         options.label_names.update(dict(pair.split("=", 1) for pair in args.label_map.split(",")))
     base = args.base_model_dir or _promoted_model_dir(settings)

@@ -31,7 +31,7 @@ from sqlalchemy import func, select
 from bot.github_api.client import GitHubApp
 from bot.github_api.issues import IssueSnapshot
 from bot.labeling import backtest
-from bot.labeling.config import CONFIG_PATH
+from bot.labeling.config import CHECKS, CONFIG_PATH
 from core import store
 from core.classifier import load_classifier
 from core.db import make_sessionmaker, session_scope
@@ -56,7 +56,9 @@ class ReplayOptions:
     retrain_every: int = 50  # confirmed issues between retraining jobs
     window: int | None = None  # issues per point of the curve (default: retrain_every)
     label_names: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_LABELS))
-    threshold: float = 0.0  # label every issue, so every issue is judged (the default where a target is set)
+    # the App's flat threshold (ISSUE_SORTER_THRESHOLD): below it, abstain. None: 0.0 without a target, so
+    # every issue is labelled and judged; the App's default with one, as an install with the target runs
+    threshold: float | None = None
     # the repository's config asks for this precision: per-kind thresholds from its confirmed issues, as the
     # feedback queue refreshes them, and an abstention below them (None: the flat threshold above)
     target_precision: float | None = None
@@ -66,6 +68,20 @@ class ReplayOptions:
     min_holdout: int = 50  # recent confirmed issues the gate judges each retraining on (RetrainPolicy)
     memory: bool = True  # confirmed issues adjust the next issues' scores (off: --no-memory)
     retrain: bool = True  # a retraining job every retrain_every issues (off: --no-retrain)
+
+    def __post_init__(self):
+        # checked as the repository's config file checks it: the replay writes it into that file, where a bad
+        # value would only be a config problem and the replay would run without the target asked for
+        if self.target_precision is not None:
+            problem = CHECKS["target_precision"]("target_precision", self.target_precision)[1]
+            if problem:
+                raise ValueError(problem)
+
+    def flat_threshold(self) -> float | None:
+        """The App's flat threshold in this replay; None: the App's default (a target, no threshold given)."""
+        if self.threshold is None:
+            return 0.0 if self.target_precision is None else None
+        return self.threshold
 
 
 def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, workdir: Path,
@@ -83,7 +99,7 @@ def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, 
                                 example.created_at) for number, example in enumerate((*history, *examples), 1)]
         # without a target, a flat threshold in the repository's config: every issue is labelled and judged
         config = (f"target_precision: {options.target_precision}\n" if options.target_precision is not None
-                  else f"threshold: {options.threshold}\n")
+                  else f"threshold: {options.flat_threshold()}\n")
         github.add_repo(options.repo, labels=list(options.label_names.values()), installation_id=INSTALLATION,
                         files={CONFIG_PATH: config})
         for issue in issues[:len(history)]:
@@ -119,9 +135,11 @@ def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, 
 
 
 def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: FakeGitHub) -> Settings:
+    threshold = options.flat_threshold()
+    threshold = {} if threshold is None else {"threshold": threshold}  # {}: the App's default
     return Settings(webhook_secret=secrets.token_hex(16), app_id=github.app_id, private_key=github.private_key_pem,
                     api_url=github.url, database_url=f"sqlite:///{workdir / 'replay.db'}", redis_url=redis_url,
-                    model_dir=workdir / "models", threshold=options.threshold, app_slug="issue-sorter",
+                    model_dir=workdir / "models", app_slug="issue-sorter", **threshold,
                     github_write_interval=0.0, repo_min_per_label=options.min_per_label,
                     retrain_epochs=options.retrain_epochs, retrain_max_length=options.retrain_max_length,
                     retrain_min_holdout=options.min_holdout, memory=options.memory)

@@ -82,6 +82,34 @@ def test_replay_with_a_target_precision_abstains_below_each_kinds_threshold(tiny
 
 
 def test_replay_with_a_target_precision_out_of_range_is_a_clear_error(tiny_model_dir, tmp_path):
-    with pytest.raises(SystemExit, match="--target-precision must be above 0 and at most 1, not 1.5"):
+    # the repository config file's own words: the replay writes the target into that file
+    with pytest.raises(SystemExit, match=r"--target-precision: target_precision must be a number between 0 and 1 "
+                                         r"\(above 0.*or off, not `1.5`"):
         main(["replay", str(NLBSE / "issues_test.csv"), "--repo", "opencv/opencv", "--target-precision", "1.5",
               "--base-model-dir", str(tiny_model_dir), "--out", str(tmp_path)])
+    assert not list(tmp_path.iterdir())  # refused before any work
+
+
+@pytest.mark.parametrize("target", [0.0, 1.5, float("nan"), True])
+def test_a_replay_asked_for_a_target_the_config_file_would_refuse_is_refused_when_its_options_are_made(target):
+    from simulation.replay import ReplayOptions
+
+    with pytest.raises(ValueError, match="target_precision must be a number between 0 and 1"):
+        ReplayOptions("opencv/opencv", target_precision=target)
+
+
+def test_a_replay_labels_every_issue_without_a_target_and_abstains_as_the_app_does_with_one(tmp_path):
+    from types import SimpleNamespace
+
+    from core.settings import Settings
+    from simulation.replay import ReplayOptions, _settings
+
+    github = SimpleNamespace(app_id=1, private_key_pem="key", url="http://127.0.0.1:1")
+    def threshold(**options) -> float:
+        return _settings(ReplayOptions("opencv/opencv", **options), tmp_path, "redis://127.0.0.1:1/0", github).threshold
+
+    assert threshold() == 0.0  # no target: every issue labelled, so every issue is judged
+    app_default = Settings(webhook_secret="x").threshold
+    assert app_default > 0.0 and threshold(target_precision=0.9) == app_default  # a direct caller's target
+    assert threshold(target_precision=0.9, threshold=0.3) == 0.3  # the CLI's ISSUE_SORTER_THRESHOLD
+    assert threshold(threshold=0.4) == 0.4
