@@ -11,7 +11,7 @@ from core.classifier import load_classifier
 from core.encoder import TransformerClassifier
 from trainer.config import TrainConfig
 from trainer.dataset import Example
-from trainer.train import class_weights, fine_tune, length_buckets, linear_schedule
+from trainer.train import adamw, class_weights, fine_tune, length_buckets, linear_schedule
 
 
 def _logits(trained, texts):
@@ -110,6 +110,28 @@ def test_length_buckets_cover_every_example_once_in_similar_lengths():
     assert all(lengths[a] <= lengths[b] for batch in batches for a, b in zip(batch, batch[1:], strict=False))
     assert batches == length_buckets(lengths, 8, torch.Generator().manual_seed(1))
     assert batches != length_buckets(lengths, 8, torch.Generator().manual_seed(2))
+
+
+def test_the_optimizer_takes_adamws_step_in_the_fused_kernel_on_cpu():
+    """The fused kernel is the plain AdamW update (the recipe's lr and weight decay) to float rounding."""
+    config = TrainConfig(base_model="unused", lr=3e-2, weight_decay=0.1)
+    torch.manual_seed(0)
+    ours, plain = torch.nn.Linear(8, 4), torch.nn.Linear(8, 4)
+    plain.load_state_dict(ours.state_dict())
+    optimizer = adamw(ours, config, "cpu")
+    reference = torch.optim.AdamW(plain.parameters(), lr=3e-2, weight_decay=0.1)
+    start = ours.weight.detach().clone()
+    for _ in range(3):
+        batch = torch.randn(5, 8)
+        for model, step in ((ours, optimizer), (plain, reference)):
+            step.zero_grad()
+            model(batch).pow(2).sum().backward()
+            step.step()
+
+    assert optimizer.defaults["fused"] is True
+    assert not torch.allclose(ours.weight, start)  # it moved
+    for mine, theirs in zip(ours.parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-7)
 
 
 def test_schedule_warms_up_then_decays_linearly():
