@@ -135,8 +135,8 @@ def replay(examples: Sequence, options: ReplayOptions, base_model_dir: Path, *, 
 
 
 def _settings(options: ReplayOptions, workdir: Path, redis_url: str, github: FakeGitHub) -> Settings:
-    threshold = options.flat_threshold()
-    threshold = {} if threshold is None else {"threshold": threshold}  # {}: the App's default
+    flat = options.flat_threshold()
+    threshold = {} if flat is None else {"threshold": flat}  # {}: the App's default
     return Settings(webhook_secret=secrets.token_hex(16), app_id=github.app_id, private_key=github.private_key_pem,
                     api_url=github.url, database_url=f"sqlite:///{workdir / 'replay.db'}", redis_url=redis_url,
                     model_dir=workdir / "models", app_slug="issue-sorter", **threshold,

@@ -105,6 +105,7 @@ def test_a_replay_labels_every_issue_without_a_target_and_abstains_as_the_app_do
     from simulation.replay import ReplayOptions, _settings
 
     github = SimpleNamespace(app_id=1, private_key_pem="key", url="http://127.0.0.1:1")
+
     def threshold(**options) -> float:
         return _settings(ReplayOptions("opencv/opencv", **options), tmp_path, "redis://127.0.0.1:1/0", github).threshold
 
