@@ -6,14 +6,11 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from core.classifier import Classifier
 from core.kinds import labels_for_kinds
-from core.memory import MEMORY_SIZE, Memory, class_of
 from core.tables import GLOBAL_SCOPE, TrainingRun
 from trainer.dataset import Example, data_fingerprint
-from trainer.evaluate import evaluate_classifier, macro_f1, top_label
+from trainer.evaluate import evaluate_classifier
 from trainer.registry import Model, Registry
 
 log = logging.getLogger(__name__)
@@ -23,16 +20,10 @@ PROMOTED, NOT_PROMOTED = "promoted", "not promoted"  # how a verdict begins (`ve
 
 def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Sequence[Example], *,
                         scope: str = GLOBAL_SCOPE, force: bool = False, trigger: str = "manual",
-                        remembered: Sequence[Example] = (),
                         classifier_of: Callable[[Model], Classifier] = Model.classifier) -> TrainingRun:
     """Score challenger and champion by macro-F1 on `eval_examples`; promote the challenger only if it is
     strictly better, or there is no champion, or `force`. The TrainingRun row records scores and decision.
 
-    `remembered`: the scope's confirmed issues older than `eval_examples`, oldest first. With them each model
-    is scored as the labelling job serves it: every held-out issue (in their order) adjusted by the memory of
-    its repository's issues confirmed before it, embedded by that model (`served_labels`); a retraining
-    judged without the memory promoted a model that then served worse than the one it replaced
-    (docs/BENCHMARKS.md, "The learning loop").
     `classifier_of`: how a model is loaded to be scored (as it serves, by default; a test's stand-in).
     `challenger`: as registered for `scope`, or as `Registry.model(version, scope=scope)` finds it (another
     scope's model is refused there, before it is scored).
@@ -49,15 +40,11 @@ def compare_and_promote(registry: Registry, challenger: Model, eval_examples: Se
         labels = sorted(set(challenger.row.labels) | {renames.get(label, label) for label in
                                                       (champion.row.labels if champion else [])})
         scored = [example for example in eval_examples if example.label in labels]  # the SAME rows for both
-        run.challenger_score, remembering = _score(challenger, scored, labels, classifier_of, remembered=remembered)
-        if champion:
-            run.champion_score, champion_remembering = _score(champion, scored, labels, classifier_of, renames,
-                                                              remembered=remembered)
-            remembering = remembering and champion_remembering
+        run.challenger_score = _score(challenger, scored, labels, classifier_of)
+        run.champion_score = _score(champion, scored, labels, classifier_of, renames) if champion else None
         run.promoted, why = decide(run.challenger_score, run.champion_score, has_champion=champion is not None,
                                    force=force)
-        memory = ", each with the memory of the issues confirmed before it" if remembering else ""
-        run.message = f"{challenger.version}: {why} ({len(scored)} held-out issues{memory})"
+        run.message = f"{challenger.version}: {why} ({len(scored)} held-out issues)"
         if run.promoted:
             registry.promote(challenger.version, why, scope=scope)
     run.status, run.finished_at = "finished", dt.datetime.now(dt.timezone.utc)
@@ -103,59 +90,17 @@ class RenamedClassifier:
         self.labels = [renames.get(label, label) for label in inner.labels]
 
     def predict(self, texts: Sequence[str]) -> list[dict[str, float]]:
-        return [self._renamed(row) for row in self.inner.predict(texts)]
-
-    def predict_and_embed(self, texts: Sequence[str]) -> tuple[list[dict[str, float]], list[list[float]]]:
-        scores, vectors = self.inner.predict_and_embed(texts)
-        return [self._renamed(row) for row in scores], vectors
-
-    def _renamed(self, row: dict[str, float]) -> dict[str, float]:
-        return {self.renames.get(k, k): v for k, v in row.items()}
-
-
-def served_labels(classifier, scored: Sequence[Example], remembered: Sequence[Example]) -> list[str]:
-    """Each of `scored`'s top labels as the labelling job gives it: its scores adjusted by the memory of its
-    repository's issues confirmed before it, `remembered` (oldest first) then the scored issues before it,
-    the newest MEMORY_SIZE, as `classifier` embeds them and with the labels it knows (core.memory)."""
-    classes = classifier.labels
-    repos = {example.repo for example in scored}
-    older: dict[str | None, list[Example]] = {}
-    for example in remembered:
-        if example.repo in repos and class_of(example.label, classes) is not None:
-            older.setdefault(example.repo, []).append(example)
-    context = [example for rows in older.values() for example in rows[-MEMORY_SIZE:]]
-    scores, vectors = classifier.predict_and_embed([example.text for example in [*context, *scored]])
-    matrix = np.asarray(vectors, dtype=np.float32)
-    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    confirmed: dict[str | None, list[int]] = {}  # repository → rows confirmed so far, oldest first
-    for row, example in enumerate(context):
-        confirmed.setdefault(example.repo, []).append(row)
-    labels = [class_of(example.label, classes) for example in [*context, *scored]]
-    answers = []
-    for row, example in enumerate(scored, start=len(context)):
-        before = confirmed.setdefault(example.repo, [])[-MEMORY_SIZE:]
-        memory = Memory(matrix[before], [labels[i] for i in before],
-                        model_labels=[top_label(scores[i]) for i in before])
-        answers.append(top_label(memory.adjust(scores[row], matrix[row]) if before else scores[row]))
-        if labels[row] is not None:
-            confirmed[example.repo].append(row)
-    return answers
+        return [{self.renames.get(k, k): v for k, v in row.items()} for row in self.inner.predict(texts)]
 
 
 def _score(model: Model, examples: Sequence[Example], labels: list[str],
-           classifier_of: Callable[[Model], Classifier], renames: dict[str, str] | None = None, *,
-           remembered: Sequence[Example] = ()) -> tuple[float | None, bool]:
-    """(macro-F1 on `examples`, whether the memory of `remembered` was in the loop)."""
+           classifier_of: Callable[[Model], Classifier], renames: dict[str, str] | None = None) -> float | None:
     if not examples:
-        return None, False
+        return None
     metrics = model.row.metrics
-    if not remembered and not renames and metrics.get("eval_fingerprint") == data_fingerprint(examples):
-        return metrics["macro_f1"], False  # scored on exactly these issues when it was trained: reuse
+    if not renames and metrics.get("eval_fingerprint") == data_fingerprint(examples):
+        return metrics["macro_f1"]  # scored on exactly these issues when it was trained: reuse
     classifier = classifier_of(model)
     if renames:
         classifier = RenamedClassifier(classifier, renames)
-    if remembered and hasattr(classifier, "predict_and_embed"):  # TF-IDF alone embeds nothing: no memory
-        # the same issues and the same average as evaluate_classifier's, the memory's vote added
-        known = [example for example in examples if example.label in {*labels, *classifier.labels}]
-        return macro_f1([example.label for example in known], served_labels(classifier, known, remembered)), True
-    return evaluate_classifier(classifier, examples, labels=labels)["macro_f1"], False
+    return evaluate_classifier(classifier, examples, labels=labels)["macro_f1"]

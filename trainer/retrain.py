@@ -244,11 +244,7 @@ def retrain_scope(session: Session, registry: Registry, scope: str, *, policy: R
     others = other_repositories_examples(session, scope, labels, policy=policy) if config.tfidf_share else []
     challenger = train_and_register(registry, config, train, labels=labels, scope=scope, held_out=held_out,
                                     tfidf_also=others, fast_path=fast_path, progress=progress).model
-    # judged as each would serve the held-out issues: with the memory of the issues confirmed before them
-    # (the operator's fixed global set has no such history)
-    fixed_gate = scope == GLOBAL_SCOPE and policy.global_gate_file is not None
-    run = compare_and_promote(registry, challenger, held_out, scope=scope, force=force, trigger=trigger,
-                              remembered=() if fixed_gate else train)
+    run = compare_and_promote(registry, challenger, held_out, scope=scope, force=force, trigger=trigger)
     return RetrainResult(scope, run, run.message)
 
 

@@ -2,14 +2,13 @@
 
 import random
 
-import numpy as np
 import pytest
 
 from core.tables import TrainingRun
 from trainer.baseline import train_tfidf
 from trainer.dataset import Example
 from trainer.evaluate import evaluate_classifier
-from trainer.gate import compare_and_promote, served_labels, verdict
+from trainer.gate import compare_and_promote, verdict
 
 
 @pytest.fixture(scope="module")
@@ -123,84 +122,3 @@ def test_each_model_is_scored_as_it_is_loaded_on_the_same_issues(registry, tfidf
     assert loaded == [challenger.version, champion.version]
     assert run.challenger_score == 1.0 and run.champion_score < 0.5
     assert run.promoted and registry.serving().version == challenger.version
-
-
-class _Embedding:
-    """A stand-in classifier with an embedding: each text's scores and vector as given."""
-
-    labels = ["bug", "feature"]
-
-    def __init__(self, scores_of, vector_of, version: str):
-        self.scores_of, self.vector_of, self.version = scores_of, vector_of, version
-
-    def predict(self, texts):
-        return [self.scores_of(text) for text in texts]
-
-    def predict_and_embed(self, texts):
-        return self.predict(texts), [self.vector_of(text) for text in texts]
-
-
-def _history(n: int, repo: str = "octo/widgets") -> list[Example]:
-    """A repository's confirmed issues, oldest first, bug and feature in turn."""
-    return [Example(f"issue {i}", "", ["bug", "feature"][i % 2], repo=repo) for i in range(n)]
-
-
-def _near_tie_wrong(label_of):
-    """Scores that lose each issue's true label narrowly."""
-    return lambda text: {"bug": 0.45, "feature": 0.55} if label_of[text] == "bug" else {"bug": 0.55, "feature": 0.45}
-
-
-def _beside_its_kind(label_of):
-    """Vectors that put each issue beside the other issues of its label: the memory's vote knows it."""
-    return lambda text: [1.0, 0.01 * len(text)] if label_of[text] == "bug" else [0.01 * len(text), 1.0]
-
-
-def test_served_labels_add_the_vote_of_the_issues_confirmed_before_each_one_and_never_after():
-    history = _history(30)
-    label_of = {example.text: example.label for example in history}
-    model = _Embedding(_near_tie_wrong(label_of), _beside_its_kind(label_of), "m")
-    older, scored = history[:20], history[20:]
-    assert served_labels(model, scored, older) == [example.label for example in scored]  # the vote mends each
-    alone = served_labels(model, history[:12], [])  # no history: the first issue has no memory at all
-    assert alone[0] != history[0].label
-    another_repository = _history(20, repo="octo/other")
-    assert served_labels(model, scored[:1], another_repository) == [  # another repository's: not its memory
-        "feature" if scored[0].label == "bug" else "bug"]
-
-
-def test_the_gate_judges_each_model_with_the_memory_it_would_serve_with(registry, tfidf_model):
-    """A challenger that loses near-ties alone but whose embeddings the memory reads right beats a champion
-    whose answers alone are better and whose embeddings say nothing: as served, it labels better."""
-    history = _history(80)
-    label_of = {example.text: example.label for example in history}
-    older, held_out = history[:60], history[60:]
-    champion = registry.register(tfidf_model)
-    registry.promote(champion.version)
-    challenger = registry.register(tfidf_model)
-    right_on_three_in_five = {e.text: i % 5 < 3 for i, e in enumerate(history)}
-    noise = np.random.default_rng(0).normal(size=(len(history), 8))
-    vector_of = {e.text: noise[i].tolist() for i, e in enumerate(history)}
-
-    def champion_scores(text):
-        right = label_of[text] if right_on_three_in_five[text] else {"bug": "feature", "feature": "bug"}[label_of[text]]
-        return {"bug": 0.6, "feature": 0.4} if right == "bug" else {"bug": 0.4, "feature": 0.6}
-
-    def classifier_of(model):
-        if model.version == challenger.version:
-            return _Embedding(_near_tie_wrong(label_of), _beside_its_kind(label_of), model.version)
-        return _Embedding(champion_scores, vector_of.get, model.version)
-
-    alone = compare_and_promote(registry, challenger, held_out, classifier_of=classifier_of)
-    assert not alone.promoted and alone.challenger_score < alone.champion_score
-    served = compare_and_promote(registry, challenger, held_out, remembered=older, classifier_of=classifier_of)
-    assert served.challenger_score == 1.0 > served.champion_score
-    assert served.promoted and registry.serving().version == challenger.version
-    assert "each with the memory of the issues confirmed before it" in verdict(served)
-
-
-def test_a_model_that_embeds_nothing_is_judged_alone_and_its_verdict_says_nothing_of_a_memory(
-        registry, tfidf_model, held_out, nlbse_train):
-    registry.promote(registry.register(tfidf_model).version)
-    run = compare_and_promote(registry, registry.register(tfidf_model), held_out, remembered=nlbse_train[:60])
-    assert run.challenger_score == pytest.approx(evaluate_classifier(tfidf_model.classifier(), held_out)["macro_f1"])
-    assert "memory" not in verdict(run)
